@@ -1,0 +1,26 @@
+/** Two projects: fast unit specs beside the code, and e2e suites that boot the real app. */
+const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.jest.json' }] };
+
+module.exports = {
+  // E2E suites start gateways (a few seconds each on a busy machine); unit tests finish far sooner.
+  testTimeout: 60000,
+  reporters: ['default', '<rootDir>/test/support/no-skipped-tests-reporter.js'],
+  projects: [
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      rootDir: '.',
+      testMatch: ['<rootDir>/src/**/*.spec.ts'],
+      transform,
+    },
+    {
+      displayName: 'e2e',
+      testEnvironment: 'node',
+      rootDir: '.',
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+      transform,
+    },
+  ],
+};

@@ -1,0 +1,83 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { ClusterEvents } from '../cluster/cluster-events';
+import type { AgentFacts } from '../policy-engine/types';
+import { Agent } from './agent.entity';
+
+/** An agent as the decision path sees it: its current record, with decision facts prebuilt. */
+export interface AgentSnapshot {
+  id: string;
+  orgId: string;
+  name: string;
+  trustTier: string;
+  tags: readonly string[];
+  revoked: boolean;
+  facts: AgentFacts;
+}
+
+const MAX_AGENTS = 100_000;
+
+/**
+ * Current agent records for the decision path, cached in memory. Changes and revocations are
+ * evicted through ClusterEvents on every instance, so a PATCH or revoke holds on the next
+ * request whatever the token's claims say. A load that overlaps an eviction is not cached.
+ */
+@Injectable()
+export class AgentDirectory implements OnModuleInit {
+  private readonly agents = new Map<string, AgentSnapshot>();
+  private evictions = 0;
+
+  constructor(
+    @InjectRepository(Agent) private readonly repository: Repository<Agent>,
+    private readonly events: ClusterEvents,
+  ) {}
+
+  onModuleInit(): void {
+    this.events.subscribe((event) => {
+      if (event.type === 'agent.changed' || event.type === 'agent.revoked') this.evict(event.agentId);
+      else if (event.type === 'resync') this.clear();
+    });
+  }
+
+  /** The agent, or null when it does not exist; sync when cached. */
+  get(agentId: string): AgentSnapshot | null | Promise<AgentSnapshot | null> {
+    const cached = this.agents.get(agentId);
+    return cached !== undefined ? cached : this.load(agentId);
+  }
+
+  private evict(agentId: string): void {
+    this.evictions++;
+    this.agents.delete(agentId);
+  }
+
+  private clear(): void {
+    this.evictions++;
+    this.agents.clear();
+  }
+
+  private async load(agentId: string): Promise<AgentSnapshot | null> {
+    const evictionsAtStart = this.evictions;
+    const agent = await this.repository.findOne({ where: { id: agentId } });
+    if (agent === null) return null;
+    const snapshot = toSnapshot(agent);
+    if (this.evictions === evictionsAtStart) {
+      if (this.agents.size >= MAX_AGENTS) this.agents.delete(this.agents.keys().next().value!);
+      this.agents.set(agentId, snapshot);
+    }
+    return snapshot;
+  }
+}
+
+function toSnapshot(agent: Agent): AgentSnapshot {
+  const tags = Object.freeze([...agent.tags]);
+  return {
+    id: agent.id,
+    orgId: agent.orgId,
+    name: agent.name,
+    trustTier: agent.trustTier,
+    tags,
+    revoked: agent.revokedAt !== null,
+    facts: Object.freeze({ id: agent.id, name: agent.name, trust_tier: agent.trustTier, tags, org: agent.orgId }),
+  };
+}

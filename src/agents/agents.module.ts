@@ -1,0 +1,18 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuditModule } from '../audit/audit.module';
+import { IdentityModule } from '../identity/identity.module';
+import { OrganizationsModule } from '../organizations/organizations.module';
+import { Agent } from './agent.entity';
+import { AgentAuthenticator } from './agent-authenticator';
+import { AgentDirectory } from './agent-directory';
+import { AgentsController } from './agents.controller';
+import { AgentsService } from './agents.service';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([Agent]), AuditModule, IdentityModule, OrganizationsModule],
+  controllers: [AgentsController],
+  providers: [AgentsService, AgentDirectory, AgentAuthenticator],
+  exports: [AgentsService, AgentDirectory, AgentAuthenticator],
+})
+export class AgentsModule {}

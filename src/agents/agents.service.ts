@@ -1,0 +1,146 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, IsNull, Repository } from 'typeorm';
+import { AdminPrincipal } from '../common/admin-principal';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
+import { newId } from '../common/ids';
+import { AuditService } from '../audit/audit.service';
+import { ClusterEvents } from '../cluster/cluster-events';
+import { AgentTokenService } from '../identity/agent-token.service';
+import { OrganizationsService } from '../organizations/organizations.service';
+import { Agent } from './agent.entity';
+import { AgentView, CreateAgentDto, CreatedAgentView, IssuedTokenView, UpdateAgentDto } from './agents.dto';
+
+type Actor = AdminPrincipal | { orgId: string; tokenId: 'cli' };
+const UPDATABLE = ['name', 'trustTier', 'tags', 'metadata'] as const;
+
+/** Agent identity: create (with its first token), read, update, revoke, and fresh tokens. */
+@Injectable()
+export class AgentsService {
+  constructor(
+    @InjectRepository(Agent) private readonly agents: Repository<Agent>,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly organizations: OrganizationsService,
+    private readonly tokens: AgentTokenService,
+    private readonly audit: AuditService,
+    private readonly events: ClusterEvents,
+  ) {}
+
+  /** Creates an agent within the plan's agent limit and returns it with its token. */
+  async create(actor: Actor, dto: CreateAgentDto): Promise<CreatedAgentView> {
+    const agent = await this.dataSource.transaction(async (manager) => {
+      await this.organizations.assertCanAdd(manager, actor.orgId, 'agents', () =>
+        manager.getRepository(Agent).count({ where: { orgId: actor.orgId, revokedAt: IsNull() } }),
+      );
+      const created = manager.getRepository(Agent).create({
+        id: newId('agent'),
+        orgId: actor.orgId,
+        name: dto.name,
+        trustTier: dto.trustTier ?? 'unverified',
+        tags: dedupe(dto.tags ?? []),
+        metadata: dto.metadata ?? {},
+        revokedAt: null,
+      });
+      return manager.getRepository(Agent).save(created);
+    });
+    const issued = await this.tokens.issue(agent);
+    this.audit.recordAdminEvent(actor, {
+      action: 'agent.create',
+      agentId: agent.id,
+      agentName: agent.name,
+      details: { next: { name: agent.name, trustTier: agent.trustTier, tags: agent.tags } },
+    });
+    return { ...toView(agent), token: issued.token, tokenExpiresAt: issued.expiresAt.toISOString() };
+  }
+
+  async list(actor: Actor, includeRevoked = false): Promise<AgentView[]> {
+    const where = includeRevoked ? { orgId: actor.orgId } : { orgId: actor.orgId, revokedAt: IsNull() };
+    const agents = await this.agents.find({ where, order: { createdAt: 'ASC', id: 'ASC' } });
+    return agents.map(toView);
+  }
+
+  async get(actor: Actor, agentId: string): Promise<AgentView> {
+    return toView(await this.getOwned(actor, agentId));
+  }
+
+  /**
+   * Changes only the supplied fields and records previous and new values in the audit trail.
+   * Another organization's agent is 403 here (SPEC.md), 404 on the other routes.
+   */
+  async update(actor: Actor, agentId: string, dto: UpdateAgentDto): Promise<AgentView> {
+    const agent = await this.agents.findOne({ where: { id: agentId } });
+    if (agent === null) throw AppError.notFound('agent', agentId);
+    if (agent.orgId !== actor.orgId) throw new AppError(ErrorCode.Forbidden, `agent ${agentId} belongs to another organization`);
+    if (agent.revokedAt !== null) throw new AppError(ErrorCode.AgentRevoked, `agent ${agentId} is revoked and cannot be changed`);
+    const previous: Record<string, unknown> = {};
+    const next: Record<string, unknown> = {};
+    for (const field of UPDATABLE) {
+      const value = field === 'tags' && dto.tags ? dedupe(dto.tags) : dto[field];
+      if (value === undefined || sameValue(agent[field], value)) continue;
+      previous[field] = agent[field];
+      next[field] = value;
+    }
+    if (Object.keys(next).length === 0) return toView(agent);
+    Object.assign(agent, next);
+    const saved = await this.agents.save(agent);
+    await this.events.publish({ type: 'agent.changed', orgId: agent.orgId, agentId });
+    this.audit.recordAdminEvent(actor, { action: 'agent.update', agentId, agentName: saved.name, details: { previous, next } });
+    return toView(saved);
+  }
+
+  /** Revokes an agent: immediate and permanent, on every instance. Repeating it changes nothing. */
+  async revoke(actor: Actor, agentId: string): Promise<AgentView> {
+    const agent = await this.getOwned(actor, agentId);
+    if (agent.revokedAt !== null) return toView(agent);
+    agent.revokedAt = new Date();
+    const saved = await this.agents.save(agent);
+    await this.events.publish({ type: 'agent.revoked', orgId: agent.orgId, agentId });
+    this.audit.recordAdminEvent(actor, { action: 'agent.revoke', agentId, agentName: agent.name, details: { previous: { status: 'active' }, next: { status: 'revoked' } } });
+    return toView(saved);
+  }
+
+  /** A fresh token for an existing, active agent. */
+  async issueToken(actor: Actor, agentId: string, ttlMs?: number): Promise<IssuedTokenView> {
+    const agent = await this.getOwned(actor, agentId);
+    if (agent.revokedAt !== null) throw new AppError(ErrorCode.AgentRevoked, `agent ${agentId} is revoked`);
+    const issued = await this.tokens.issue(agent, ttlMs);
+    this.audit.recordAdminEvent(actor, { action: 'agent.token', agentId, agentName: agent.name, details: { expiresAt: issued.expiresAt.toISOString() } });
+    return { agentId, token: issued.token, expiresAt: issued.expiresAt.toISOString() };
+  }
+
+  /** The organization an agent belongs to (CLI commands name agents without an org). */
+  async ownerOf(agentId: string): Promise<string> {
+    const agent = await this.agents.findOne({ where: { id: agentId }, select: { id: true, orgId: true } });
+    if (agent === null) throw AppError.notFound('agent', agentId);
+    return agent.orgId;
+  }
+
+  private async getOwned(actor: Actor, agentId: string): Promise<Agent> {
+    const agent = await this.agents.findOne({ where: { id: agentId, orgId: actor.orgId } });
+    if (agent === null) throw AppError.notFound('agent', agentId);
+    return agent;
+  }
+}
+
+function toView(agent: Agent): AgentView {
+  return {
+    id: agent.id,
+    name: agent.name,
+    trustTier: agent.trustTier,
+    tags: agent.tags,
+    metadata: agent.metadata,
+    status: agent.revokedAt === null ? 'active' : 'revoked',
+    createdAt: agent.createdAt.toISOString(),
+    updatedAt: agent.updatedAt.toISOString(),
+    revokedAt: agent.revokedAt?.toISOString() ?? null,
+  };
+}
+
+function dedupe(tags: string[]): string[] {
+  return [...new Set(tags)];
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

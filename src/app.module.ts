@@ -1,0 +1,45 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Logger } from 'pino';
+import { AgentsModule } from './agents/agents.module';
+import { AuditModule } from './audit/audit.module';
+import { AuthModule } from './auth/auth.module';
+import { ClusterModule } from './cluster/cluster.module';
+import { AppConfig } from './config/app-config';
+import { ConfigModule } from './config/config.module';
+import { DatabaseModule } from './database/database.module';
+import { DecisionsModule } from './decisions/decisions.module';
+import { HealthModule } from './health/health.module';
+import { PoliciesModule } from './policies/policies.module';
+import { ProxyModule } from './proxy/proxy.module';
+import { IdentityModule } from './identity/identity.module';
+import { LoggingModule } from './logging/logging.module';
+import { OrganizationsModule } from './organizations/organizations.module';
+import { GatewayBootstrap } from './gateway-bootstrap';
+
+/** The gateway: every domain module, on one configuration, logger and database. */
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig, logger: Logger): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggingModule.forRoot(logger),
+        DatabaseModule.forRoot(),
+        ClusterModule,
+        ScheduleModule.forRoot(),
+        AuditModule,
+        OrganizationsModule,
+        IdentityModule,
+        AgentsModule,
+        AuthModule,
+        HealthModule,
+        PoliciesModule,
+        DecisionsModule,
+        ProxyModule,
+      ],
+      providers: [GatewayBootstrap],
+    };
+  }
+}

@@ -1,0 +1,92 @@
+import { chainHash, GENESIS_HASH, StoredAudit } from './audit-chain';
+
+function entry(overrides: Partial<StoredAudit> = {}): StoredAudit {
+  return {
+    id: 'aud_1',
+    ts: Date.UTC(2026, 10, 21, 10, 15, 30, 123),
+    orgId: 'org_1',
+    seq: 1,
+    source: 'proxy',
+    kind: 'decision',
+    traceId: 'trace-1',
+    agentId: 'agent_1',
+    agentName: 'bot',
+    trustTier: 'verified',
+    action: 'read:a',
+    method: 'GET',
+    path: '/a',
+    decision: 'allow',
+    enforced: true,
+    rateLimited: false,
+    policyName: 'default',
+    rule: null,
+    reason: 'allowed',
+    decisionLatencyMs: 0.012,
+    latencyMs: 1.5,
+    status: 200,
+    upstreamStatus: 200,
+    delegationChain: null,
+    input: '{"args":{"path":"/a","method":"GET","q":["1","2"]},"agent":{"id":"agent_1","tags":["x"]}}',
+    details: null,
+    ...overrides,
+  };
+}
+
+describe('chainHash', () => {
+  it('is a SHA-256 hex digest, the same for the same entry', () => {
+    expect(GENESIS_HASH).toBe('0'.repeat(64));
+    expect(chainHash(GENESIS_HASH, entry())).toMatch(/^[0-9a-f]{64}$/);
+    expect(chainHash(GENESIS_HASH, entry())).toBe(chainHash(GENESIS_HASH, entry()));
+  });
+
+  it('hashes payloads as the exact JSON text stored, so any edit of that text shows', () => {
+    const original = chainHash(GENESIS_HASH, entry());
+    const reordered = '{"agent":{"id":"agent_1","tags":["x"]},"args":{"path":"/a","method":"GET","q":["1","2"]}}';
+    const spaced = '{"args": {"path":"/a","method":"GET","q":["1","2"]},"agent":{"id":"agent_1","tags":["x"]}}';
+    expect(chainHash(GENESIS_HASH, entry({ input: reordered }))).not.toBe(original);
+    expect(chainHash(GENESIS_HASH, entry({ input: spaced }))).not.toBe(original);
+  });
+
+  it('keeps payload boundaries apart: moving text between payload columns changes the hash', () => {
+    const moved = entry({ delegationChain: '["agent_0"]', input: null, details: '{"a":1}' });
+    const original = entry({ delegationChain: '["agent_0"]', input: '{"a":1}', details: null });
+    expect(chainHash(GENESIS_HASH, moved)).not.toBe(chainHash(GENESIS_HASH, original));
+  });
+
+  it('chains on the previous hash', () => {
+    const previous = chainHash(GENESIS_HASH, entry());
+    expect(chainHash(previous, entry({ seq: 2 }))).not.toBe(chainHash(GENESIS_HASH, entry({ seq: 2 })));
+  });
+
+  it.each<[keyof StoredAudit, unknown]>([
+    ['id', 'aud_2'],
+    ['ts', Date.UTC(2026, 10, 21, 10, 15, 30, 124)],
+    ['orgId', 'org_2'],
+    ['seq', 2],
+    ['source', 'pdp'],
+    ['kind', 'admin'],
+    ['traceId', 'trace-2'],
+    ['agentId', null],
+    ['agentName', 'other'],
+    ['trustTier', 'trusted'],
+    ['action', 'read:b'],
+    ['method', 'HEAD'],
+    ['path', '/b'],
+    ['decision', 'deny'],
+    ['enforced', false],
+    ['rateLimited', true],
+    ['policyName', 'p'],
+    ['rule', 'r'],
+    ['reason', 'edited'],
+    ['decisionLatencyMs', 0.013],
+    ['latencyMs', 1.6],
+    ['status', 201],
+    ['upstreamStatus', null],
+    ['delegationChain', '["agent_0","agent_1"]'],
+    ['input', '{"args":{"path":"/a","method":"GET","q":["2","1"]},"agent":{"id":"agent_1","tags":["x"]}}'],
+    ['input', null],
+    ['details', '{"actor":"tok"}'],
+  ])('changes when %s changes', (field, value) => {
+    expect(chainHash(GENESIS_HASH, entry({ [field]: value }))).not.toBe(chainHash(GENESIS_HASH, entry()));
+  });
+});

@@ -1,0 +1,125 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Cron, CronExpression } from '@nestjs/schedule';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { Logger } from 'pino';
+import { LOGGER } from '../logging/logging.module';
+import { PLANS, PlanId, UNLIMITED } from '../organizations/plans';
+import { AuditPartition, AuditPartitions, createDayPartition, dayStart } from './audit-partitions';
+
+const DAY_MS = 86_400_000;
+
+export interface RetentionReport {
+  droppedPartitions: string[];
+  deletedEntries: number;
+}
+
+/**
+ * Enforces each plan's `auditRetentionDays`. A day's partition is dropped whole once every
+ * organization with entries in it has passed its retention; where organizations on longer
+ * plans share the day, only the expired organizations' rows are deleted. Each chain head
+ * records how far retention pruned it, so verification tells pruning from tampering.
+ */
+@Injectable()
+export class AuditRetention {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly partitions: AuditPartitions,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  @Cron(CronExpression.EVERY_HOUR, { name: 'audit-retention' })
+  async scheduled(): Promise<void> {
+    try {
+      const report = await this.enforce(Date.now());
+      // Tomorrow's partition ahead of time, so the first write after midnight needs no DDL.
+      await createDayPartition(this.dataSource, dayStart(Date.now() + DAY_MS));
+      if (report.droppedPartitions.length > 0 || report.deletedEntries > 0) this.logger.info(report, 'audit retention enforced');
+    } catch (error) {
+      this.logger.error({ err: error }, 'audit retention failed');
+    }
+  }
+
+  /** Applies retention as of `nowMs`: an entry expires when older than its organization's retention. */
+  async enforce(nowMs: number): Promise<RetentionReport> {
+    const retention = await this.retentionByOrg();
+    const report: RetentionReport = { droppedPartitions: [], deletedEntries: 0 };
+    const today = dayStart(nowMs);
+    for (const partition of await this.partitions.list()) {
+      if (partition.startMs >= today) continue;
+      const partitionEnd = partition.startMs + DAY_MS;
+      const orgIds: Array<{ org_id: string }> = await this.dataSource.query(`SELECT DISTINCT org_id FROM ${partition.name}`);
+      const expired = orgIds.map((row) => row.org_id).filter((orgId) => isExpired(retention.get(orgId), partitionEnd, nowMs));
+      if (expired.length === orgIds.length) {
+        await this.dropPartition(partition);
+        report.droppedPartitions.push(partition.name);
+        continue;
+      }
+      report.deletedEntries += await this.deleteExpiredRows(partition.name, retention, nowMs);
+    }
+    return report;
+  }
+
+  /** Drops a whole day, first recording in each chain head how far its chain was pruned. */
+  private async dropPartition(partition: AuditPartition): Promise<void> {
+    await this.dataSource.transaction(async (manager) => {
+      const last: PrunedTail[] = await manager.query(`SELECT DISTINCT ON (org_id) org_id, seq, hash FROM ${partition.name} ORDER BY org_id, seq DESC`);
+      await markPruned(manager, last);
+      await manager.query(`DROP TABLE IF EXISTS ${partition.name}`);
+    });
+  }
+
+  /** Rows of a shared day whose organization's cut-off has passed. */
+  private async deleteExpiredRows(partition: string, retention: Map<string, number>, nowMs: number): Promise<number> {
+    const limited = [...retention].filter(([, days]) => days !== UNLIMITED);
+    if (limited.length === 0) return 0;
+    const cutoffs = [limited.map(([orgId]) => orgId), limited.map(([, days]) => new Date(nowMs - days * DAY_MS))];
+    const expiredRows = `${partition} t, unnest($1::text[], $2::timestamptz[]) AS c(org_id, cutoff) WHERE t.org_id = c.org_id AND t.ts < c.cutoff`;
+    return this.dataSource.transaction(async (manager) => {
+      const last: PrunedTail[] = await manager.query(`SELECT DISTINCT ON (t.org_id) t.org_id, t.seq, t.hash FROM ${expiredRows} ORDER BY t.org_id, t.seq DESC`, cutoffs);
+      if (last.length === 0) return 0;
+      await markPruned(manager, last);
+      const deleted: Array<{ count: string }> = await manager.query(
+        `WITH d AS (DELETE FROM ${partition} t USING unnest($1::text[], $2::timestamptz[]) AS c(org_id, cutoff)
+           WHERE t.org_id = c.org_id AND t.ts < c.cutoff RETURNING 1)
+         SELECT count(*) AS count FROM d`,
+        cutoffs,
+      );
+      return Number(deleted[0].count);
+    });
+  }
+
+  private async retentionByOrg(): Promise<Map<string, number>> {
+    const rows: Array<{ id: string; plan: PlanId }> = await this.dataSource.query('SELECT id, plan FROM organizations');
+    return new Map(rows.map((row) => [row.id, PLANS[row.plan]?.limits.auditRetentionDays ?? UNLIMITED]));
+  }
+}
+
+/** The newest entry retention removes from an organization's chain. */
+interface PrunedTail {
+  org_id: string;
+  seq: string;
+  hash: string;
+}
+
+/**
+ * Moves each chain's pruning mark forward (never back). Heads are locked in org_id order, the
+ * order the writer locks them in, so retention and writes cannot deadlock.
+ */
+async function markPruned(manager: EntityManager, tails: PrunedTail[]): Promise<void> {
+  if (tails.length === 0) return;
+  const orgIds = tails.map((tail) => tail.org_id);
+  await manager.query('SELECT org_id FROM audit_chain_heads WHERE org_id = ANY($1::text[]) ORDER BY org_id FOR UPDATE', [orgIds]);
+  await manager.query(
+    `UPDATE audit_chain_heads h SET pruned_seq = u.seq, pruned_hash = u.hash
+     FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(org_id, seq, hash)
+     WHERE h.org_id = u.org_id AND h.pruned_seq < u.seq`,
+    [orgIds, tails.map((tail) => tail.seq), tails.map((tail) => tail.hash)],
+  );
+}
+
+function isExpired(retentionDays: number | undefined, partitionEndMs: number, nowMs: number): boolean {
+  if (retentionDays === undefined) return true;
+  if (retentionDays === UNLIMITED) return false;
+  return partitionEndMs <= nowMs - retentionDays * DAY_MS;
+}

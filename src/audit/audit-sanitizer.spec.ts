@@ -1,0 +1,118 @@
+import { AuditSanitizer, REDACTED } from './audit-sanitizer';
+
+const sanitizer = new AuditSanitizer(['password', 'secret', 'token', 'api_key']);
+
+describe('AuditSanitizer redaction', () => {
+  it('redacts values whose names contain a listed word, in any case, at every depth', () => {
+    expect(
+      sanitizer.json({
+        password: 'p',
+        userPassword: 'p2',
+        API_KEY: 'k',
+        x_api_key_id: 'k2',
+        access_token: 't',
+        safe: 'ok',
+        nested: { client_secret: 's', keep: 1, deeper: [{ token: 't2', id: 3 }] },
+        secret: { whole: 'object' },
+      }),
+    ).toEqual({
+      password: REDACTED,
+      userPassword: REDACTED,
+      API_KEY: REDACTED,
+      x_api_key_id: REDACTED,
+      access_token: REDACTED,
+      safe: 'ok',
+      nested: { client_secret: REDACTED, keep: 1, deeper: [{ token: REDACTED, id: 3 }] },
+      secret: REDACTED,
+    });
+    expect(REDACTED).toBe('[redacted]');
+  });
+
+  it('redacts only the configured words', () => {
+    expect(new AuditSanitizer(['ssn']).json({ ssn: '1', user_ssn: '2', password: 'visible' })).toEqual({ ssn: REDACTED, user_ssn: REDACTED, password: 'visible' });
+    expect(new AuditSanitizer([]).json({ password: 'visible' })).toEqual({ password: 'visible' });
+  });
+
+  it('leaves string values alone even when they look secret', () => {
+    expect(sanitizer.json({ note: 'my password is hunter2' })).toEqual({ note: 'my password is hunter2' });
+  });
+});
+
+describe('AuditSanitizer storable values', () => {
+  it.each([
+    ['NUL', 'a\u0000b', 'a\uFFFDb'],
+    ['a lone high surrogate', 'x\uD800y', 'x\uFFFDy'],
+    ['a lone low surrogate', '\uDC00', '\uFFFD'],
+    ['a valid pair', 'ok 😀', 'ok 😀'],
+  ])('cleans %s in text and JSON strings and keys', (_what, raw, clean) => {
+    expect(sanitizer.text(raw)).toBe(clean);
+    expect(sanitizer.json({ [raw]: [raw] })).toEqual({ [clean]: [clean] });
+  });
+
+  it('keeps null text null', () => {
+    expect(sanitizer.text(null)).toBeNull();
+  });
+
+  it.each<[string, unknown, unknown]>([
+    ['undefined', undefined, null],
+    ['NaN', NaN, null],
+    ['Infinity', Infinity, null],
+    ['a function', () => 1, null],
+    ['a bigint', BigInt(1), null],
+    ['false', false, false],
+    ['zero', 0, 0],
+  ])('stores %s as JSON', (_what, value, stored) => {
+    expect(sanitizer.json(value)).toEqual(stored);
+  });
+});
+
+describe('AuditSanitizer bounds', () => {
+  it('truncates strings over 2048 characters and keeps the result well formed', () => {
+    expect(sanitizer.text('a'.repeat(2048))).toBe('a'.repeat(2048));
+    expect(sanitizer.text('b'.repeat(3000))).toBe(`${'b'.repeat(2048)}…[truncated]`);
+    const cutInPair = sanitizer.text(`${'c'.repeat(2047)}😀tail`)!;
+    expect(cutInPair.isWellFormed()).toBe(true);
+    expect(cutInPair.startsWith('c'.repeat(2047))).toBe(true);
+    expect(cutInPair.endsWith('…[truncated]')).toBe(true);
+  });
+
+  it('keeps at most 100 array items and 100 object keys', () => {
+    expect(sanitizer.json(Array.from({ length: 150 }, (_, i) => i))).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    const wide = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`k${i}`, i]));
+    expect(Object.keys(sanitizer.json(wide) as object)).toHaveLength(100);
+  });
+
+  it('cuts nesting deeper than 6 levels', () => {
+    expect(sanitizer.json({ a: { b: { c: { d: { e: { f: { g: 1 } } } } } } })).toEqual({ a: { b: { c: { d: { e: { f: '[truncated]' } } } } } });
+    expect(sanitizer.json([[[[[[[1]]]]]]])).toEqual([[[[[['[truncated]']]]]]]);
+  });
+});
+
+describe('AuditSanitizer.serialize', () => {
+  it('stores plain values as their JSON text, unchanged', () => {
+    const value = { args: { path: '/a', q: ['1', '2'] }, n: 1.5, ok: true, none: null };
+    expect(sanitizer.serialize(value)).toBe(JSON.stringify(value));
+    expect(sanitizer.serialize(null)).toBeNull();
+    expect(sanitizer.serialize(undefined)).toBeNull();
+  });
+
+  it.each<[string, unknown, unknown]>([
+    ['a secret-named key', { args: { Password: 'hunter2', keep: 'x' } }, { args: { Password: REDACTED, keep: 'x' } }],
+    ['a NUL', { note: 'a\u0000b' }, { note: 'a\uFFFDb' }],
+    ['a lone surrogate', { ['k\uD800']: 'v\uDFFF' }, { ['k\uFFFD']: 'v\uFFFD' }],
+    ['a long string', { blob: 'z'.repeat(5000) }, { blob: `${'z'.repeat(2048)}…[truncated]` }],
+  ])('cleans a value with %s', (_what, value, stored) => {
+    const text = sanitizer.serialize(value)!;
+    expect(JSON.parse(text)).toEqual(stored);
+    expect(text.isWellFormed()).toBe(true);
+    expect(text).not.toContain('\\u0000');
+  });
+
+  it('redacts whatever case the key is written in', () => {
+    expect(JSON.parse(sanitizer.serialize({ X_API_KEY: 'k', Access_Token: 't' })!)).toEqual({ X_API_KEY: REDACTED, Access_Token: REDACTED });
+  });
+
+  it('keeps secret words inside values, only keys are redacted', () => {
+    expect(JSON.parse(sanitizer.serialize({ note: 'my password is hunter2' })!)).toEqual({ note: 'my password is hunter2' });
+  });
+});

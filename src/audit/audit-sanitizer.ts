@@ -1,0 +1,68 @@
+/** Limits that keep one audit entry small whatever the request carried. */
+const MAX_STRING = 2048;
+const MAX_ITEMS = 100;
+const MAX_KEYS = 100;
+const MAX_DEPTH = 6;
+export const REDACTED = '[redacted]';
+
+/**
+ * Prepares values for storage: redacts arguments whose names contain a configured word
+ * (AUDIT_REDACT), bounds size, and makes strings storable in PostgreSQL (no NUL, no lone
+ * surrogates), so that no request can produce an entry the database refuses.
+ */
+export class AuditSanitizer {
+  /** Matches serialised JSON that may need work: a redaction word, a NUL or a lone surrogate escape. */
+  private readonly suspicious: RegExp;
+
+  constructor(private readonly redactedNames: readonly string[]) {
+    const words = redactedNames.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    this.suspicious = new RegExp([...words, '\\\\u0000', '\\\\ud[89a-f]'].join('|'), 'i');
+  }
+
+  /**
+   * The JSON text to store for a value, or null. Most values serialise straight through: only
+   * a large one, or one whose text shows a redaction word, a NUL or a lone surrogate, is
+   * rebuilt by `json` first.
+   */
+  serialize(value: unknown): string | null {
+    if (value === null || value === undefined) return null;
+    const text = JSON.stringify(value);
+    if (text.length <= MAX_STRING && !this.suspicious.test(text)) return text;
+    return JSON.stringify(this.json(value));
+  }
+
+  /** Cleans a text column. */
+  text(value: string | null): string | null {
+    if (value === null) return null;
+    return value.length <= MAX_STRING && value.isWellFormed() && !value.includes('\u0000') ? value : cleanString(value);
+  }
+
+  /** Cleans a JSON value, redacting by key name at every depth. */
+  json(value: unknown, depth = 0): unknown {
+    if (value === null || value === undefined) return null;
+    if (typeof value === 'string') return cleanString(value);
+    if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+    if (typeof value === 'boolean') return value;
+    if (typeof value !== 'object') return null;
+    if (depth >= MAX_DEPTH) return '[truncated]';
+    if (Array.isArray(value)) return value.slice(0, MAX_ITEMS).map((item) => this.json(item, depth + 1));
+    const result: Record<string, unknown> = {};
+    let count = 0;
+    for (const key of Object.keys(value)) {
+      if (++count > MAX_KEYS) break;
+      const clean = cleanString(key);
+      result[clean] = this.isSecret(key) ? REDACTED : this.json((value as Record<string, unknown>)[key], depth + 1);
+    }
+    return result;
+  }
+
+  private isSecret(name: string): boolean {
+    const lower = name.toLowerCase();
+    return this.redactedNames.some((word) => lower.includes(word));
+  }
+}
+
+function cleanString(value: string): string {
+  const bounded = value.length > MAX_STRING ? `${value.slice(0, MAX_STRING)}…[truncated]` : value;
+  return bounded.toWellFormed().replaceAll('\u0000', '\uFFFD');
+}

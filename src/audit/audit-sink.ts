@@ -1,0 +1,134 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Logger } from 'pino';
+import { AuditBatchStore } from './audit-batch-store';
+import type { AuditRecord } from './audit-record';
+import type { SqlClient } from './sql-client';
+
+/** Where the AuditWriter's batches go: written once per call; the writer owns retries. */
+export interface AuditSink {
+  /** Resolves once the batch is committed; rejects (with the SQLSTATE in `code` when known) leaving nothing written. */
+  write(batch: AuditRecord[], stripPayloads: boolean): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Writes in the gateway's own thread, through its data source. Used with the embedded database:
+ * PGlite is one session, so the audit trail must share the gateway's only connection.
+ */
+export class InProcessAuditSink implements AuditSink {
+  private readonly store: AuditBatchStore;
+  private readonly client: SqlClient;
+
+  constructor(dataSource: DataSource, redactedNames: readonly string[]) {
+    this.store = new AuditBatchStore(redactedNames);
+    this.client = typeOrmClient(dataSource.manager, dataSource);
+  }
+
+  write(batch: AuditRecord[], stripPayloads: boolean): Promise<void> {
+    return this.store.write(this.client, batch, stripPayloads);
+  }
+
+  async close(): Promise<void> {}
+}
+
+function typeOrmClient(manager: EntityManager, dataSource: DataSource): SqlClient {
+  return {
+    query: (sql, params) => manager.query(sql, params),
+    transaction: (work) => dataSource.transaction((tx) => work(typeOrmClient(tx, dataSource))),
+  };
+}
+
+/** Messages between the WorkerAuditSink and the audit worker. */
+export type AuditWorkerRequest = { type: 'write'; id: number; batch: AuditRecord[]; stripPayloads: boolean };
+export type AuditWorkerReply =
+  | { type: 'written'; id: number }
+  | { type: 'failed'; id: number; message: string; code?: string }
+  | { type: 'log'; level: 'warn' | 'error'; message: string; fields: Record<string, unknown> };
+export interface AuditWorkerData {
+  databaseUrl: string;
+  redactedNames: readonly string[];
+}
+
+interface Pending {
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+/**
+ * Writes in a worker thread with its own PostgreSQL connection: the gateway's thread only hands
+ * over each batch (structured clone, about 2 µs an entry); building, hashing, serialising and
+ * the database round trips all happen off the request path's thread. A crashed worker is
+ * replaced on the next write; its unacknowledged batches are failed, so the writer retries them.
+ */
+export class WorkerAuditSink implements AuditSink {
+  private worker: Worker | null = null;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+
+  constructor(
+    private readonly data: AuditWorkerData,
+    private readonly logger: Logger,
+  ) {}
+
+  write(batch: AuditRecord[], stripPayloads: boolean): Promise<void> {
+    const worker = this.worker ?? this.start();
+    const id = this.nextId++;
+    // A payload that cannot be cloned fails like one the database refuses: retried without payloads.
+    const sent = stripPayloads ? batch.map((entry) => ({ ...entry, input: null, details: null })) : batch;
+    return new Promise<void>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      try {
+        worker.postMessage({ type: 'write', id, batch: sent, stripPayloads } satisfies AuditWorkerRequest);
+      } catch (error) {
+        this.pending.delete(id);
+        reject(Object.assign(new Error(`audit batch could not be handed to the worker: ${String(error)}`), { code: '22000' }));
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    await worker?.terminate();
+  }
+
+  private start(): Worker {
+    const worker = new Worker(auditWorkerScript(), { workerData: this.data satisfies AuditWorkerData });
+    worker.on('message', (reply: AuditWorkerReply) => this.onReply(reply));
+    worker.on('error', (error) => this.logger.error({ err: error }, 'audit worker crashed'));
+    worker.on('exit', () => {
+      if (this.worker === worker) this.worker = null;
+      for (const [id, pending] of this.pending) {
+        this.pending.delete(id);
+        pending.reject(new Error('audit worker stopped before confirming the batch'));
+      }
+    });
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  private onReply(reply: AuditWorkerReply): void {
+    if (reply.type === 'log') {
+      this.logger[reply.level](reply.fields, reply.message);
+      return;
+    }
+    const pending = this.pending.get(reply.id);
+    if (!pending) return;
+    this.pending.delete(reply.id);
+    if (reply.type === 'written') pending.resolve();
+    else pending.reject(Object.assign(new Error(reply.message), { code: reply.code }));
+  }
+}
+
+/** The compiled worker script: next to this file in dist/, or in dist/ when running from sources (tests). */
+function auditWorkerScript(): string {
+  const beside = path.join(__dirname, 'audit-worker.js');
+  if (fs.existsSync(beside)) return beside;
+  const built = path.resolve(__dirname, '../../dist/src/audit/audit-worker.js');
+  if (fs.existsSync(built)) return built;
+  throw new Error('dist/src/audit/audit-worker.js not found: run `npm run build`');
+}

@@ -1,0 +1,147 @@
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { Logger } from 'pino';
+import { AppConfig } from '../config/app-config';
+import { DatabaseConnection } from '../database/database-connection';
+import { LOGGER } from '../logging/logging.module';
+import { AuditRecord } from './audit-record';
+import { AuditSink, InProcessAuditSink, WorkerAuditSink } from './audit-sink';
+
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 5000;
+const SHUTDOWN_DRAIN_MS = 15_000;
+
+/**
+ * Writes audit entries off the request path: callers enqueue plain records, and one flush at a
+ * time hands a batch to the sink, which writes it with a single INSERT inside a transaction that
+ * extends each organization's hash chain (AuditBatchStore) — in a worker thread on PostgreSQL,
+ * in this thread on the embedded database. The queue is bounded: past AUDIT_QUEUE_MAX,
+ * `whenWritable` makes new requests wait instead of dropping entries. A failed write is retried
+ * with backoff, keeping the batch at the head of the queue. Shutdown drains the queue.
+ *
+ * What a kill -9 can lose: entries still in memory, i.e. at most AUDIT_FLUSH_MS of traffic
+ * plus the batch in flight, and never more than AUDIT_QUEUE_MAX entries.
+ */
+@Injectable()
+export class AuditWriter implements OnApplicationShutdown {
+  private queue: AuditRecord[] = [];
+  private readonly sink: AuditSink;
+  private readonly waiters: Array<() => void> = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+  private retryMs = 0;
+  private written = 0;
+  private stripPayloads = false;
+  private closed = false;
+
+  constructor(
+    private readonly config: AppConfig,
+    @InjectDataSource() dataSource: DataSource,
+    connection: DatabaseConnection,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    this.sink = connection.embedded
+      ? new InProcessAuditSink(dataSource, config.audit.redact)
+      : new WorkerAuditSink({ databaseUrl: connection.url, redactedNames: config.audit.redact }, logger);
+  }
+
+  /** Enqueues an entry; never blocks and never drops it. */
+  record(entry: AuditRecord): void {
+    if (this.closed) {
+      this.logger.error({ action: entry.action, traceId: entry.traceId }, 'audit entry recorded after shutdown: not written');
+      return;
+    }
+    this.queue.push(entry);
+    if (this.queue.length >= this.config.audit.batchSize) this.flushSoon(0);
+    else this.flushSoon(this.config.audit.flushMs);
+  }
+
+  /** Undefined while the queue has room; else a promise that resolves when it has. */
+  whenWritable(): Promise<void> | undefined {
+    if (this.queue.length < this.config.audit.queueMax) return undefined;
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Entries waiting to be written. */
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /** Entries written since start. */
+  get writtenCount(): number {
+    return this.written;
+  }
+
+  /** Writes everything queued so far (and anything queued meanwhile), until `deadlineMs`. */
+  async drain(deadlineMs = Number.POSITIVE_INFINITY): Promise<void> {
+    while ((this.queue.length > 0 || this.flushing) && Date.now() < deadlineMs) {
+      if (this.flushing) {
+        await this.flushing;
+        continue;
+      }
+      await this.flush();
+      if (this.retryMs > 0) await sleep(Math.min(this.retryMs, deadlineMs - Date.now()));
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.drain(Date.now() + SHUTDOWN_DRAIN_MS);
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.sink.close();
+    if (this.queue.length > 0) this.logger.error({ lost: this.queue.length }, 'audit queue not drained before shutdown: the database is unreachable');
+  }
+
+  private flushSoon(delayMs: number): void {
+    if (this.flushing) return;
+    if (this.timer && delayMs > 0) return;
+    if (this.timer) clearTimeout(this.timer);
+    // Never what keeps the process alive: shutdown drains the queue explicitly.
+    this.timer = setTimeout(() => void this.flush(), Math.max(delayMs, this.retryMs));
+    this.timer.unref();
+  }
+
+  private flush(): Promise<void> {
+    this.timer = null;
+    if (this.flushing) return this.flushing;
+    this.flushing = this.flushBatch().finally(() => {
+      this.flushing = null;
+      this.releaseWaiters();
+      if (this.queue.length > 0) this.flushSoon(this.queue.length >= this.config.audit.batchSize ? 0 : this.config.audit.flushMs);
+    });
+    return this.flushing;
+  }
+
+  private async flushBatch(): Promise<void> {
+    const batch = this.queue.slice(0, this.config.audit.batchSize);
+    if (batch.length === 0) return;
+    try {
+      await this.sink.write(batch, this.stripPayloads);
+      this.queue = this.queue.slice(batch.length);
+      this.written += batch.length;
+      this.retryMs = 0;
+      this.stripPayloads = false;
+    } catch (error) {
+      this.retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, this.retryMs * 2));
+      // A value the database refuses must not block the trail: retry the batch without payloads.
+      this.stripPayloads = isDataError(error);
+      this.logger.error({ err: error, entries: batch.length, retryInMs: this.retryMs }, 'audit batch not written; will retry');
+    }
+  }
+
+  private releaseWaiters(): void {
+    while (this.waiters.length > 0 && this.queue.length < this.config.audit.queueMax) this.waiters.shift()!();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+}
+
+/** SQLSTATE class 22: a value the database refuses, which a retry alone would not fix. */
+function isDataError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('22');
+}
+

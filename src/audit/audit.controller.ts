@@ -1,0 +1,36 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { AdminPrincipal } from '../common/admin-principal';
+import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
+import { ErrorBody } from '../common/error-body.dto';
+import { AuditPage, AuditQueryDto, AuditStats, AuditStatsQueryDto, AuditVerification, AuditVerifyQueryDto } from './audit.dto';
+import { AuditService } from './audit.service';
+
+@ApiTags('audit')
+@AdminAuth()
+@ApiBadRequestResponse({ description: 'Invalid query parameter (named in the message)', type: ErrorBody })
+@Controller('admin/audit')
+export class AuditController {
+  constructor(private readonly audit: AuditService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Audit entries of the organization, newest first, paged with a cursor' })
+  @ApiOkResponse({ type: AuditPage })
+  list(@CurrentAdmin() admin: AdminPrincipal, @Query() query: AuditQueryDto): Promise<AuditPage> {
+    return this.audit.list(admin, query);
+  }
+
+  @Get('stats')
+  @ApiOperation({ summary: 'Decision counts of the last 24 h (or `period`)' })
+  @ApiOkResponse({ type: AuditStats })
+  stats(@CurrentAdmin() admin: AdminPrincipal, @Query() query: AuditStatsQueryDto): Promise<AuditStats> {
+    return this.audit.stats(admin, query.period);
+  }
+
+  @Get('verify')
+  @ApiOperation({ summary: 'Recompute the tamper-evident hash chain and report the first broken link' })
+  @ApiOkResponse({ type: AuditVerification })
+  verify(@CurrentAdmin() admin: AdminPrincipal, @Query() query: AuditVerifyQueryDto): Promise<AuditVerification> {
+    return this.audit.verify(admin, query.from, query.to);
+  }
+}

@@ -1,0 +1,307 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AdminPrincipal } from '../common/admin-principal';
+import { AppError } from '../common/app-error';
+import { chainHash, StoredAudit } from './audit-chain';
+import { expandInput } from './audit-input';
+import { AuditEntryView, AuditPage, AuditQueryDto, AuditStats, AuditVerification, ChainBreak, Period } from './audit.dto';
+import { AuditWriter } from './audit-writer';
+
+const PERIOD_MS: Record<Period, number> = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
+const VERIFY_PAGE = 2000;
+
+/** A row of audit_entries as the driver returns it. */
+interface AuditRow {
+  id: string;
+  ts: Date;
+  org_id: string;
+  seq: string;
+  source: string;
+  kind: string;
+  trace_id: string | null;
+  agent_id: string | null;
+  agent_name: string | null;
+  trust_tier: string | null;
+  action: string;
+  method: string | null;
+  path: string | null;
+  decision: string;
+  enforced: boolean;
+  rate_limited: boolean;
+  policy_name: string | null;
+  rule: string | null;
+  reason: string | null;
+  decision_latency_ms: number | null;
+  latency_ms: number | null;
+  status: number | null;
+  upstream_status: number | null;
+  delegation_chain: unknown;
+  input: unknown;
+  details: unknown;
+  prev_hash: string;
+  hash: string;
+}
+
+/** A row read for verification: payloads as the exact text stored. */
+interface VerifiedRow extends AuditRow {
+  delegation_chain_text: string | null;
+  input_text: string | null;
+  details_text: string | null;
+}
+
+/** An admin change for the trail: who (the principal), what, and previous and new values. */
+export interface AdminChange {
+  action: string;
+  agentId?: string | null;
+  agentName?: string | null;
+  reason?: string;
+  details: Record<string, unknown>;
+}
+
+/** Reads of the audit trail: pages, statistics, chain verification; and admin-change events. */
+@Injectable()
+export class AuditService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly writer: AuditWriter,
+  ) {}
+
+  /** Records an admin change in the same trail (and hash chain) as decisions. */
+  recordAdminEvent(principal: AdminPrincipal | { orgId: string; tokenId: 'cli' | 'system' }, change: AdminChange): void {
+    this.writer.record({
+      ts: Date.now(),
+      orgId: principal.orgId,
+      source: 'admin',
+      kind: 'admin',
+      traceId: null,
+      agentId: change.agentId ?? null,
+      agentName: change.agentName ?? null,
+      trustTier: null,
+      action: `admin:${change.action}`,
+      method: null,
+      path: null,
+      decision: 'allow',
+      enforced: true,
+      rateLimited: false,
+      policyName: null,
+      rule: null,
+      reason: change.reason ?? null,
+      decisionLatencyMs: null,
+      latencyMs: null,
+      status: null,
+      upstreamStatus: null,
+      delegationChain: null,
+      input: null,
+      details: { actor: principal.tokenId, ...change.details },
+    });
+  }
+
+  /** A page of entries, newest first. */
+  async list(principal: AdminPrincipal, query: AuditQueryDto): Promise<AuditPage> {
+    const limit = query.limit ?? 50;
+    const where = ['org_id = $1'];
+    const params: unknown[] = [principal.orgId];
+    const add = (clause: string, value: unknown) => {
+      params.push(value);
+      where.push(clause.replace('?', `$${params.length}`));
+    };
+    if (query.decision) add('decision = ?', query.decision);
+    if (query.from) add('ts >= ?', new Date(query.from));
+    if (query.to) add('ts < ?', new Date(query.to));
+    if (query.agentId) add('agent_id = ?', query.agentId);
+    if (query.action) add(`action LIKE ? ESCAPE '\\'`, `${query.action.replace(/[\\%_]/g, '\\$&')}%`);
+    if (query.source) add('source = ?', query.source);
+    if (query.cursor) {
+      const [ts, id] = decodeCursor(query.cursor);
+      params.push(ts, id);
+      where.push(`(ts, id) < ($${params.length - 1}, $${params.length})`);
+    }
+    params.push(limit + 1);
+    const rows: AuditRow[] = await this.dataSource.query(
+      `SELECT * FROM audit_entries WHERE ${where.join(' AND ')} ORDER BY ts DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { entries: page.map(toView), nextCursor: rows.length > limit && last ? encodeCursor(last.ts, last.id) : null };
+  }
+
+  /** Decisions (admin events excluded) of the last period. */
+  async stats(principal: AdminPrincipal, period: Period = '24h', nowMs = Date.now()): Promise<AuditStats> {
+    const rows: Array<{ total: string; allowed: string; denied: string }> = await this.dataSource.query(
+      `SELECT count(*) AS total,
+              count(*) FILTER (WHERE decision = 'allow') AS allowed,
+              count(*) FILTER (WHERE decision = 'deny') AS denied
+       FROM audit_entries WHERE org_id = $1 AND kind = 'decision' AND ts >= $2 AND ts <= $3`,
+      [principal.orgId, new Date(nowMs - PERIOD_MS[period]), new Date(nowMs)],
+    );
+    const row = rows[0];
+    return { total: Number(row.total), allowed: Number(row.allowed), denied: Number(row.denied), period };
+  }
+
+  /**
+   * Recomputes the organization's hash chain and reports the first broken link: an edited row
+   * (hash), a removed or reordered row (sequence gap, previous hash), or rows removed from the
+   * end (chain head). The chain is checked from just after what retention pruned (whose last
+   * hash the head keeps), so pruning is not tampering but a deleted oldest entry is. With
+   * `from`/`to`, only the entries of that time range are walked.
+   */
+  async verify(principal: AdminPrincipal, from?: string, to?: string): Promise<AuditVerification> {
+    const head = await this.chainHead(principal.orgId);
+    if (head === null) return result(0, null, null, null);
+    const range = await this.seqRange(principal.orgId, head, from, to);
+    if (range === null) return result(0, null, null, null);
+    const { first, last } = range;
+    let expectedSeq = first;
+    // The predecessor's hash is known when the walk starts right after the pruning mark.
+    let previousHash: string | null = first === head.prunedSeq + 1 ? head.prunedHash : null;
+    let checked = 0;
+    while (expectedSeq <= last) {
+      const rows: VerifiedRow[] = await this.dataSource.query(
+        `SELECT *, delegation_chain::text AS delegation_chain_text, input::text AS input_text, details::text AS details_text
+         FROM audit_entries WHERE org_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
+        [principal.orgId, expectedSeq, last, VERIFY_PAGE],
+      );
+      if (rows.length === 0) break;
+      for (const row of rows) {
+        const problem = checkLink(row, expectedSeq, previousHash);
+        if (problem) return result(checked, first, last, problem);
+        previousHash = row.hash;
+        expectedSeq = Number(row.seq) + 1;
+        checked++;
+      }
+    }
+    if (expectedSeq <= last) {
+      const atEnd = last === head.seq;
+      const message = `entries ${expectedSeq} to ${last}${atEnd ? ', the end of the chain,' : ''} are missing`;
+      return result(checked, first, last, breakAt(expectedSeq, null, atEnd ? 'head_mismatch' : 'missing_entries', message));
+    }
+    if (last === head.seq && previousHash !== head.hash) {
+      return result(checked, first, last, breakAt(head.seq, null, 'head_mismatch', `entry ${head.seq} does not match the chain head`));
+    }
+    return result(checked, first, last, null);
+  }
+
+  /** Sequence numbers to walk: the whole kept chain, or the entries in [from, to) (through the head when `to` is open). */
+  private async seqRange(orgId: string, head: ChainHeadRow, from?: string, to?: string): Promise<{ first: number; last: number } | null> {
+    if (from === undefined && to === undefined) return head.prunedSeq < head.seq ? { first: head.prunedSeq + 1, last: head.seq } : null;
+    const rows: Array<{ first: string | null; last: string | null }> = await this.dataSource.query(
+      `SELECT min(seq) AS first, max(seq) AS last FROM audit_entries
+       WHERE org_id = $1 AND seq > $2 AND ($3::timestamptz IS NULL OR ts >= $3) AND ($4::timestamptz IS NULL OR ts < $4)`,
+      [orgId, head.prunedSeq, from ? new Date(from) : null, to ? new Date(to) : null],
+    );
+    if (rows[0].first === null || rows[0].last === null) return null;
+    return { first: Number(rows[0].first), last: to === undefined ? head.seq : Number(rows[0].last) };
+  }
+
+  private async chainHead(orgId: string): Promise<ChainHeadRow | null> {
+    const rows: Array<{ seq: string; hash: string; pruned_seq: string; pruned_hash: string }> = await this.dataSource.query(
+      'SELECT seq, hash, pruned_seq, pruned_hash FROM audit_chain_heads WHERE org_id = $1',
+      [orgId],
+    );
+    if (rows.length === 0) return null;
+    const row = rows[0];
+    return { seq: Number(row.seq), hash: row.hash, prunedSeq: Number(row.pruned_seq), prunedHash: row.pruned_hash };
+  }
+}
+
+interface ChainHeadRow {
+  seq: number;
+  hash: string;
+  /** Last sequence number removed by retention (0: none), and that entry's hash. */
+  prunedSeq: number;
+  prunedHash: string;
+}
+
+function checkLink(row: VerifiedRow, expectedSeq: number, previousHash: string | null): ChainBreak | null {
+  const seq = Number(row.seq);
+  if (seq !== expectedSeq) return breakAt(expectedSeq, null, 'missing_entries', `entries ${expectedSeq} to ${seq - 1} are missing`);
+  if (previousHash !== null && row.prev_hash !== previousHash) {
+    return breakAt(seq, row.id, 'prev_hash_mismatch', `entry ${seq} does not follow entry ${seq - 1}`);
+  }
+  if (chainHash(row.prev_hash, toStored(row)) !== row.hash) {
+    return breakAt(seq, row.id, 'hash_mismatch', `entry ${seq} was modified after it was written`);
+  }
+  return null;
+}
+
+function breakAt(seq: number, id: string | null, problem: string, message: string): ChainBreak {
+  return { seq, id, problem, message };
+}
+
+function result(checked: number, firstSeq: number | null, lastSeq: number | null, brokenAt: ChainBreak | null): AuditVerification {
+  return { ok: brokenAt === null, checked, firstSeq, lastSeq, brokenAt };
+}
+
+function toStored(row: VerifiedRow): StoredAudit {
+  return {
+    id: row.id,
+    ts: row.ts.getTime(),
+    orgId: row.org_id,
+    seq: Number(row.seq),
+    source: row.source,
+    kind: row.kind,
+    traceId: row.trace_id,
+    agentId: row.agent_id,
+    agentName: row.agent_name,
+    trustTier: row.trust_tier,
+    action: row.action,
+    method: row.method,
+    path: row.path,
+    decision: row.decision,
+    enforced: row.enforced,
+    rateLimited: row.rate_limited,
+    policyName: row.policy_name,
+    rule: row.rule,
+    reason: row.reason,
+    decisionLatencyMs: row.decision_latency_ms,
+    latencyMs: row.latency_ms,
+    status: row.status,
+    upstreamStatus: row.upstream_status,
+    delegationChain: row.delegation_chain_text,
+    input: row.input_text,
+    details: row.details_text,
+  };
+}
+
+function toView(row: AuditRow): AuditEntryView {
+  return {
+    id: row.id,
+    timestamp: row.ts.toISOString(),
+    seq: Number(row.seq),
+    source: row.source,
+    kind: row.kind,
+    traceId: row.trace_id,
+    agentId: row.agent_id,
+    agentName: row.agent_name,
+    trustTier: row.trust_tier,
+    action: row.action,
+    method: row.method,
+    path: row.path,
+    decision: row.decision,
+    enforced: row.enforced,
+    rateLimited: row.rate_limited,
+    policyName: row.policy_name,
+    rule: row.rule,
+    reason: row.reason,
+    latencyMs: row.latency_ms,
+    decisionLatencyMs: row.decision_latency_ms,
+    status: row.status,
+    upstreamStatus: row.upstream_status,
+    delegationChain: row.delegation_chain as string[] | null,
+    input: expandInput(row.input, { orgId: row.org_id, agentId: row.agent_id, agentName: row.agent_name, trustTier: row.trust_tier, action: row.action }),
+    details: row.details,
+  };
+}
+
+function encodeCursor(ts: Date, id: string): string {
+  return Buffer.from(`${ts.toISOString()}|${id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): [Date, string] {
+  const [ts, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  const date = new Date(ts ?? '');
+  if (!id || Number.isNaN(date.getTime())) throw AppError.invalid('cursor must be a nextCursor value returned by this endpoint');
+  return [date, id];
+}

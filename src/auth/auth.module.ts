@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { OrganizationsModule } from '../organizations/organizations.module';
+import { AuthGuard } from './auth.guard';
+
+/** Registers the global deny-by-default guard. */
+@Module({
+  imports: [OrganizationsModule],
+  providers: [{ provide: APP_GUARD, useClass: AuthGuard }],
+})
+export class AuthModule {}

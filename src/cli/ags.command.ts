@@ -1,0 +1,12 @@
+import { CommandRunner, RootCommand } from 'nest-commander';
+import { AgentsCommand } from './agents.command';
+import { OrgsCommand } from './orgs.command';
+import { PoliciesCommand } from './policies.command';
+
+/** `ags`: the command-line tool of the gateway; prints help when run alone. */
+@RootCommand({ name: 'ags', description: 'Agent governance service command-line tool', subCommands: [OrgsCommand, AgentsCommand, PoliciesCommand] })
+export class AgsCommand extends CommandRunner {
+  async run(): Promise<void> {
+    this.command.help();
+  }
+}

@@ -1,0 +1,52 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { Logger } from 'pino';
+import { AgentsModule } from '../agents/agents.module';
+import { AuditModule } from '../audit/audit.module';
+import { ClusterModule } from '../cluster/cluster.module';
+import { AppConfig } from '../config/app-config';
+import { ConfigModule } from '../config/config.module';
+import { DatabaseModule } from '../database/database.module';
+import { IdentityModule } from '../identity/identity.module';
+import { LoggingModule } from '../logging/logging.module';
+import { OrganizationsModule } from '../organizations/organizations.module';
+import { AgentsCommand, AgentsCreateCommand, AgentsListCommand, AgentsRevokeCommand, AgentsTokenCommand } from './agents.command';
+import { AgsCommand } from './ags.command';
+import { CliBootstrap } from './cli-bootstrap';
+import { PoliciesCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
+import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
+
+/** Commands that work on the gateway's database, with the gateway's own services. */
+@Module({})
+export class CliModule {
+  static forRoot(config: AppConfig, logger: Logger): DynamicModule {
+    return {
+      module: CliModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggingModule.forRoot(logger),
+        DatabaseModule.forRoot(),
+        ClusterModule,
+        AuditModule,
+        OrganizationsModule,
+        IdentityModule,
+        AgentsModule,
+      ],
+      providers: [
+        CliBootstrap,
+        AgsCommand,
+        OrgsCommand,
+        OrgsCreateCommand,
+        OrgsListCommand,
+        OrgsRotateTokenCommand,
+        AgentsCommand,
+        AgentsCreateCommand,
+        AgentsListCommand,
+        AgentsRevokeCommand,
+        AgentsTokenCommand,
+        PoliciesCommand,
+        PoliciesValidateCommand,
+        PoliciesTestCommand,
+      ],
+    };
+  }
+}

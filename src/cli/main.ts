@@ -1,0 +1,37 @@
+#!/usr/bin/env node
+import { CommandFactory } from 'nest-commander';
+import { AppConfig, ConfigError } from '../config/app-config';
+import { createLogger } from '../logging/logger';
+import { CliModule } from './cli.module';
+import { OfflineCliModule } from './offline-cli.module';
+
+/** Commander's own outcomes that are not failures. */
+const CLEAN_EXITS = new Set(['commander.helpDisplayed', 'commander.help', 'commander.version']);
+
+/** Commands that run without the database, so they work beside a running embedded gateway. */
+const OFFLINE_COMMANDS = new Set(['policies']);
+
+async function main(): Promise<void> {
+  const options = {
+    logger: false as const,
+    cliName: 'ags',
+    errorHandler: (error: Error & { code?: string; exitCode?: number }) => {
+      process.exit(error.code !== undefined && CLEAN_EXITS.has(error.code) ? 0 : (error.exitCode ?? 1) || 1);
+    },
+    // Errors thrown while parsing an option (e.g. --input that is not JSON) land here.
+    serviceErrorHandler: (error: Error) => {
+      process.stderr.write(`error: ${error.message}\n`);
+      process.exitCode = 1;
+    },
+  };
+  if (OFFLINE_COMMANDS.has(process.argv[2] ?? '')) return CommandFactory.run(OfflineCliModule, options);
+  const config = AppConfig.fromEnv();
+  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 'ags', 2);
+  await CommandFactory.run(CliModule.forRoot(config, logger), options);
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof ConfigError || error instanceof Error ? error.message : String(error);
+  process.stderr.write(`error: ${message}\n`);
+  process.exit(1);
+});

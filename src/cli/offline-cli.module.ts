@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { CommandRunner, RootCommand } from 'nest-commander';
+import { PoliciesCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
+
+@RootCommand({ name: 'ags', description: 'Agent governance service command-line tool', subCommands: [PoliciesCommand] })
+class OfflineAgsCommand extends CommandRunner {
+  async run(): Promise<void> {
+    this.command.help();
+  }
+}
+
+/** Commands that need no database (policy files): they work beside a running embedded gateway. */
+@Module({ providers: [OfflineAgsCommand, PoliciesCommand, PoliciesValidateCommand, PoliciesTestCommand] })
+export class OfflineCliModule {}

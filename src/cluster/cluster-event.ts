@@ -1,0 +1,12 @@
+/** Events every gateway instance must see: they keep caches current across instances. */
+export type ClusterEvent =
+  | { type: 'agent.changed'; orgId: string; agentId: string }
+  | { type: 'agent.revoked'; orgId: string; agentId: string }
+  | { type: 'policies.changed'; orgId: string; version: number; changed: string[]; kind: PolicyChangeKind }
+  | { type: 'organization.changed'; orgId: string }
+  /** Emitted locally after the cross-instance channel reconnects: events may have been missed. */
+  | { type: 'resync' };
+
+export type PolicyChangeKind = 'created' | 'updated' | 'deleted' | 'agent_revoked';
+
+export type ClusterEventHandler = (event: ClusterEvent) => void;

@@ -1,0 +1,61 @@
+/** Every error code the HTTP API answers with, and its status. */
+export enum ErrorCode {
+  InvalidRequest = 'invalid_request',
+  InvalidJson = 'invalid_json',
+  InvalidPolicy = 'invalid_policy',
+  InvalidPeriod = 'invalid_period',
+  Unauthorized = 'unauthorized',
+  Forbidden = 'forbidden',
+  PlanLimitExceeded = 'plan_limit_exceeded',
+  NotFound = 'not_found',
+  Conflict = 'conflict',
+  AgentRevoked = 'agent_revoked',
+  PayloadTooLarge = 'payload_too_large',
+  UnsupportedMediaType = 'unsupported_media_type',
+  RateLimited = 'rate_limited',
+  QuotaExceeded = 'quota_exceeded',
+  InternalError = 'internal_error',
+  BadGateway = 'bad_gateway',
+  NoUpstream = 'no_upstream',
+  ServiceUnavailable = 'service_unavailable',
+  BillingDisabled = 'billing_disabled',
+  GatewayTimeout = 'gateway_timeout',
+}
+
+/** HTTP status of each code; the switch is exhaustive so a new code cannot be forgotten. */
+export function httpStatusOf(code: ErrorCode): number {
+  switch (code) {
+    case ErrorCode.InvalidRequest:
+    case ErrorCode.InvalidJson:
+    case ErrorCode.InvalidPolicy:
+    case ErrorCode.InvalidPeriod:
+      return 400;
+    case ErrorCode.Unauthorized:
+      return 401;
+    case ErrorCode.Forbidden:
+    case ErrorCode.PlanLimitExceeded:
+      return 403;
+    case ErrorCode.NotFound:
+      return 404;
+    case ErrorCode.Conflict:
+    case ErrorCode.AgentRevoked:
+      return 409;
+    case ErrorCode.PayloadTooLarge:
+      return 413;
+    case ErrorCode.UnsupportedMediaType:
+      return 415;
+    case ErrorCode.RateLimited:
+    case ErrorCode.QuotaExceeded:
+      return 429;
+    case ErrorCode.InternalError:
+      return 500;
+    case ErrorCode.BadGateway:
+    case ErrorCode.NoUpstream:
+      return 502;
+    case ErrorCode.ServiceUnavailable:
+    case ErrorCode.BillingDisabled:
+      return 503;
+    case ErrorCode.GatewayTimeout:
+      return 504;
+  }
+}

@@ -1,0 +1,16 @@
+/** Header names, in one place (SPEC.md "Gateway", "Authentication"). */
+export enum ServiceHeader {
+  Decision = 'X-Service-Decision',
+  Policy = 'X-Service-Policy',
+  TraceId = 'X-Service-Trace-Id',
+  AgentId = 'X-Service-Agent-Id',
+  Action = 'X-Service-Action',
+  ClientTraceId = 'X-Trace-ID',
+  TraceParent = 'traceparent',
+  AdminToken = 'X-Admin-Token',
+  ApiKey = 'X-Api-Key',
+  RetryAfter = 'Retry-After',
+}
+
+/** Request headers starting with this prefix become `context.<name>` in the decision input. */
+export const CONTEXT_HEADER_PREFIX = 'x-service-context-';

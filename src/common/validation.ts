@@ -1,0 +1,41 @@
+import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { AppError } from './app-error';
+
+/**
+ * The global ValidationPipe: DTOs only, unknown fields refused, every problem named by field
+ * in one 400 `invalid_request`.
+ */
+export function createValidationPipe(): ValidationPipe {
+  return new ValidationPipe({
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    transform: true,
+    validationError: { target: false, value: false },
+    exceptionFactory: (errors) => {
+      const problems = flatten(errors);
+      return AppError.invalid(problems.map((problem) => problem.message).join('; '), { fields: problems });
+    },
+  });
+}
+
+interface FieldProblem {
+  field: string;
+  message: string;
+}
+
+function flatten(errors: ValidationError[], parent = ''): FieldProblem[] {
+  return errors.flatMap((error) => {
+    const field = parent ? `${parent}.${error.property}` : error.property;
+    const own = Object.entries(error.constraints ?? {}).map(([rule, message]) => ({
+      field,
+      message: rule === 'whitelistValidation' ? `unknown field ${field}` : prefix(field, message),
+    }));
+    return [...own, ...flatten(error.children ?? [], field)];
+  });
+}
+
+// class-validator messages start with the bare property name; nested ones need the full path.
+function prefix(field: string, message: string): string {
+  const leaf = field.split('.').pop()!;
+  return message.startsWith(leaf) && field !== leaf ? `${field}${message.slice(leaf.length)}` : message;
+}

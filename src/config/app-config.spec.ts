@@ -1,0 +1,163 @@
+import path from 'node:path';
+import { AppConfig, ConfigError } from './app-config';
+
+/** AppConfig.fromEnv: CONTRACT.md "Gateway environment" defaults, and every bad value named. */
+
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    AppConfig.fromEnv(env, '9.9.9');
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error(`expected a ConfigError for ${JSON.stringify(env)}`);
+}
+
+describe('AppConfig.fromEnv defaults', () => {
+  const config = AppConfig.fromEnv({}, '9.9.9');
+
+  it.each<[string, unknown, unknown]>([
+    ['PORT', config.http.port, 3000],
+    ['PDP_GRPC_PORT', config.grpc.port, 50051],
+    ['HOST', config.http.host, '0.0.0.0'],
+    ['MODE', config.mode, 'enforce'],
+    ['LOG_LEVEL', config.logLevel, 'info'],
+    ['DEFAULT_PLAN', config.auth.defaultPlan, 'enterprise'],
+    ['AGENT_TOKEN_TTL (24h)', config.auth.agentTokenTtlMs, 86_400_000],
+    ['RATE_LIMIT_RPM', config.http.rateLimitRpm, 600],
+    ['MAX_JSON_BYTES (1 MiB)', config.http.maxJsonBytes, 1_048_576],
+    ['PROXY_MAX_BODY_BYTES (50 MiB)', config.proxy.maxBodyBytes, 50 * 1024 * 1024],
+    ['PUBLIC_URL', config.http.publicUrl, 'http://localhost:3000'],
+    ['DATA_DIR', config.database.dataDir, path.resolve('./data')],
+    ['SIGNING_KEY_FILE', config.auth.signingKeyFile, path.resolve('./data/signing-key.pem')],
+    ['POLICIES_FILE', config.policies.file, path.resolve('config/policies.yaml')],
+    ['ADMIN_TOKEN', config.auth.adminToken, undefined],
+    ['DATABASE_URL', config.database.url, undefined],
+    ['UPSTREAM_URL', config.proxy.upstreamUrl, undefined],
+    ['REDIS_URL', config.redis.url, undefined],
+    ['ALERT_ON', config.alerts.on, []],
+    ['ALERT_RATE_LIMIT', config.alerts.ratePerMinute, 10],
+  ])('%s', (_name, actual, expected) => {
+    expect(actual).toEqual(expected);
+  });
+
+  it('redacts secret-looking argument names by default', () => {
+    expect(config.audit.redact).toEqual(expect.arrayContaining(['password', 'secret', 'token', 'authorization', 'api_key']));
+  });
+
+  it('uses the embedded database when DATABASE_URL is unset', () => {
+    expect(config.embeddedDatabase).toBe(true);
+  });
+
+  it('reports the version it is given', () => {
+    expect(config.version).toBe('9.9.9');
+  });
+});
+
+describe('AppConfig.fromEnv values', () => {
+  it('reads every variable it is given', () => {
+    const config = AppConfig.fromEnv(
+      {
+        PORT: '8080',
+        PDP_GRPC_PORT: '0',
+        HOST: '127.0.0.1',
+        MODE: 'audit',
+        DEFAULT_PLAN: 'free',
+        AGENT_TOKEN_TTL: '90m',
+        DATABASE_URL: 'postgresql://user:pw@db:5432/gov',
+        UPSTREAM_URL: 'https://upstream.example/',
+        REDIS_URL: 'redis://127.0.0.1:6379',
+        ADMIN_TOKEN: 'a-long-enough-admin-token',
+        LOG_LEVEL: 'debug',
+        ALERT_ON: 'deny, rate_limit',
+        MAX_JSON_BYTES: '2048',
+        AUDIT_REDACT: 'Card_Number,ssn',
+        DATA_DIR: '/var/lib/gov',
+      },
+      '1.0.0',
+    );
+    expect(config).toMatchObject({
+      mode: 'audit',
+      logLevel: 'debug',
+      http: { port: 8080, host: '127.0.0.1', publicUrl: 'http://localhost:8080', maxJsonBytes: 2048 },
+      grpc: { port: 0 },
+      database: { url: 'postgresql://user:pw@db:5432/gov', dataDir: '/var/lib/gov' },
+      auth: { adminToken: 'a-long-enough-admin-token', defaultPlan: 'free', agentTokenTtlMs: 5_400_000, signingKeyFile: '/var/lib/gov/signing-key.pem' },
+      proxy: { upstreamUrl: 'https://upstream.example' },
+      redis: { url: 'redis://127.0.0.1:6379' },
+      alerts: { on: ['deny', 'rate_limit'] },
+      audit: { redact: ['card_number', 'ssn'] },
+    });
+    expect(config.embeddedDatabase).toBe(false);
+  });
+
+  it.each([
+    ['30s', 30_000],
+    ['90m', 5_400_000],
+    ['24h', 86_400_000],
+    ['7d', 604_800_000],
+  ])('reads AGENT_TOKEN_TTL=%s', (ttl, ms) => {
+    expect(AppConfig.fromEnv({ AGENT_TOKEN_TTL: ttl }).auth.agentTokenTtlMs).toBe(ms);
+  });
+
+  it('treats empty values as unset', () => {
+    const config = AppConfig.fromEnv({ PORT: '', MODE: ' ', DATABASE_URL: '' });
+    expect(config.http.port).toBe(3000);
+    expect(config.mode).toBe('enforce');
+    expect(config.database.url).toBeUndefined();
+  });
+});
+
+describe('AppConfig.fromEnv rejects bad values, naming the variable and what it accepts', () => {
+  it.each<[string, string, RegExp]>([
+    ['PORT', 'abc', /whole number from 0 to 65535/],
+    ['PORT', '70000', /whole number from 0 to 65535/],
+    ['PORT', '-1', /whole number from 0 to 65535/],
+    ['PORT', '80.5', /whole number/],
+    ['PDP_GRPC_PORT', 'grpc', /whole number/],
+    ['MODE', 'block', /enforce, audit/],
+    ['MODE', 'ENFORCE', /enforce, audit/],
+    ['DEFAULT_PLAN', 'gold', /free, starter, professional, enterprise/],
+    ['AGENT_TOKEN_TTL', 'forever', /duration like/],
+    ['AGENT_TOKEN_TTL', '24', /duration like/],
+    ['AGENT_TOKEN_TTL', '1w', /duration like/],
+    ['AGENT_TOKEN_TTL', '0s', /duration/],
+    ['DATABASE_URL', 'mysql://x', /postgres:/],
+    ['DATABASE_URL', 'not a url', /postgres:/],
+    ['UPSTREAM_URL', 'ftp://x', /http:.*https:/],
+    ['REDIS_URL', 'http://127.0.0.1:6379', /redis:/],
+    ['PUBLIC_URL', 'gateway.example', /http:/],
+    ['LOG_LEVEL', 'trace', /debug, info, warn, error/],
+    ['ALERT_ON', 'deny,boom', /boom.*deny, error, rate_limit, all/],
+    ['ADMIN_TOKEN', 'short', /at least 16 characters/],
+    ['MAX_JSON_BYTES', 'lots', /whole number/],
+    ['RATE_LIMIT_RPM', '0', /whole number from 1/],
+    ['ALERT_EMAIL_ENABLED', 'maybe', /true or false/],
+  ])('%s=%s', (name, value, accepts) => {
+    const error = configError({ [name]: value });
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(name);
+    expect(error.problems[0]).toMatch(accepts);
+    expect(error.message).toContain(error.problems[0]);
+  });
+
+  it('does not print the credentials of a bad URL', () => {
+    const error = configError({ DATABASE_URL: 'mysql://admin:hunter2@db/x' });
+    expect(error.message).toContain('DATABASE_URL');
+    expect(error.message).not.toContain('hunter2');
+  });
+
+  it('does not print the value of a too-short ADMIN_TOKEN', () => {
+    const error = configError({ ADMIN_TOKEN: 'sekrit-123' });
+    expect(error.message).toContain('ADMIN_TOKEN');
+    expect(error.message).not.toContain('sekrit-123');
+  });
+
+  it('reports several bad values at once', () => {
+    const error = configError({ PORT: 'abc', MODE: 'block', DEFAULT_PLAN: 'gold', AGENT_TOKEN_TTL: 'forever', UPSTREAM_URL: 'ftp://x', LOG_LEVEL: 'trace' });
+    expect(error.problems).toHaveLength(6);
+    for (const name of ['PORT', 'MODE', 'DEFAULT_PLAN', 'AGENT_TOKEN_TTL', 'UPSTREAM_URL', 'LOG_LEVEL']) {
+      expect(error.message).toContain(name);
+    }
+  });
+});

@@ -1,0 +1,211 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { EnvReader } from './env-reader';
+import { PLAN_IDS, PlanId } from '../organizations/plans';
+
+export type GatewayMode = 'enforce' | 'audit';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export const ALERT_TRIGGERS = ['deny', 'error', 'rate_limit', 'all'] as const;
+
+/** Raised at boot when the environment is invalid; lists every problem. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  }
+}
+
+/**
+ * The gateway's configuration, read once from the environment (CONTRACT.md "Gateway
+ * environment") and injected everywhere else. Nothing outside src/config reads process.env.
+ */
+export class AppConfig {
+  /** Service version reported by /json and /health. */
+  readonly version: string;
+  readonly mode: GatewayMode;
+  readonly logLevel: LogLevel;
+  readonly http: {
+    /** PORT: HTTP port for admin, analytics, billing, proxy and PDP HTTP. */
+    port: number;
+    /** HOST: bind address. */
+    host: string;
+    /** PUBLIC_URL: external base URL, used in links and as the agent-token issuer. */
+    publicUrl: string;
+    /** MAX_JSON_BYTES: JSON body limit of the admin, billing and PDP APIs. */
+    maxJsonBytes: number;
+    /** RATE_LIMIT_RPM: per-client request rate for billing endpoints. */
+    rateLimitRpm: number;
+  };
+  readonly grpc: {
+    /** PDP_GRPC_PORT: gRPC PDP port; 0 disables it. */
+    port: number;
+  };
+  readonly database: {
+    /** DATABASE_URL: PostgreSQL; unset means the embedded PGlite in dataDir. */
+    url?: string;
+    /** DATA_DIR: embedded database and generated keys. */
+    dataDir: string;
+    /** DATABASE_POOL_MAX: PostgreSQL pool size (the embedded database always uses one connection). */
+    poolMax: number;
+  };
+  readonly auth: {
+    /** ADMIN_TOKEN: admin token of org_default; generated and printed once when unset. */
+    adminToken?: string;
+    /** DEFAULT_PLAN: plan of the bootstrap organization. */
+    defaultPlan: PlanId;
+    /** AGENT_TOKEN_TTL: lifetime of agent tokens. */
+    agentTokenTtlMs: number;
+    /** SIGNING_KEY_FILE: Ed25519 or P-256 private key (PEM); generated when missing. */
+    signingKeyFile: string;
+  };
+  readonly proxy: {
+    /** UPSTREAM_URL: target of /proxy/*. */
+    upstreamUrl?: string;
+    /** UPSTREAM_TIMEOUT_MS: time allowed for the upstream's response headers and body gaps. */
+    timeoutMs: number;
+    /** PROXY_MAX_BODY_BYTES: largest request body streamed through /proxy/*. */
+    maxBodyBytes: number;
+  };
+  readonly policies: {
+    /** POLICIES_FILE: loaded into the bootstrap organization at start and on SIGHUP. */
+    file: string;
+  };
+  readonly redis: {
+    /** REDIS_URL: shared rate-limit counters and cross-instance events when set. */
+    url?: string;
+  };
+  readonly audit: {
+    /** AUDIT_REDACT: argument names whose values are stored as [redacted]. */
+    redact: string[];
+    /** AUDIT_BATCH_SIZE: most entries per INSERT. */
+    batchSize: number;
+    /** AUDIT_FLUSH_MS: longest an entry waits in memory before its batch is written. */
+    flushMs: number;
+    /** AUDIT_QUEUE_MAX: entries held in memory before requests wait (backpressure). */
+    queueMax: number;
+  };
+  readonly payment: {
+    secretKey?: string;
+    webhookSecret?: string;
+    apiUrl?: string;
+    prices: { starterMonthly: string; starterAnnual: string; professionalMonthly: string; professionalAnnual: string };
+  };
+  readonly alerts: {
+    on: string[];
+    webhookUrl?: string;
+    webhookSecret?: string;
+    chatWebhook?: string;
+    email: {
+      enabled: boolean;
+      from?: string;
+      to: string[];
+      apiKey?: string;
+      smtpHost?: string;
+      smtpPort: number;
+      smtpUser?: string;
+      smtpPass?: string;
+    };
+    ratePerMinute: number;
+    instanceName: string;
+    environment: string;
+  };
+  readonly oidc: { issuer?: string; audience?: string };
+
+  private constructor(values: Omit<AppConfig, 'embeddedDatabase'>) {
+    Object.assign(this, values);
+  }
+
+  /** Reads and validates the environment; throws ConfigError naming every bad variable. */
+  static fromEnv(env: NodeJS.ProcessEnv = process.env, version = packageVersion()): AppConfig {
+    const read = new EnvReader(env);
+    const port = read.int('PORT', 3000, 0, 65535);
+    const dataDir = path.resolve(read.string('DATA_DIR', './data'));
+    const adminToken = read.optionalString('ADMIN_TOKEN');
+    if (adminToken !== undefined && adminToken.length < 16) {
+      read.errors.push('ADMIN_TOKEN: must be at least 16 characters');
+    }
+    const values = {
+      version,
+      mode: read.oneOf('MODE', ['enforce', 'audit'] as const, 'enforce'),
+      logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
+      http: {
+        port,
+        host: read.string('HOST', '0.0.0.0'),
+        publicUrl: read.url('PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`,
+        maxJsonBytes: read.int('MAX_JSON_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+        rateLimitRpm: read.int('RATE_LIMIT_RPM', 600, 1, 1_000_000),
+      },
+      grpc: { port: read.int('PDP_GRPC_PORT', 50051, 0, 65535) },
+      database: {
+        url: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),
+        dataDir,
+        poolMax: read.int('DATABASE_POOL_MAX', 10, 1, 200),
+      },
+      auth: {
+        adminToken,
+        defaultPlan: read.oneOf('DEFAULT_PLAN', PLAN_IDS, 'enterprise'),
+        agentTokenTtlMs: read.durationMs('AGENT_TOKEN_TTL', '24h'),
+        signingKeyFile: path.resolve(read.string('SIGNING_KEY_FILE', path.join(dataDir, 'signing-key.pem'))),
+      },
+      proxy: {
+        upstreamUrl: read.url('UPSTREAM_URL', ['http:', 'https:']),
+        timeoutMs: read.int('UPSTREAM_TIMEOUT_MS', 30000, 1, 3_600_000),
+        maxBodyBytes: read.int('PROXY_MAX_BODY_BYTES', 50 * 1024 * 1024, 0, Number.MAX_SAFE_INTEGER),
+      },
+      policies: { file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')) },
+      redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
+      audit: {
+        redact: read.list('AUDIT_REDACT', ['password', 'secret', 'token', 'authorization', 'api_key']).map((n) => n.toLowerCase()),
+        batchSize: read.int('AUDIT_BATCH_SIZE', 500, 1, 10000),
+        flushMs: read.int('AUDIT_FLUSH_MS', 50, 1, 60000),
+        queueMax: read.int('AUDIT_QUEUE_MAX', 20000, 1, 10_000_000),
+      },
+      payment: {
+        secretKey: read.optionalString('PAYMENT_SECRET_KEY'),
+        webhookSecret: read.optionalString('PAYMENT_WEBHOOK_SECRET'),
+        apiUrl: read.url('PAYMENT_API_URL', ['http:', 'https:']),
+        prices: {
+          starterMonthly: read.string('PAYMENT_PRICE_STARTER_MONTHLY', 'price_starter_monthly'),
+          starterAnnual: read.string('PAYMENT_PRICE_STARTER_ANNUAL', 'price_starter_annual'),
+          professionalMonthly: read.string('PAYMENT_PRICE_PROFESSIONAL_MONTHLY', 'price_professional_monthly'),
+          professionalAnnual: read.string('PAYMENT_PRICE_PROFESSIONAL_ANNUAL', 'price_professional_annual'),
+        },
+      },
+      alerts: {
+        on: read.list('ALERT_ON', [], ALERT_TRIGGERS),
+        webhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:']),
+        webhookSecret: read.optionalString('ALERT_WEBHOOK_SECRET'),
+        chatWebhook: read.url('ALERT_CHAT_WEBHOOK', ['http:', 'https:']),
+        email: {
+          enabled: read.bool('ALERT_EMAIL_ENABLED', false),
+          from: read.optionalString('ALERT_EMAIL_FROM'),
+          to: read.list('ALERT_EMAIL_TO', []),
+          apiKey: read.optionalString('ALERT_EMAIL_API_KEY'),
+          smtpHost: read.optionalString('ALERT_SMTP_HOST'),
+          smtpPort: read.int('ALERT_SMTP_PORT', 587, 1, 65535),
+          smtpUser: read.optionalString('ALERT_SMTP_USER'),
+          smtpPass: read.optionalString('ALERT_SMTP_PASS'),
+        },
+        ratePerMinute: read.int('ALERT_RATE_LIMIT', 10, 1, 100000),
+        instanceName: read.string('ALERT_INSTANCE_NAME', 'agent-governance'),
+        environment: read.string('ALERT_ENVIRONMENT', 'production'),
+      },
+      oidc: { issuer: read.url('OIDC_ISSUER', ['http:', 'https:']), audience: read.optionalString('OIDC_AUDIENCE') },
+    };
+    if (read.errors.length > 0) throw new ConfigError(read.errors);
+    return new AppConfig(values);
+  }
+
+  /** True when the embedded PGlite database is used. */
+  get embeddedDatabase(): boolean {
+    return this.database.url === undefined;
+  }
+}
+
+function packageVersion(): string {
+  // package.json sits two levels above both src/config (ts-jest) and dist/src/config (built).
+  for (const candidate of ['../../package.json', '../../../package.json']) {
+    const file = path.join(__dirname, candidate);
+    if (fs.existsSync(file)) return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+  }
+  return '0.0.0';
+}

@@ -1,0 +1,98 @@
+import { parseDuration } from '../policy-engine/duration';
+
+/**
+ * Reads typed values from an environment map and collects every problem, so a bad
+ * configuration is reported all at once rather than one restart per mistake.
+ */
+export class EnvReader {
+  readonly errors: string[] = [];
+
+  constructor(private readonly env: NodeJS.ProcessEnv) {}
+
+  /** Raw value, with empty strings treated as unset. */
+  raw(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  }
+
+  string(name: string, fallback: string): string {
+    return this.raw(name) ?? fallback;
+  }
+
+  optionalString(name: string): string | undefined {
+    return this.raw(name);
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const parsed = Number(value);
+    if (!/^-?\d+$/.test(value) || parsed < min || parsed > max) {
+      this.errors.push(`${name}=${JSON.stringify(value)}: expected a whole number from ${min} to ${max}`);
+      return fallback;
+    }
+    return parsed;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const value = this.raw(name)?.toLowerCase();
+    if (value === undefined) return fallback;
+    if (['true', '1', 'yes'].includes(value)) return true;
+    if (['false', '0', 'no'].includes(value)) return false;
+    this.errors.push(`${name}=${JSON.stringify(value)}: expected true or false`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if ((allowed as readonly string[]).includes(value)) return value as T;
+    this.errors.push(`${name}=${JSON.stringify(value)}: expected one of ${allowed.join(', ')}`);
+    return fallback;
+  }
+
+  /** Comma-separated list, each item one of `allowed` when given. */
+  list(name: string, fallback: string[], allowed?: readonly string[]): string[] {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const items = value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+    const bad = allowed ? items.filter((item) => !allowed.includes(item)) : [];
+    if (bad.length > 0) {
+      this.errors.push(`${name}: unknown value(s) ${bad.join(', ')}; expected items of ${allowed!.join(', ')}`);
+      return fallback;
+    }
+    return items;
+  }
+
+  /** A positive duration (`90s`, `30m`, `24h`, `7d`) in milliseconds, at least `minMs`. */
+  durationMs(name: string, fallback: string, minMs = 1000): number {
+    const value = this.raw(name) ?? fallback;
+    let parsed: number | undefined;
+    try {
+      parsed = parseDuration(value);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed !== undefined && parsed >= minMs) return parsed;
+    this.errors.push(`${name}=${JSON.stringify(value)}: expected a duration like 90s, 30m, 24h or 7d (at least ${minMs / 1000}s)`);
+    return parseDuration(fallback);
+  }
+
+  url(name: string, protocols: readonly string[]): string | undefined {
+    const value = this.raw(name);
+    if (value === undefined) return undefined;
+    try {
+      const parsed = new URL(value);
+      if (protocols.includes(parsed.protocol)) return value.replace(/\/+$/, '');
+    } catch {
+      // reported below
+    }
+    this.errors.push(`${name}=${JSON.stringify(redactUrl(value))}: expected a URL starting with ${protocols.join(' or ')}`);
+    return undefined;
+  }
+}
+
+/** Hides credentials in a URL before it appears in an error message. */
+export function redactUrl(value: string): string {
+  return value.replace(/\/\/([^/@]*)@/, '//***@');
+}

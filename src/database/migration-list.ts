@@ -1,0 +1,8 @@
+import { Foundation1763769600000 } from '../../migrations/1763769600000-foundation';
+import { AuditTrail1763769600001 } from '../../migrations/1763769600001-audit-trail';
+import { Policies1763769600002 } from '../../migrations/1763769600002-policies';
+import { AuditStorage1763769600003 } from '../../migrations/1763769600003-audit-storage';
+import { AuditPruning1763769600004 } from '../../migrations/1763769600004-audit-pruning';
+
+/** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
+export const MIGRATIONS = [Foundation1763769600000, AuditTrail1763769600001, Policies1763769600002, AuditStorage1763769600003, AuditPruning1763769600004];

@@ -1,0 +1,22 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { AppConfig } from '../config/app-config';
+import { ADMIN_TOKEN_SCHEME, AGENT_TOKEN_SCHEME } from '../common/auth-decorators';
+import { ServiceHeader } from '../common/service-header';
+
+/** Serves Swagger UI at /docs and the OpenAPI document at /docs-json. */
+export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIObject {
+  const builder = new DocumentBuilder()
+    .setTitle('Agent Governance Service')
+    .setDescription(
+      'Identity, policy and audit for AI agents. Admin and analytics routes take `X-Admin-Token`; ' +
+        'agents call `/proxy/*` with `Authorization: Bearer <agent token>`. Errors are `{error, message}`.',
+    )
+    .setVersion(config.version)
+    .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.AdminToken }, ADMIN_TOKEN_SCHEME)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, AGENT_TOKEN_SCHEME)
+    .build();
+  const document = SwaggerModule.createDocument(app, builder);
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json', yamlDocumentUrl: 'docs-yaml' });
+  return document;
+}

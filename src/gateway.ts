@@ -1,0 +1,48 @@
+import { NestFactory } from '@nestjs/core';
+import { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'pino';
+import { AppModule } from './app.module';
+import { AppConfig } from './config/app-config';
+import { bodyParserErrors } from './common/body-parser-errors';
+import { HttpExceptionFilter } from './common/http-exception.filter';
+import { jsonBodyGuard } from './common/json-body-guard';
+import { requestContext } from './common/request-context.middleware';
+import { createValidationPipe } from './common/validation';
+import { setupSwagger } from './docs/swagger';
+import { createLogger, NestPinoLogger } from './logging/logger';
+import { mountProxy } from './proxy/mount-proxy';
+import './common/request-context';
+
+export const YAML_MEDIA_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
+
+/**
+ * Builds the gateway application (not yet listening): the Nest HTTP app with its body limits,
+ * validation, error filter and docs. `npm start`, the e2e tests and the benchmarks all start
+ * the gateway through here.
+ */
+export async function createGateway(config: AppConfig, logger: Logger = createLogger(config.logLevel)): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, logger), {
+    bodyParser: false,
+    logger: new NestPinoLogger(logger),
+    abortOnError: false,
+  });
+  app.disable('x-powered-by');
+  app.set('query parser', 'extended');
+  app.use(requestContext(logger));
+  app.useBodyParser('json', { limit: config.http.maxJsonBytes, type: ['application/json', 'application/*+json'] });
+  app.useBodyParser('text', { limit: config.http.maxJsonBytes, type: YAML_MEDIA_TYPES });
+  app.use(bodyParserErrors);
+  app.use(jsonBodyGuard);
+  app.useGlobalPipes(createValidationPipe());
+  app.useGlobalFilters(new HttpExceptionFilter(logger));
+  setupSwagger(app, config);
+  try {
+    await app.init();
+  } catch (error) {
+    // A start that fails half-way (e.g. an invalid POLICIES_FILE) must not leave connections open.
+    await app.close().catch(() => undefined);
+    throw error;
+  }
+  mountProxy(app);
+  return app;
+}

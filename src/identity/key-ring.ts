@@ -1,0 +1,70 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { KeyObject } from 'node:crypto';
+import { MoreThan, Repository } from 'typeorm';
+import { importJWK, JWK } from 'jose';
+import { AppConfig } from '../config/app-config';
+import { SigningKey } from './signing-key.entity';
+import { loadOrCreateSigningKey, SigningKeyMaterial } from './signing-key-file';
+
+const REFRESH_AFTER_MISS_MS = 10_000;
+const TOUCH_INTERVAL_MS = 60 * 60 * 1000;
+
+/**
+ * This instance's signing key plus the public keys of every key any instance signed with
+ * recently, so tokens stay verifiable across a rotation and across instances.
+ */
+@Injectable()
+export class KeyRing implements OnModuleInit {
+  private current: SigningKeyMaterial;
+  private readonly verifiers = new Map<string, KeyObject>();
+  private lastRefreshMs = 0;
+  private touchedMs = 0;
+
+  constructor(
+    private readonly config: AppConfig,
+    @InjectRepository(SigningKey) private readonly keys: Repository<SigningKey>,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    this.current = await loadOrCreateSigningKey(this.config.auth.signingKeyFile);
+    this.verifiers.set(this.current.kid, this.current.publicKey);
+    await this.touch();
+    await this.refresh();
+  }
+
+  /** The key new tokens and bundles are signed with. */
+  signingKey(): SigningKeyMaterial {
+    if (Date.now() - this.touchedMs > TOUCH_INTERVAL_MS) void this.touch();
+    return this.current;
+  }
+
+  /** The public key for a `kid`, looking in the database (rate-limited) when it is unknown here. */
+  async verificationKey(kid: string | undefined): Promise<KeyObject | undefined> {
+    if (kid === undefined) return undefined;
+    const known = this.verifiers.get(kid);
+    if (known !== undefined || Date.now() - this.lastRefreshMs < REFRESH_AFTER_MISS_MS) return known;
+    await this.refresh();
+    return this.verifiers.get(kid);
+  }
+
+  /** Public keys to publish at /.well-known/jwks.json: those used within a token lifetime. */
+  async publishedKeys(): Promise<JWK[]> {
+    const since = new Date(Date.now() - this.config.auth.agentTokenTtlMs - TOUCH_INTERVAL_MS);
+    const rows = await this.keys.find({ where: { lastUsedAt: MoreThan(since) }, order: { createdAt: 'ASC' } });
+    return rows.map((row) => row.publicJwk);
+  }
+
+  private async refresh(): Promise<void> {
+    this.lastRefreshMs = Date.now();
+    for (const jwk of await this.publishedKeys()) {
+      if (typeof jwk.kid !== 'string' || this.verifiers.has(jwk.kid)) continue;
+      this.verifiers.set(jwk.kid, (await importJWK(jwk, jwk.alg)) as KeyObject);
+    }
+  }
+
+  private async touch(): Promise<void> {
+    this.touchedMs = Date.now();
+    await this.keys.save(this.keys.create({ kid: this.current.kid, publicJwk: this.current.publicJwk, lastUsedAt: new Date() }));
+  }
+}

@@ -1,0 +1,21 @@
+import type { JWK } from 'jose';
+import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
+
+/**
+ * Public half of every signing key an instance has used, so all instances can verify tokens
+ * signed by any of them during a key rotation, and /.well-known/jwks.json lists them.
+ */
+@Entity('signing_keys')
+export class SigningKey {
+  @PrimaryColumn('text')
+  kid: string;
+
+  @Column('jsonb', { name: 'public_jwk' })
+  publicJwk: JWK;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @Column('timestamptz', { name: 'last_used_at' })
+  lastUsedAt: Date;
+}

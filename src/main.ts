@@ -1,0 +1,38 @@
+import { AppConfig, ConfigError } from './config/app-config';
+import { createGateway } from './gateway';
+import { GatewayBootstrap } from './gateway-bootstrap';
+import { createLogger } from './logging/logger';
+
+async function main(): Promise<void> {
+  const config = loadConfigOrExit();
+  const logger = createLogger(config.logLevel);
+  const app = await createGateway(config, logger);
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  await app.listen(config.http.port, config.http.host);
+  printAdminToken(app.get(GatewayBootstrap).generatedAdminToken);
+  logger.info({ port: config.http.port, host: config.http.host, mode: config.mode, database: config.embeddedDatabase ? 'embedded' : 'postgres' }, 'gateway listening');
+}
+
+function loadConfigOrExit(): AppConfig {
+  try {
+    return AppConfig.fromEnv();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
+}
+
+/** The generated token goes to the operator's terminal once, never into the JSON logs. */
+function printAdminToken(token: string | null): void {
+  if (token === null) return;
+  process.stdout.write(
+    `\n  Admin token for org_default (shown once; store it now):\n\n    ${token}\n\n` +
+      `  Use it as:  curl -H 'X-Admin-Token: ${token}' http://localhost:${process.env.PORT ?? 3000}/admin/agents\n\n`,
+  );
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`gateway failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,81 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiBody, ApiConsumes, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { AdminPrincipal } from '../common/admin-principal';
+import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
+import { ErrorBody, PlanLimitErrorBody } from '../common/error-body.dto';
+import { InvalidPolicyBody, PolicyDetailView, PolicyListView, PolicyVersionListView, PolicyVersionsQueryDto, ValidationResultView } from './policies.dto';
+import { PoliciesService } from './policies.service';
+import { policySourceOf } from './policy-source';
+
+const POLICY_EXAMPLE = {
+  name: 'block-sensitive-files',
+  match: { action: 'read:*' },
+  rules: [{ name: 'system-paths', condition: 'args.path starts_with "/etc"', action: 'deny', reason: 'Access to system files blocked' }],
+};
+
+@ApiTags('policies')
+@AdminAuth()
+@Controller('admin/policies')
+export class PoliciesController {
+  constructor(private readonly policies: PoliciesService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'The organization’s policies, in evaluation order, with the current policy version' })
+  @ApiOkResponse({ type: PolicyListView })
+  list(@CurrentAdmin() admin: AdminPrincipal): Promise<PolicyListView> {
+    return this.policies.list(admin);
+  }
+
+  @Get('versions')
+  @ApiOperation({ summary: 'Policy change history, newest first' })
+  @ApiOkResponse({ type: PolicyVersionListView })
+  versions(@CurrentAdmin() admin: AdminPrincipal, @Query() query: PolicyVersionsQueryDto): Promise<PolicyVersionListView> {
+    return this.policies.history(admin, query.limit);
+  }
+
+  @Post('validate')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Dry-run validation of a policy or a policies file (YAML or JSON): every error with its line and column' })
+  @ApiConsumes('application/json', 'application/yaml')
+  @ApiBody({ schema: { type: 'object', example: POLICY_EXAMPLE } })
+  @ApiOkResponse({ type: ValidationResultView })
+  validate(@Body() body: unknown): ValidationResultView {
+    return this.policies.validate(policySourceOf(body));
+  }
+
+  @Get(':name')
+  @ApiOperation({ summary: 'One policy, with its source' })
+  @ApiOkResponse({ type: PolicyDetailView })
+  @ApiNotFoundResponse({ type: ErrorBody })
+  get(@CurrentAdmin() admin: AdminPrincipal, @Param('name') name: string): Promise<PolicyDetailView> {
+    return this.policies.get(admin, name);
+  }
+
+  @Put(':name')
+  @ApiOperation({ summary: 'Create (201) or replace (200) a policy; YAML or JSON body; makes a new policy version' })
+  @ApiConsumes('application/json', 'application/yaml')
+  @ApiBody({ schema: { type: 'object', example: POLICY_EXAMPLE } })
+  @ApiOkResponse({ type: PolicyDetailView })
+  @ApiBadRequestResponse({ description: 'invalid_policy: every error with file, policy, rule, line and column', type: InvalidPolicyBody })
+  @ApiForbiddenResponse({ description: 'plan_limit_exceeded: the plan’s policy limit is reached', type: PlanLimitErrorBody })
+  async put(
+    @CurrentAdmin() admin: AdminPrincipal,
+    @Param('name') name: string,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) response: Response,
+  ): Promise<PolicyDetailView> {
+    const { created, policy } = await this.policies.put(admin, name, policySourceOf(body));
+    response.status(created ? 201 : 200);
+    return policy;
+  }
+
+  @Delete(':name')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Delete a policy; makes a new policy version' })
+  @ApiOkResponse({ schema: { type: 'object', properties: { version: { type: 'number' } } } })
+  @ApiNotFoundResponse({ type: ErrorBody })
+  remove(@CurrentAdmin() admin: AdminPrincipal, @Param('name') name: string): Promise<{ version: number }> {
+    return this.policies.remove(admin, name);
+  }
+}

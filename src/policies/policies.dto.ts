@@ -1,0 +1,82 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
+
+export class PolicyMatchView {
+  @ApiPropertyOptional({ example: 'http' }) plugin?: string;
+  @ApiPropertyOptional({ example: 'write' }) function?: string;
+  @ApiPropertyOptional({ example: 'write:*' }) action?: string;
+}
+
+export class PolicyRuleView {
+  @ApiPropertyOptional() name?: string;
+  @ApiProperty({ example: 'args.path starts_with "/etc"' }) condition: string;
+  @ApiProperty({ enum: ['allow', 'deny'] }) action: string;
+  @ApiProperty() reason: string;
+}
+
+export class PolicyView {
+  @ApiProperty({ example: 'block-sensitive-files' }) name: string;
+  @ApiPropertyOptional() description?: string;
+  @ApiPropertyOptional({ type: PolicyMatchView }) match?: PolicyMatchView;
+  @ApiPropertyOptional({ enum: ['allow', 'deny'], description: 'Outcome when no allow rule of this policy fires' }) default?: string;
+  @ApiProperty({ type: [PolicyRuleView] }) rules: PolicyRuleView[];
+  @ApiProperty({ enum: ['api', 'file'] }) origin: string;
+  @ApiProperty({ description: 'Organization policy version of this policy’s last change' }) version: number;
+  @ApiProperty() createdAt: string;
+  @ApiProperty() updatedAt: string;
+}
+
+export class PolicyDetailView extends PolicyView {
+  @ApiProperty({ description: 'The policy as submitted (YAML or JSON)' }) source: string;
+}
+
+export class PolicyListView {
+  @ApiProperty({ description: 'Current organization policy version' }) version: number;
+  @ApiProperty({ type: [PolicyView] }) policies: PolicyView[];
+}
+
+export class PolicyErrorView {
+  @ApiProperty() file: string;
+  @ApiPropertyOptional() policy?: string;
+  @ApiPropertyOptional() rule?: string;
+  @ApiProperty() line: number;
+  @ApiProperty() column: number;
+  @ApiProperty() message: string;
+}
+
+export class InvalidPolicyBody {
+  @ApiProperty({ example: 'invalid_policy' }) error: string;
+  @ApiProperty() message: string;
+  @ApiProperty({ type: [PolicyErrorView] }) errors: PolicyErrorView[];
+}
+
+export class ValidationResultView {
+  @ApiProperty() valid: boolean;
+  @ApiProperty({ type: [String], description: 'Names of the policies found (when valid)' }) policies: string[];
+  @ApiProperty({ type: [PolicyErrorView] }) errors: PolicyErrorView[];
+}
+
+export class PolicyVersionView {
+  @ApiProperty() version: number;
+  @ApiProperty() policy: string;
+  @ApiProperty({ enum: ['created', 'updated', 'deleted'] }) kind: string;
+  @ApiProperty({ description: 'Admin token id, `cli` or `file`' }) actor: string;
+  @ApiProperty() createdAt: string;
+  @ApiProperty({ nullable: true, type: String, description: 'Source after the change; null for deletions' }) source: string | null;
+}
+
+export class PolicyVersionListView {
+  @ApiProperty() version: number;
+  @ApiProperty({ type: [PolicyVersionView] }) versions: PolicyVersionView[];
+}
+
+export class PolicyVersionsQueryDto {
+  @ApiPropertyOptional({ minimum: 1, maximum: 1000, default: 100 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  limit?: number;
+}

@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuditModule } from '../audit/audit.module';
+import { OrganizationsModule } from '../organizations/organizations.module';
+import { PoliciesController } from './policies.controller';
+import { PoliciesService } from './policies.service';
+import { PolicyChangeEvents } from './policy-change-events';
+import { PolicyFileLoader } from './policy-file-loader';
+import { PolicyRegistry } from './policy-registry';
+import { Policy } from './policy.entity';
+import { PolicyVersion } from './policy-version.entity';
+
+/** Policy storage, versions, the admin API, the policies file and the compiled-set registry. */
+@Module({
+  imports: [TypeOrmModule.forFeature([Policy, PolicyVersion]), AuditModule, OrganizationsModule],
+  controllers: [PoliciesController],
+  providers: [PoliciesService, PolicyRegistry, PolicyChangeEvents, PolicyFileLoader],
+  exports: [PoliciesService, PolicyRegistry, PolicyChangeEvents],
+})
+export class PoliciesModule {}

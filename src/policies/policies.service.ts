@@ -1,0 +1,237 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
+import { parse, stringify } from 'yaml';
+import { AdminPrincipal } from '../common/admin-principal';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
+import { AuditService } from '../audit/audit.service';
+import type { PolicyChangeKind } from '../cluster/cluster-event';
+import { PolicyLoadError } from '../policy-engine/errors';
+import { loadPolicyDocument, loadPolicyFile } from '../policy-engine/loader';
+import type { PolicyDefinition, PolicyError } from '../policy-engine/types';
+import { OrganizationsService } from '../organizations/organizations.service';
+import { PolicyChangeEvents } from './policy-change-events';
+import { Policy, PolicyOrigin } from './policy.entity';
+import { PolicyVersion } from './policy-version.entity';
+import { PolicyDetailView, PolicyListView, PolicyVersionListView, PolicyView, ValidationResultView } from './policies.dto';
+
+/** Who changes policies: an admin token, the CLI, or the policies file. */
+export type PolicyActor = AdminPrincipal | { orgId: string; tokenId: 'cli' | 'file' };
+
+interface Change {
+  name: string;
+  kind: Exclude<PolicyChangeKind, 'agent_revoked'>;
+  source: string | null;
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Policies of an organization: stored with their source, versioned on every change. */
+@Injectable()
+export class PoliciesService {
+  constructor(
+    @InjectRepository(Policy) private readonly policies: Repository<Policy>,
+    @InjectRepository(PolicyVersion) private readonly versions: Repository<PolicyVersion>,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly organizations: OrganizationsService,
+    private readonly changes: PolicyChangeEvents,
+    private readonly audit: AuditService,
+  ) {}
+
+  /** The policies and the version they make up, read in one snapshot. */
+  async list(principal: AdminPrincipal): Promise<PolicyListView> {
+    return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
+      const policies = await manager.getRepository(Policy).find({ where: { orgId: principal.orgId }, order: { position: 'ASC' } });
+      return { version: await versionOf(manager, principal.orgId), policies: policies.map(toView) };
+    });
+  }
+
+  async get(principal: AdminPrincipal, name: string): Promise<PolicyDetailView> {
+    const policy = await this.policies.findOne({ where: { orgId: principal.orgId, name } });
+    if (policy === null) throw AppError.notFound('policy', name);
+    return { ...toView(policy), source: policy.source };
+  }
+
+  /** Creates or replaces one policy from its YAML or JSON source; `created` tells which. */
+  async put(actor: PolicyActor, name: string, source: string): Promise<{ created: boolean; policy: PolicyDetailView }> {
+    if (!NAME_PATTERN.test(name)) throw AppError.invalid('policy name must be 1-128 characters of letters, digits, . _ - (starting with a letter or digit)');
+    const definition = parseOrThrow(() => loadPolicyDocument(source, `policy ${name}`));
+    if (definition.name !== name) throw AppError.invalid(`name in the body (${definition.name}) does not match the name in the URL (${name})`);
+    let created = false;
+    await this.commit(actor, async (manager, version) => {
+      const existing = await manager.getRepository(Policy).findOne({ where: { orgId: actor.orgId, name } });
+      if (existing === null) {
+        await this.organizations.assertCanAdd(manager, actor.orgId, 'policies', () => manager.getRepository(Policy).count({ where: { orgId: actor.orgId } }));
+        created = true;
+      }
+      await this.write(manager, actor.orgId, definition, source, 'api', version, existing);
+      return [{ name, kind: created ? 'created' : 'updated', source }];
+    });
+    return { created, policy: await this.get(actor as AdminPrincipal, name) };
+  }
+
+  async remove(actor: PolicyActor, name: string): Promise<{ version: number }> {
+    const version = await this.commit(actor, async (manager) => {
+      const result = await manager.getRepository(Policy).delete({ orgId: actor.orgId, name });
+      if (!result.affected) throw AppError.notFound('policy', name);
+      return [{ name, kind: 'deleted', source: null }];
+    });
+    return { version: version! };
+  }
+
+  /**
+   * Makes the organization's file-origin policies equal to `definitions`: new ones created,
+   * changed ones updated, ones no longer in the file deleted, all under one version. Policies
+   * made through the API keep living beside them, unless the file names them (the file wins).
+   * Returns the new version, or null when nothing changed.
+   */
+  async syncFromFile(orgId: string, definitions: PolicyDefinition[]): Promise<number | null> {
+    return this.commit({ orgId, tokenId: 'file' }, async (manager, version) => {
+      const repository = manager.getRepository(Policy);
+      const current = new Map((await repository.find({ where: { orgId } })).map((policy) => [policy.name, policy]));
+      const changes: Change[] = [];
+      for (const definition of definitions) {
+        const existing = current.get(definition.name) ?? null;
+        const source = stringify(definition);
+        if (existing?.origin === 'file' && existing.source === source) continue;
+        await this.write(manager, orgId, definition, source, 'file', version, existing);
+        changes.push({ name: definition.name, kind: existing ? 'updated' : 'created', source });
+      }
+      const inFile = new Set(definitions.map((definition) => definition.name));
+      for (const policy of current.values()) {
+        if (policy.origin !== 'file' || inFile.has(policy.name)) continue;
+        await repository.delete({ orgId, name: policy.name });
+        changes.push({ name: policy.name, kind: 'deleted', source: null });
+      }
+      return changes;
+    });
+  }
+
+  /** Checks a policies file or a single policy without storing anything. */
+  validate(source: string): ValidationResultView {
+    try {
+      const definitions = parseProposedSource(source);
+      return { valid: true, policies: definitions.map((definition) => definition.name), errors: [] };
+    } catch (error) {
+      if (!(error instanceof PolicyLoadError)) throw error;
+      return { valid: false, policies: [], errors: error.errors };
+    }
+  }
+
+  /** The change history, newest first, with the current version, read in one snapshot. */
+  async history(principal: AdminPrincipal, limit = 100): Promise<PolicyVersionListView> {
+    return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
+      const rows = await manager.getRepository(PolicyVersion).find({ where: { orgId: principal.orgId }, order: { version: 'DESC', policyName: 'ASC' }, take: limit });
+      return {
+        version: await versionOf(manager, principal.orgId),
+        versions: rows.map((row) => ({
+          version: row.version,
+          policy: row.policyName,
+          kind: row.kind,
+          actor: row.actor,
+          createdAt: row.createdAt.toISOString(),
+          source: row.source,
+        })),
+      };
+    });
+  }
+
+  async currentVersion(orgId: string): Promise<number> {
+    return versionOf(this.dataSource.manager, orgId);
+  }
+
+  /**
+   * Runs `apply` in a transaction holding the organization's row lock, under the next policy
+   * version; records the history, then announces the change and writes it to the audit trail.
+   */
+  private async commit(actor: PolicyActor, apply: (manager: EntityManager, version: number) => Promise<Change[]>): Promise<number | null> {
+    const orgId = actor.orgId;
+    const committed = await this.dataSource.transaction(async (manager) => {
+      const locked: unknown[] = await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId]);
+      if (locked.length === 0) throw AppError.notFound('organization', orgId);
+      const version = (await versionOf(manager, orgId)) + 1;
+      const changes = await apply(manager, version);
+      if (changes.length > 0) {
+        await manager.getRepository(PolicyVersion).insert(
+          changes.map((change) => ({ orgId, version, policyName: change.name, kind: change.kind, source: change.source, actor: actor.tokenId })),
+        );
+      }
+      return { version, changes };
+    });
+    if (committed.changes.length === 0) return null;
+    const { version, changes } = committed;
+    const kind = changes.length === 1 ? changes[0].kind : 'updated';
+    await this.changes.announce(orgId, version, changes.map((change) => change.name), kind);
+    for (const change of changes) {
+      this.audit.recordAdminEvent(actor, { action: `policy.${change.kind === 'created' ? 'create' : change.kind === 'deleted' ? 'delete' : 'update'}`, details: { policy: change.name, version } });
+    }
+    return version;
+  }
+
+  private async write(manager: EntityManager, orgId: string, definition: PolicyDefinition, source: string, origin: PolicyOrigin, version: number, existing: Policy | null): Promise<void> {
+    const repository = manager.getRepository(Policy);
+    const fields = { description: definition.description ?? null, source, definition, origin, version };
+    if (existing) {
+      await repository.update({ orgId, name: definition.name }, fields);
+      return;
+    }
+    const rows: Array<{ position: string | null }> = await manager.query('SELECT max(position) AS position FROM policies WHERE org_id = $1', [orgId]);
+    await repository.insert({ orgId, name: definition.name, ...fields, position: Number(rows[0]?.position ?? 0) + 1 });
+  }
+}
+
+/** The organization's current policy version (0 before its first change). */
+async function versionOf(manager: EntityManager, orgId: string): Promise<number> {
+  const rows: Array<{ version: string | null }> = await manager.query('SELECT max(version) AS version FROM policy_versions WHERE org_id = $1', [orgId]);
+  return Number(rows[0]?.version ?? 0);
+}
+
+/**
+ * Proposed policies (validate, simulate, backtest): a policies file (`policies:` list) or one
+ * policy, as YAML or JSON text.
+ */
+export function parseProposedSource(source: string): PolicyDefinition[] {
+  if (isPoliciesFile(source)) return loadPolicyFile(source, 'proposed');
+  return [loadPolicyDocument(source, 'proposed')];
+}
+
+function isPoliciesFile(source: string): boolean {
+  try {
+    const value: unknown = parse(source);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) && 'policies' in value;
+  } catch {
+    return false; // the document loader reports the syntax error with its position
+  }
+}
+
+/** Runs a loader and turns its errors into a 400 `invalid_policy` listing every one. */
+export function parseOrThrow<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    if (!(error instanceof PolicyLoadError)) throw error;
+    throw invalidPolicy(error.errors);
+  }
+}
+
+export function invalidPolicy(errors: PolicyError[]): AppError {
+  const first = errors[0];
+  const summary = first ? `${first.message} (line ${first.line}, column ${first.column})` : 'invalid policy';
+  return new AppError(ErrorCode.InvalidPolicy, errors.length > 1 ? `${summary}, and ${errors.length - 1} more` : summary, { errors });
+}
+
+function toView(policy: Policy): PolicyView {
+  const { definition } = policy;
+  return {
+    name: policy.name,
+    description: definition.description,
+    match: definition.match,
+    default: definition.default,
+    rules: definition.rules,
+    origin: policy.origin,
+    version: policy.version,
+    createdAt: policy.createdAt.toISOString(),
+    updatedAt: policy.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,321 @@
+import { CallNode, CompareNode, ConditionAst, PathNode, spanOf } from './ast';
+import { parseDuration } from './duration';
+import { ConditionSyntaxError } from './errors';
+import {
+  AGENT_FIELDS,
+  AgentField,
+  BoolIr,
+  DELEGATION_FIELDS,
+  DelegationField,
+  INPUT_FIELDS,
+  InputField,
+  PathRef,
+  RATE_LIMIT_SCOPES,
+  RateLimitIr,
+  RateLimitScope,
+  TierOperand,
+  TierOperator,
+  ValueIr,
+} from './ir';
+import { parseCondition } from './parser';
+import { compileSafeRegex } from './regex-safety';
+import { CANONICAL_TIERS, TIER_NAMES, tierRank } from './tiers';
+
+/** A problem in a condition, at a 0-based offset into its text. */
+export interface ConditionIssue {
+  readonly offset: number;
+  readonly message: string;
+}
+
+/** A condition that passed every check, ready to compile. */
+export interface CheckedCondition {
+  readonly ir: BoolIr;
+  /** Top-level `args` names the condition reads. */
+  readonly argNames: ReadonlySet<string>;
+  readonly rateLimits: readonly RateLimitIr[];
+}
+
+/** A checked condition, or every issue found in it. */
+export type CheckResult = { ok: true; condition: CheckedCondition } | { ok: false; issues: ConditionIssue[] };
+
+/** Largest `count` of rate_limit: the in-process limiter keeps up to this many timestamps per key. */
+export const MAX_RATE_LIMIT_COUNT = 1_000_000;
+
+const ROOTS = ['agent', 'args', 'context', 'action', 'resource', 'plugin', 'function', 'delegation'];
+const TIER_OPERATORS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=']);
+const TIER_HINT = `expected ${CANONICAL_TIERS.join(', ')} or an alias (${TIER_NAMES.filter(
+  (name) => !(CANONICAL_TIERS as readonly string[]).includes(name),
+).join(', ')})`;
+
+/** Parses and checks a condition, reporting syntax and meaning problems as issues (never throws for bad text). */
+export function analyzeCondition(text: string): CheckResult {
+  let ast: ConditionAst;
+  try {
+    ast = parseCondition(text);
+  } catch (error) {
+    if (error instanceof ConditionSyntaxError) return { ok: false, issues: [{ offset: error.offset, message: error.message }] };
+    throw error;
+  }
+  return checkCondition(ast);
+}
+
+/** Resolves names and validates operators, functions, tiers, regexes and rate limits; collects every issue. */
+export function checkCondition(ast: ConditionAst): CheckResult {
+  const checker = new ConditionChecker();
+  const ir = checker.condition(ast);
+  if (checker.issues.length > 0) return { ok: false, issues: checker.issues };
+  return { ok: true, condition: { ir, argNames: checker.argNames, rateLimits: checker.rateLimits } };
+}
+
+const PLACEHOLDER: BoolIr = { kind: 'constant', value: false };
+
+class ConditionChecker {
+  readonly issues: ConditionIssue[] = [];
+  readonly argNames = new Set<string>();
+  readonly rateLimits: RateLimitIr[] = [];
+  private operandDepth = 0;
+
+  condition(node: ConditionAst): BoolIr {
+    switch (node.kind) {
+      case 'or':
+      case 'and':
+        return { kind: node.kind, left: this.condition(node.left), right: this.condition(node.right) };
+      case 'not':
+        return { kind: 'not', operand: this.condition(node.operand) };
+      case 'compare':
+        return this.compare(node);
+      case 'call':
+        return this.call(node);
+      case 'boolean':
+        return { kind: 'constant', value: node.value };
+      case 'path': {
+        const path = this.path(node);
+        return path === undefined ? PLACEHOLDER : { kind: 'truthy', value: { kind: 'path', path } };
+      }
+      default:
+        return this.fail(node, `expected a condition, found ${describeNode(node)}`, PLACEHOLDER);
+    }
+  }
+
+  private value(node: ConditionAst): ValueIr {
+    switch (node.kind) {
+      case 'path': {
+        const path = this.path(node);
+        return path === undefined ? { kind: 'literal', value: false } : { kind: 'path', path };
+      }
+      case 'string':
+      case 'number':
+      case 'boolean':
+        return { kind: 'literal', value: node.value };
+      case 'list':
+        return { kind: 'literal', value: node.items.map((item) => item.value) };
+      case 'duration':
+        return this.fail(node, `a duration such as ${node.text} is only allowed as the window of rate_limit`, {
+          kind: 'literal',
+          value: false,
+        });
+      default:
+        return this.operandTest(node);
+    }
+  }
+
+  private operandTest(node: ConditionAst): ValueIr {
+    this.operandDepth++;
+    const test = this.condition(node);
+    this.operandDepth--;
+    return { kind: 'test', test };
+  }
+
+  private compare(node: CompareNode): BoolIr {
+    if (node.op === 'matches') return this.matches(node);
+    const leftTier = isTrustTier(node.left);
+    const rightTier = isTrustTier(node.right);
+    if (node.op === 'in' && leftTier) return this.tierIn(node);
+    if (TIER_OPERATORS.has(node.op) && (leftTier || rightTier)) {
+      return {
+        kind: 'tier-compare',
+        op: node.op as TierOperator,
+        left: this.tierOperand(node.left),
+        right: this.tierOperand(node.right),
+      };
+    }
+    return { kind: 'compare', op: node.op, left: this.value(node.left), right: this.value(node.right) };
+  }
+
+  private matches(node: CompareNode): BoolIr {
+    const left = this.value(node.left);
+    if (node.right.kind !== 'string') {
+      return this.fail(node.right, 'the right side of matches must be a quoted regular expression', PLACEHOLDER);
+    }
+    const compiled = compileSafeRegex(node.right.value);
+    // `in` narrowing keeps this compiling under non-strict settings too (the bench's quick build).
+    if ('reason' in compiled) return this.fail(node.right, `unsafe or invalid regular expression: ${compiled.reason}`, PLACEHOLDER);
+    return { kind: 'matches', left, regex: compiled.regex };
+  }
+
+  private tierOperand(node: ConditionAst): TierOperand {
+    const fallback: TierOperand = { kind: 'rank', rank: -1 };
+    if (node.kind === 'string') return this.tierLiteral(node, node.value, `'${node.value}' is not a trust tier`);
+    if (node.kind === 'path' && node.segments.length === 0 && !ROOTS.includes(node.root)) {
+      return this.tierLiteral(node, node.root, `unknown trust tier '${node.root}'`);
+    }
+    if (node.kind === 'path') return { kind: 'value', value: this.value(node) };
+    return this.fail(node, `agent.trust_tier can only be compared with a trust tier, found ${describeNode(node)}`, fallback);
+  }
+
+  private tierLiteral(node: ConditionAst, name: string, problem: string): TierOperand {
+    const rank = tierRank(name);
+    if (rank === undefined) return this.fail(node, `${problem}: ${TIER_HINT}`, { kind: 'rank', rank: -1 });
+    return { kind: 'rank', rank };
+  }
+
+  private tierIn(node: CompareNode): BoolIr {
+    const left = this.tierOperand(node.left);
+    if (node.right.kind === 'path') return { kind: 'tier-in-value', left, list: this.value(node.right) };
+    if (node.right.kind !== 'list') {
+      return this.fail(node.right, 'agent.trust_tier in … needs a list of trust tiers or a path', PLACEHOLDER);
+    }
+    const ranks = node.right.items.map((item) => {
+      const rank = typeof item.value === 'string' ? tierRank(item.value) : undefined;
+      if (rank === undefined) this.fail(item, `${describeNode(item)} is not a trust tier: ${TIER_HINT}`, undefined);
+      return rank ?? -1;
+    });
+    return { kind: 'tier-in', left, ranks };
+  }
+
+  private call(node: CallNode): BoolIr {
+    if (node.name === 'exists') return this.exists(node);
+    if (node.name === 'rate_limit') return this.rateLimit(node);
+    return this.fail(node, `unknown function '${node.name}' (expected exists or rate_limit)`, PLACEHOLDER);
+  }
+
+  private exists(node: CallNode): BoolIr {
+    if (node.args.length !== 1) {
+      return this.fail(node, `exists() takes 1 argument (a path), got ${node.args.length}`, PLACEHOLDER);
+    }
+    const arg = node.args[0];
+    if (arg.kind !== 'path') return this.fail(arg, 'exists() takes a path such as args.name', PLACEHOLDER);
+    const path = this.path(arg);
+    return path === undefined ? PLACEHOLDER : { kind: 'exists', path };
+  }
+
+  private rateLimit(node: CallNode): BoolIr {
+    if (this.operandDepth > 0) {
+      return this.fail(node, 'rate_limit(...) is a condition on its own; it cannot be an operand of a comparison', PLACEHOLDER);
+    }
+    if (node.args.length !== 3) {
+      return this.fail(node, `rate_limit() takes 3 arguments (scope, count, window), got ${node.args.length}`, PLACEHOLDER);
+    }
+    const scope = this.rateScope(node.args[0]);
+    const count = this.rateCount(node.args[1]);
+    const window = this.rateWindow(node.args[2]);
+    if (scope === undefined || count === undefined || window === undefined) return PLACEHOLDER;
+    const ir: RateLimitIr = { kind: 'rate_limit', scope, count, ...window, callIndex: this.rateLimits.length };
+    this.rateLimits.push(ir);
+    return ir;
+  }
+
+  private rateScope(node: ConditionAst): RateLimitScope | undefined {
+    const word = node.kind === 'path' && node.segments.length === 0 ? node.root : undefined;
+    if (word !== undefined && (RATE_LIMIT_SCOPES as readonly string[]).includes(word)) return word as RateLimitScope;
+    return this.fail(node, `bad rate_limit scope: expected ${RATE_LIMIT_SCOPES.join(', ')}`, undefined);
+  }
+
+  private rateCount(node: ConditionAst): number | undefined {
+    const ok = node.kind === 'number' && Number.isInteger(node.value) && node.value > 0 && node.value <= MAX_RATE_LIMIT_COUNT;
+    if (ok) return node.value;
+    return this.fail(node, `bad rate_limit count: expected a whole number from 1 to ${MAX_RATE_LIMIT_COUNT}`, undefined);
+  }
+
+  private rateWindow(node: ConditionAst): { windowMs: number; windowText: string } | undefined {
+    const problem = 'bad rate_limit window: expected a number and a unit s, m, h or d, e.g. 30s or 1m';
+    if (node.kind !== 'duration') return this.fail(node, problem, undefined);
+    let windowMs: number;
+    try {
+      windowMs = parseDuration(node.text);
+    } catch {
+      return this.fail(node, problem, undefined);
+    }
+    if (windowMs <= 0) return this.fail(node, 'bad rate_limit window: it must be longer than zero', undefined);
+    return { windowMs, windowText: node.text };
+  }
+
+  private path(node: PathNode): PathRef | undefined {
+    const { root, segments } = node;
+    switch (root) {
+      case 'agent':
+        return this.fieldPath(node, AGENT_FIELDS, (field) => ({ kind: 'agent', field: field as AgentField }));
+      case 'delegation':
+        return this.fieldPath(node, DELEGATION_FIELDS, (field) => ({ kind: 'delegation', field: field as DelegationField }));
+      case 'args':
+      case 'context':
+        if (segments.length === 0) return this.fail(node, `'${root}' needs a field name, e.g. ${root}.name`, undefined);
+        if (root === 'args') this.argNames.add(segments[0]);
+        return { kind: root, segments };
+      default:
+        return this.inputPath(node);
+    }
+  }
+
+  private inputPath(node: PathNode): PathRef | undefined {
+    if (!(INPUT_FIELDS as readonly string[]).includes(node.root)) {
+      return this.fail(node, `unknown variable '${node.root}' (expected one of ${ROOTS.join(', ')})`, undefined);
+    }
+    if (node.segments.length > 0) {
+      return this.failAt(segmentOffset(node, 0), `'${node.root}' is a string and has no fields`, undefined);
+    }
+    return { kind: 'input', field: node.root as InputField };
+  }
+
+  private fieldPath(node: PathNode, fields: readonly string[], make: (field: string) => PathRef): PathRef | undefined {
+    const expected = fields.map((field) => `${node.root}.${field}`).join(', ');
+    if (node.segments.length === 0) return this.fail(node, `'${node.root}' needs a field: ${expected}`, undefined);
+    const field = node.segments[0];
+    if (!fields.includes(field)) {
+      return this.failAt(segmentOffset(node, 0), `unknown ${node.root} field '${field}' (expected ${expected})`, undefined);
+    }
+    if (node.segments.length > 1) {
+      return this.failAt(segmentOffset(node, 1), `${node.root}.${field} has no fields`, undefined);
+    }
+    return make(field);
+  }
+
+  private fail<T>(node: ConditionAst, message: string, fallback: T): T {
+    return this.failAt(spanOf(node)?.start ?? 0, message, fallback);
+  }
+
+  private failAt<T>(offset: number, message: string, fallback: T): T {
+    this.issues.push({ offset, message });
+    return fallback;
+  }
+}
+
+function isTrustTier(node: ConditionAst): boolean {
+  return node.kind === 'path' && node.root === 'agent' && node.segments.length === 1 && node.segments[0] === 'trust_tier';
+}
+
+function segmentOffset(node: PathNode, index: number): number {
+  const span = spanOf(node);
+  return span?.segments?.[index] ?? span?.start ?? 0;
+}
+
+function describeNode(node: ConditionAst): string {
+  switch (node.kind) {
+    case 'string':
+      return `the string ${JSON.stringify(node.value)}`;
+    case 'number':
+      return `the number ${node.value}`;
+    case 'boolean':
+      return String(node.value);
+    case 'list':
+      return 'a list';
+    case 'duration':
+      return `the duration ${node.text}`;
+    case 'path':
+      return `'${node.root}${node.segments.map((segment) => `.${segment}`).join('')}'`;
+    case 'call':
+      return `${node.name}(...)`;
+    default:
+      return 'a condition';
+  }
+}

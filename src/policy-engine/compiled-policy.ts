@@ -1,0 +1,118 @@
+import type { CheckedCondition } from './checker';
+import { compileCondition, SyncTest } from './compiler';
+import { globMatcher } from './glob';
+import type { RateTest } from './rate-limit-call';
+import type { Decision, Effect, MatchDefinition, MatchTarget, PolicyDefinition, RuleDefinition } from './types';
+
+/** One rule, compiled; exactly one of `sync` and `rated` is set. */
+export interface CompiledRule {
+  /** Rule name, else `<policy>#<index>` (0-based). */
+  readonly label: string;
+  readonly effect: Effect;
+  readonly sync: SyncTest | null;
+  readonly rated: RateTest | null;
+  /** Shared outcome when the rule fires: its deny, or the allow it grants. */
+  readonly decision: Decision;
+}
+
+/** A checked policy ready to compile. */
+export interface ValidatedPolicy {
+  readonly definition: PolicyDefinition;
+  readonly conditions: readonly CheckedCondition[];
+}
+
+/** A policy compiled for evaluation; decisions for every non-rate-limited outcome are built here, once. */
+export class CompiledPolicy {
+  readonly name: string;
+  readonly definition: PolicyDefinition;
+  /** Top-level `args` names its conditions read. */
+  readonly argNames: ReadonlySet<string>;
+  readonly usesRateLimit: boolean;
+  /** Reads an arg other than `path` and `method`, so the gateway must parse the JSON body. */
+  readonly readsBodyArgs: boolean;
+  readonly rules: readonly CompiledRule[];
+  readonly matchesEverything: boolean;
+  /** Whether the policy's `match` globs all accept the target. */
+  readonly matches: (target: MatchTarget) => boolean;
+  /** Whether the `match.plugin` glob (if any) accepts a plugin name. */
+  readonly matchesPlugin: (plugin: string) => boolean;
+  /** The `function` and `action` globs; null when the policy has neither. */
+  readonly matchesRest: ((target: MatchTarget) => boolean) | null;
+  readonly defaultDeny: boolean;
+  /** The deny when `default: deny` and no allow rule fired. */
+  readonly defaultDecision: Decision;
+  /** The allow when the policy applied but none of its allow rules fired. */
+  readonly allowDecision: Decision;
+
+  constructor(validated: ValidatedPolicy, namespace: string | undefined) {
+    const { definition, conditions } = validated;
+    this.name = definition.name;
+    this.definition = definition;
+    this.argNames = new Set(conditions.flatMap((condition) => [...condition.argNames]));
+    this.usesRateLimit = conditions.some((condition) => condition.rateLimits.length > 0);
+    this.readsBodyArgs = [...this.argNames].some((name) => name !== 'path' && name !== 'method');
+    this.rules = definition.rules.map((rule, index) => compileRule(definition.name, rule, index, conditions[index], namespace));
+    this.matchesEverything = matchKeys(definition.match).length === 0;
+    this.matches = targetMatcher(definition.match, matchKeys(definition.match));
+    const pluginGlob = matchKeys(definition.match).includes('plugin') ? definition.match?.plugin : undefined;
+    this.matchesPlugin = pluginGlob === undefined ? () => true : globMatcher(pluginGlob);
+    const restKeys = matchKeys(definition.match).filter((key) => key !== 'plugin');
+    this.matchesRest = restKeys.length === 0 ? null : targetMatcher(definition.match, restKeys);
+    this.defaultDeny = definition.default === 'deny';
+    this.defaultDecision = decision('deny', this.name, `${this.name}#default`, `No allow rule of policy ${this.name} matched`);
+    this.allowDecision = decision('allow', this.name, null, 'allowed');
+  }
+}
+
+/** A frozen Decision: outcomes are shared between evaluations. */
+export function decision(effect: Effect, policy: string, rule: string | null, reason: string): Decision {
+  return Object.freeze({ effect, policy, rule, reason });
+}
+
+function compileRule(
+  policy: string,
+  rule: RuleDefinition,
+  index: number,
+  condition: CheckedCondition,
+  namespace: string | undefined,
+): CompiledRule {
+  const label = rule.name ?? `${policy}#${index}`;
+  const compiled = compileCondition(condition.ir, { policy, ruleIndex: index, namespace });
+  return {
+    label,
+    effect: rule.action,
+    sync: compiled.sync,
+    rated: compiled.rated,
+    decision: decision(rule.action, policy, label, rule.reason),
+  };
+}
+
+type MatchKey = keyof MatchDefinition;
+
+function matchKeys(match: MatchDefinition | undefined): MatchKey[] {
+  if (match === undefined) return [];
+  return (['plugin', 'function', 'action'] as const).filter((key) => match[key] !== undefined && match[key] !== '*');
+}
+
+function targetMatcher(match: MatchDefinition | undefined, keys: readonly MatchKey[]): (target: MatchTarget) => boolean {
+  if (match === undefined || keys.length === 0) return () => true;
+  const checks = keys.map((key) => keyMatcher(key, globMatcher(match[key] as string)));
+  if (checks.length === 1) return checks[0];
+  if (checks.length === 2) {
+    const [first, second] = checks;
+    return (target) => first(target) && second(target);
+  }
+  const [first, second, third] = checks;
+  return (target) => first(target) && second(target) && third(target);
+}
+
+function keyMatcher(key: MatchKey, glob: (subject: string) => boolean): (target: MatchTarget) => boolean {
+  switch (key) {
+    case 'plugin':
+      return (target) => glob(target.plugin);
+    case 'function':
+      return (target) => glob(target.function);
+    case 'action':
+      return (target) => glob(target.action);
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Checked form of a condition: names resolved, tiers ranked, regexes compiled, rate limits sized.
+ * The compiler turns it into closures and cannot fail.
+ */
+import type { CompareOperator } from './ast';
+
+export const AGENT_FIELDS = ['id', 'name', 'trust_tier', 'tags', 'org'] as const;
+export type AgentField = (typeof AGENT_FIELDS)[number];
+
+export const INPUT_FIELDS = ['action', 'resource', 'plugin', 'function'] as const;
+export type InputField = (typeof INPUT_FIELDS)[number];
+
+export const DELEGATION_FIELDS = ['depth', 'chain'] as const;
+export type DelegationField = (typeof DELEGATION_FIELDS)[number];
+
+/** How a rate_limit call partitions its counters. */
+export const RATE_LIMIT_SCOPES = ['per_agent', 'per_org', 'per_action', 'global'] as const;
+export type RateLimitScope = (typeof RATE_LIMIT_SCOPES)[number];
+
+/** A readable location in the DecisionInput. */
+export type PathRef =
+  | { readonly kind: 'agent'; readonly field: AgentField }
+  | { readonly kind: 'args' | 'context'; readonly segments: readonly string[] }
+  | { readonly kind: 'input'; readonly field: InputField }
+  | { readonly kind: 'delegation'; readonly field: DelegationField };
+
+export type LiteralValue = string | number | boolean | readonly (string | number | boolean)[];
+
+/** An operand of a comparison. */
+export type ValueIr =
+  | { readonly kind: 'path'; readonly path: PathRef }
+  | { readonly kind: 'literal'; readonly value: LiteralValue }
+  /** A boolean sub-expression used as an operand, e.g. `(a == 1) == true`. Never contains rate_limit. */
+  | { readonly kind: 'test'; readonly test: BoolIr };
+
+/** A side of a trust-tier comparison: a rank known at load time, or a value ranked at run time. */
+export type TierOperand = { readonly kind: 'rank'; readonly rank: number } | { readonly kind: 'value'; readonly value: ValueIr };
+
+export type TierOperator = '==' | '!=' | '<' | '<=' | '>' | '>=';
+
+/** One `rate_limit(scope, count, window)` call. */
+export interface RateLimitIr {
+  readonly kind: 'rate_limit';
+  readonly scope: RateLimitScope;
+  readonly count: number;
+  readonly windowMs: number;
+  /** As written, for the `10/1m per_agent` label. */
+  readonly windowText: string;
+  /** 0-based position among the rate_limit calls of the condition, in source order. */
+  readonly callIndex: number;
+}
+
+/** A condition, or part of one, in a boolean position. */
+export type BoolIr =
+  | { readonly kind: 'and' | 'or'; readonly left: BoolIr; readonly right: BoolIr }
+  | { readonly kind: 'not'; readonly operand: BoolIr }
+  | { readonly kind: 'constant'; readonly value: boolean }
+  /** A value in a boolean position: true only when it is exactly `true`. */
+  | { readonly kind: 'truthy'; readonly value: ValueIr }
+  | { readonly kind: 'exists'; readonly path: PathRef }
+  | { readonly kind: 'compare'; readonly op: Exclude<CompareOperator, 'matches'>; readonly left: ValueIr; readonly right: ValueIr }
+  | { readonly kind: 'matches'; readonly left: ValueIr; readonly regex: RegExp }
+  | { readonly kind: 'tier-compare'; readonly op: TierOperator; readonly left: TierOperand; readonly right: TierOperand }
+  | { readonly kind: 'tier-in'; readonly left: TierOperand; readonly ranks: readonly number[] }
+  | { readonly kind: 'tier-in-value'; readonly left: TierOperand; readonly list: ValueIr }
+  | RateLimitIr;

@@ -1,0 +1,68 @@
+import { Document, LineCounter, parseDocument } from 'yaml';
+import type { ValidatedPolicy } from './compiled-policy';
+import { PolicyLoadError } from './errors';
+import { isRecord, validatePolicy, validatePolicyList, ValidationContext } from './policy-validator';
+import type { PolicyDefinition, PolicyError } from './types';
+import { YamlLocator } from './yaml-locator';
+
+const MAX_ALIAS_COUNT = 100;
+
+interface ParsedSource {
+  readonly value: unknown;
+  readonly context: ValidationContext;
+}
+
+/** Loads a policies file (`policies:` list, YAML or JSON): shape and every condition checked; throws PolicyLoadError with all errors. */
+export function loadPolicyFile(source: string, file: string): PolicyDefinition[] {
+  return validatePolicyFile(source, file).map((policy) => policy.definition);
+}
+
+/** Loads one policy (YAML or JSON mapping), as sent to `PUT /admin/policies/:name`; throws PolicyLoadError. */
+export function loadPolicyDocument(source: string, file: string): PolicyDefinition {
+  const { value, context } = parseSource(source, file);
+  const policy = validatePolicy(value, context, []);
+  if (context.errors.length > 0 || policy === undefined) throw new PolicyLoadError(inSourceOrder(context.errors));
+  return policy.definition;
+}
+
+function validatePolicyFile(source: string, file: string): ValidatedPolicy[] {
+  const { value, context } = parseSource(source, file);
+  if (!isRecord(value)) {
+    context.report([], "expected a mapping with a 'policies' list", {});
+    throw new PolicyLoadError(inSourceOrder(context.errors));
+  }
+  for (const key of Object.keys(value)) {
+    if (key !== 'policies') context.report([key], `unknown key '${key}' (expected policies)`, {}, { key: true });
+  }
+  if (!Object.prototype.hasOwnProperty.call(value, 'policies')) context.report([], "missing 'policies' list", {});
+  const policies = value.policies === undefined ? [] : validatePolicyList(value.policies, context, ['policies']);
+  if (context.errors.length > 0) throw new PolicyLoadError(inSourceOrder(context.errors));
+  return policies;
+}
+
+function inSourceOrder(errors: PolicyError[]): PolicyError[] {
+  return [...errors].sort((a, b) => a.line - b.line || a.column - b.column);
+}
+
+function parseSource(source: string, file: string): ParsedSource {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const context = new ValidationContext(file, new YamlLocator(source, document, lineCounter));
+  if (document.errors.length > 0) {
+    throw new PolicyLoadError(document.errors.map((error) => syntaxError(error, file, lineCounter)));
+  }
+  return { value: toPlainValue(document, file), context };
+}
+
+function toPlainValue(document: Document, file: string): unknown {
+  try {
+    return document.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    throw new PolicyLoadError([{ file, line: 1, column: 1, message: `YAML error: ${(error as Error).message}` }]);
+  }
+}
+
+function syntaxError(error: { message: string; pos: [number, number] }, file: string, lineCounter: LineCounter): PolicyError {
+  const { line, col } = lineCounter.linePos(error.pos[0]);
+  return { file, line, column: col, message: `YAML syntax error: ${error.message}` };
+}

@@ -1,0 +1,92 @@
+import type { AgentField, InputField, PathRef } from './ir';
+import type { DecisionInput } from './types';
+
+/** Reads one value out of a DecisionInput; undefined when missing. */
+export type ValueReader = (input: DecisionInput) => unknown;
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/** An own property of an object, else undefined: `__proto__`, `constructor`, `toString` are just missing keys. */
+export function ownValue(container: unknown, key: string): unknown {
+  if (typeof container !== 'object' || container === null) return undefined;
+  const value = (container as Record<string, unknown>)[key];
+  return value !== undefined && hasOwn.call(container, key) ? value : undefined;
+}
+
+/** A reader specialised for the path, resolved once at compile time. */
+export function pathReader(path: PathRef): ValueReader {
+  switch (path.kind) {
+    case 'agent':
+      return agentReader(path.field);
+    case 'input':
+      return inputReader(path.field);
+    case 'delegation':
+      return path.field === 'depth' ? (input) => input.delegation.depth : (input) => input.delegation.chain;
+    case 'args':
+      return path.segments.length === 1 ? argReader(path.segments[0]) : nestedReader((input) => input.args, path.segments);
+    case 'context':
+      return path.segments.length === 1
+        ? contextReader(path.segments[0])
+        : nestedReader((input) => input.context, path.segments);
+  }
+}
+
+function agentReader(field: AgentField): ValueReader {
+  switch (field) {
+    case 'id':
+      return (input) => input.agent.id;
+    case 'name':
+      return (input) => input.agent.name;
+    case 'trust_tier':
+      return (input) => input.agent.trust_tier;
+    case 'tags':
+      return (input) => input.agent.tags;
+    case 'org':
+      return (input) => input.agent.org;
+  }
+}
+
+function inputReader(field: InputField): ValueReader {
+  switch (field) {
+    case 'action':
+      return (input) => input.action;
+    case 'resource':
+      return (input) => input.resource;
+    case 'plugin':
+      return (input) => input.plugin;
+    case 'function':
+      return (input) => input.function;
+  }
+}
+
+// The one-segment readers are the hot ones: no indirection through a base reader, and the
+// own-property check only runs when the plain read found something (most keys are absent).
+function argReader(key: string): ValueReader {
+  return (input) => {
+    const args = input.args;
+    if (typeof args !== 'object' || args === null) return undefined;
+    const value = args[key];
+    return value !== undefined && hasOwn.call(args, key) ? value : undefined;
+  };
+}
+
+function contextReader(key: string): ValueReader {
+  return (input) => {
+    const context = input.context;
+    if (typeof context !== 'object' || context === null) return undefined;
+    const value = context[key];
+    return value !== undefined && hasOwn.call(context, key) ? value : undefined;
+  };
+}
+
+function nestedReader(base: ValueReader, segments: readonly string[]): ValueReader {
+  if (segments.length === 2) {
+    const [first, second] = segments;
+    return (input) => ownValue(ownValue(base(input), first), second);
+  }
+  return (input) => {
+    let value = base(input);
+    for (let i = 0; i < segments.length && value !== undefined; i++) value = ownValue(value, segments[i]);
+    return value;
+  };
+}

@@ -1,0 +1,181 @@
+import { CompiledPolicy, CompiledRule, decision } from './compiled-policy';
+import { explainPolicies } from './explainer';
+import { RateLimitRecorder } from './rate-limit-call';
+import type { Decision, DecisionInput, EvaluationEnv, Explanation, MatchTarget } from './types';
+
+// Plugin names come from requests; past this many distinct names, candidates are computed uncached.
+const MAX_CACHED_PLUGINS = 1024;
+
+/** Where an evaluation that turned asynchronous picks up again. */
+interface Resume {
+  readonly policy: number;
+  readonly rule: number;
+  readonly allowed: Decision | null;
+  readonly first: CompiledPolicy | null;
+  readonly policyAllowed: boolean;
+}
+
+/**
+ * An ordered, compiled set of policies, combined deny-overrides: the first deny (in policy then
+ * rule order) decides; otherwise allow.
+ */
+export class PolicySet {
+  /** The decision when no policy applies. */
+  readonly defaultDecision: Decision = decision('allow', 'default', null, 'allowed: no policy applies');
+  readonly usesRateLimit: boolean;
+  private readonly byName: ReadonlyMap<string, CompiledPolicy>;
+  /** Policies whose plugin glob accepts a plugin name: most policies select on the plugin, so this prunes early. */
+  private readonly candidatesByPlugin = new Map<string, readonly CompiledPolicy[]>();
+
+  constructor(
+    readonly policies: readonly CompiledPolicy[],
+    /** Organization id the rate-limit keys are prefixed with. */
+    readonly namespace?: string,
+  ) {
+    this.usesRateLimit = policies.some((policy) => policy.usesRateLimit);
+    this.byName = new Map(policies.map((policy) => [policy.name, policy]));
+  }
+
+  /** The policy of that name, if the set has it. */
+  get(name: string): CompiledPolicy | undefined {
+    return this.byName.get(name);
+  }
+
+  /** Policies whose `match` globs all accept the target, in order. */
+  applicable(target: MatchTarget): CompiledPolicy[] {
+    return this.candidatesFor(target.plugin).filter((policy) => policy.matchesRest === null || policy.matchesRest(target));
+  }
+
+  /** True when any of these policies reads `args` at all. */
+  readsArgs(applicable: readonly CompiledPolicy[]): boolean {
+    return applicable.some((policy) => policy.argNames.size > 0);
+  }
+
+  /** True when any of these policies reads an arg other than `path` and `method` (so the JSON body is needed). */
+  readsBodyArgs(applicable: readonly CompiledPolicy[]): boolean {
+    return applicable.some((policy) => policy.readsBodyArgs);
+  }
+
+  /**
+   * Decides. Synchronous (and allocation-free unless a rate limit trips) while the limiter answers
+   * with numbers; returns a Promise only once a limiter call does. Pass `applicable` when already
+   * computed for the same input; otherwise matching happens inline.
+   */
+  evaluate(input: DecisionInput, env: EvaluationEnv, applicable?: readonly CompiledPolicy[]): Decision | Promise<Decision> {
+    if (applicable === undefined) return this.run(input, env, this.candidatesFor(input.plugin), true, null);
+    return this.run(input, env, applicable, false, null);
+  }
+
+  /** Dry run: the decision evaluate would make (limits peeked, nothing recorded) and every rule tried. */
+  explain(input: DecisionInput, env: EvaluationEnv): Explanation | Promise<Explanation> {
+    return explainPolicies(this.policies, this.defaultDecision, input, env);
+  }
+
+  private candidatesFor(plugin: string): readonly CompiledPolicy[] {
+    const cached = this.candidatesByPlugin.get(plugin);
+    return cached !== undefined ? cached : this.findCandidates(plugin);
+  }
+
+  // Kept apart from candidatesFor: a closure over `plugin` there would allocate a context on every call.
+  private findCandidates(plugin: string): readonly CompiledPolicy[] {
+    const candidates = this.policies.filter((policy) => policy.matchesPlugin(plugin));
+    if (this.candidatesByPlugin.size < MAX_CACHED_PLUGINS) this.candidatesByPlugin.set(plugin, candidates);
+    return candidates;
+  }
+
+  // One flat loop over policies and rules: this is the hot path, so no per-rule calls beyond the
+  // rule's own closure. It is resumable at (policy, rule) for when a limiter answers with a Promise.
+  private run(
+    input: DecisionInput,
+    env: EvaluationEnv,
+    list: readonly CompiledPolicy[],
+    filter: boolean,
+    start: Resume | null,
+  ): Decision | Promise<Decision> {
+    let allowed = start === null ? null : start.allowed;
+    let first = start === null ? null : start.first;
+    for (let p = start === null ? 0 : start.policy; p < list.length; p++) {
+      const policy = list[p];
+      if (filter && policy.matchesRest !== null && !policy.matchesRest(input)) continue;
+      if (first === null) first = policy;
+      const resumed = start !== null && p === start.policy;
+      let policyAllowed = resumed ? start.policyAllowed : false;
+      const rules = policy.rules;
+      for (let r = resumed ? start.rule : 0; r < rules.length; r++) {
+        const rule = rules[r];
+        let fired: boolean;
+        if (rule.sync !== null) {
+          fired = rule.sync(input);
+        } else {
+          const outcome = this.runRated(rule, input, env, list, filter, { policy: p, rule: r, allowed, first, policyAllowed });
+          if (typeof outcome !== 'boolean') return outcome;
+          fired = outcome;
+        }
+        if (!fired) continue;
+        if (rule.effect === 'deny') return rule.decision;
+        if (!policyAllowed) {
+          policyAllowed = true;
+          if (allowed === null) allowed = rule.decision;
+        }
+      }
+      if (policy.defaultDeny && !policyAllowed) return policy.defaultDecision;
+    }
+    if (allowed !== null) return allowed;
+    return first === null ? this.defaultDecision : first.allowDecision;
+  }
+
+  /** A rule with rate_limit: whether it fired, its rate-limited deny, or the rest of the evaluation once the limiter answers. */
+  private runRated(
+    rule: CompiledRule,
+    input: DecisionInput,
+    env: EvaluationEnv,
+    list: readonly CompiledPolicy[],
+    filter: boolean,
+    at: Resume,
+  ): boolean | Decision | Promise<Decision> {
+    const recorder = new RateLimitRecorder(env, false);
+    const answer = (rule.rated as NonNullable<CompiledRule['rated']>)(input, recorder);
+    if (typeof answer !== 'boolean') return this.continueLater(answer, rule, recorder, input, env, list, filter, at);
+    return answer && rule.effect === 'deny' ? rateLimitedDenial(rule, recorder) : answer;
+  }
+
+  private continueLater(
+    answer: Promise<boolean>,
+    rule: CompiledRule,
+    recorder: RateLimitRecorder,
+    input: DecisionInput,
+    env: EvaluationEnv,
+    list: readonly CompiledPolicy[],
+    filter: boolean,
+    at: Resume,
+  ): Promise<Decision> {
+    return answer.then((value) => this.afterRated(value, rule, recorder, input, env, list, filter, at));
+  }
+
+  private afterRated(
+    fired: boolean,
+    rule: CompiledRule,
+    recorder: RateLimitRecorder,
+    input: DecisionInput,
+    env: EvaluationEnv,
+    list: readonly CompiledPolicy[],
+    filter: boolean,
+    at: Resume,
+  ): Decision | Promise<Decision> {
+    if (fired && rule.effect === 'deny') return rateLimitedDenial(rule, recorder);
+    const grants = fired && !at.policyAllowed;
+    const next: Resume = {
+      policy: at.policy,
+      rule: at.rule + 1,
+      allowed: grants && at.allowed === null ? rule.decision : at.allowed,
+      first: at.first,
+      policyAllowed: at.policyAllowed || fired,
+    };
+    return this.run(input, env, list, filter, next);
+  }
+}
+
+function rateLimitedDenial(rule: CompiledRule, recorder: RateLimitRecorder): Decision {
+  const trip = recorder.trip();
+  return trip === undefined ? rule.decision : { ...rule.decision, rateLimit: trip };
+}

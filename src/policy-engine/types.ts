@@ -1,0 +1,128 @@
+/**
+ * Public types of the policy engine. The engine is a plain library: no Nest, no I/O.
+ * The gateway, the PDP and the edge sidecar all import it, so they decide the same way.
+ */
+
+export type Effect = 'allow' | 'deny';
+
+/** What a policy condition can read (CONTRACT.md "Decision input"). */
+export interface DecisionInput {
+  agent: AgentFacts;
+  action: string;
+  resource: string;
+  plugin: string;
+  function: string;
+  args: Readonly<Record<string, unknown>>;
+  context: Readonly<Record<string, unknown>>;
+  delegation: DelegationFacts;
+}
+
+export interface AgentFacts {
+  id: string;
+  name: string;
+  trust_tier: string;
+  tags: readonly string[];
+  org?: string;
+}
+
+export interface DelegationFacts {
+  /** 1 = the agent acts directly; 2 or more = nested delegation. */
+  depth: number;
+  /** Agent ids from the original delegator to the acting agent. */
+  chain: readonly string[];
+}
+
+/** The three keys a policy's `match` selects on. */
+export interface MatchTarget {
+  plugin: string;
+  function: string;
+  action: string;
+}
+
+/** A decision; objects for non-rate-limited outcomes are shared and must not be mutated. */
+export interface Decision {
+  effect: Effect;
+  /** Deciding policy, else the first applicable policy, else `default`. */
+  policy: string;
+  /** Rule name, `<policy>#<index>`, `<policy>#default`, or null when no rule fired. */
+  rule: string | null;
+  reason: string;
+  /** Set when the deciding deny rule fired because a rate_limit condition tripped. */
+  rateLimit?: RateLimitTrip;
+}
+
+export interface RateLimitTrip {
+  /** Human form, e.g. `10/1m per_agent`. */
+  limit: string;
+  /** Whole seconds until a slot frees, at least 1. */
+  retryAfterSeconds: number;
+}
+
+/**
+ * Sliding-window counters behind `rate_limit(...)`. Implementations: in-process (engine) and
+ * Redis (gateway). A sync result keeps evaluation sync; a Promise makes it async.
+ */
+export interface RateLimiter {
+  /** Records a hit unless `limit` hits already fall in the window; returns 0 if recorded, else ms until a slot frees. */
+  hit(key: string, limit: number, windowMs: number, nowMs: number): number | Promise<number>;
+  /** Like hit, but never records (simulation). */
+  peek(key: string, limit: number, windowMs: number, nowMs: number): number | Promise<number>;
+}
+
+export interface EvaluationEnv {
+  limiter: RateLimiter;
+  nowMs: number;
+}
+
+/** A load-time error, positioned in the YAML source. Lines and columns are 1-based. */
+export interface PolicyError {
+  file: string;
+  policy?: string;
+  rule?: string;
+  line: number;
+  column: number;
+  message: string;
+}
+
+export interface MatchDefinition {
+  plugin?: string;
+  function?: string;
+  action?: string;
+}
+
+export interface RuleDefinition {
+  name?: string;
+  condition: string;
+  action: Effect;
+  reason: string;
+}
+
+/** A policy as written in YAML or JSON. */
+export interface PolicyDefinition {
+  name: string;
+  description?: string;
+  match?: MatchDefinition;
+  default?: Effect;
+  rules: RuleDefinition[];
+}
+
+/** One rule as tried by `explain` (simulation). */
+export interface RuleTrace {
+  rule: string;
+  action: Effect;
+  /** true/false: the condition's value; `not-reached`: a deny had already decided. */
+  result: boolean | 'not-reached';
+  /** Rate limits this rule consulted (dry run: nothing recorded). */
+  rateLimit?: RateLimitTrip;
+}
+
+export interface PolicyTrace {
+  policy: string;
+  applicable: boolean;
+  rules: RuleTrace[];
+}
+
+export interface Explanation {
+  decision: Decision;
+  trace: PolicyTrace[];
+}

@@ -1,0 +1,28 @@
+import type { ServerResponse } from 'node:http';
+import type { Decision } from '../policy-engine/types';
+import { ServiceHeader } from '../common/service-header';
+
+/**
+ * The four X-Service-* headers (SPEC.md "Response headers added to proxied responses"), set
+ * on every response the proxy gives after a decision, allowed or denied. Returned as a plain
+ * object so they can join the upstream's headers in one writeHead.
+ */
+export function decisionHeaders(decision: Decision, traceId: string, agentId: string): Record<string, string> {
+  return {
+    [ServiceHeader.Decision]: decision.effect,
+    [ServiceHeader.Policy]: decision.policy,
+    [ServiceHeader.TraceId]: traceId,
+    [ServiceHeader.AgentId]: agentId,
+  };
+}
+
+/** Writes a JSON response on a raw Node response (the proxy's lean path has no express). */
+export function sendJson(response: ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  const payload = JSON.stringify(body);
+  response.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payload) });
+  response.end(payload);
+}

@@ -1,0 +1,42 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { CONTEXT_HEADER_PREFIX } from '../common/service-header';
+
+const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/**
+ * `args` of a proxied request (CONTRACT.md "Decision input"): the query parameters (a repeated
+ * one as a list), then the top-level fields of a JSON object body when one was read; `path`
+ * and `method` are set last, so neither can be overridden by the request.
+ */
+export function proxyArgs(path: string, method: string, query: string, body: unknown): Record<string, unknown> {
+  const args: Record<string, unknown> = {};
+  if (query !== '') addQuery(args, query);
+  if (typeof body === 'object' && body !== null && !Array.isArray(body)) Object.assign(args, body);
+  args.path = `/${path}`;
+  args.method = method;
+  return args;
+}
+
+function addQuery(args: Record<string, unknown>, query: string): void {
+  for (const [key, value] of new URLSearchParams(query)) {
+    const existing = args[key];
+    if (existing === undefined) args[key] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else args[key] = [existing, value];
+  }
+}
+
+/**
+ * `context` of a proxied request: each `X-Service-Context-<Name>` header as `context.<name>`,
+ * lower-cased with dashes turned into underscores (`X-Service-Context-Data-Class` is
+ * `context.data_class`).
+ */
+export function proxyContext(headers: IncomingHttpHeaders): Readonly<Record<string, unknown>> {
+  let context: Record<string, unknown> | null = null;
+  for (const name in headers) {
+    if (!name.startsWith(CONTEXT_HEADER_PREFIX)) continue;
+    context ??= {};
+    context[name.slice(CONTEXT_HEADER_PREFIX.length).replace(/-/g, '_')] = headers[name];
+  }
+  return context ?? EMPTY;
+}

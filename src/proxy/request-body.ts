@@ -1,0 +1,67 @@
+import type { IncomingMessage } from 'node:http';
+
+/** Why a body could not be read for a policy to inspect. */
+export type BodyProblem = 'too_large' | 'aborted';
+
+/**
+ * Reads a request body of at most `limit` bytes into memory: only done when an applicable
+ * policy reads JSON body fields; every other body streams through untouched.
+ */
+export function readBody(incoming: IncomingMessage, limit: number): Promise<Buffer | BodyProblem> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (value: Buffer | BodyProblem) => {
+      if (settled) return;
+      settled = true;
+      resolve(value);
+    };
+    incoming.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        incoming.pause();
+        settle('too_large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    incoming.on('end', () => settle(Buffer.concat(chunks, size)));
+    incoming.on('error', () => settle('aborted'));
+    incoming.on('close', () => settle(incoming.complete ? Buffer.concat(chunks, size) : 'aborted'));
+  });
+}
+
+export const INVALID_JSON: unique symbol = Symbol('invalid_json');
+
+/** The JSON a body holds, or INVALID_JSON; an empty body is no JSON at all. */
+export function parseJsonBody(body: Buffer): unknown {
+  if (body.length === 0) return undefined;
+  try {
+    return JSON.parse(body.toString('utf8')) as unknown;
+  } catch {
+    return INVALID_JSON;
+  }
+}
+
+/** True when the request says its body is JSON. */
+export function isJsonRequest(incoming: IncomingMessage): boolean {
+  const type = incoming.headers['content-type'];
+  return type !== undefined && (type.startsWith('application/json') || /^application\/[^;]*\+json/.test(type));
+}
+
+/**
+ * Passes a chunked body (no Content-Length) through while counting it; past `limit` it stops
+ * and marks `state.tooLarge`, which aborts the upstream call and answers 413.
+ */
+export async function* limitedBody(incoming: IncomingMessage, limit: number, state: { tooLarge: boolean }): AsyncGenerator<Buffer> {
+  let size = 0;
+  for await (const chunk of incoming) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      state.tooLarge = true;
+      throw new Error('request body too large');
+    }
+    yield chunk as Buffer;
+  }
+}

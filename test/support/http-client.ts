@@ -1,0 +1,32 @@
+/** A response as tests look at it. */
+export interface TestResponse<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  adminToken?: string;
+  bearer?: string;
+  headers?: Record<string, string>;
+  /** Sent as JSON unless it is a string or Buffer. */
+  body?: unknown;
+}
+
+/** One HTTP call with fetch; parses JSON bodies when the response says JSON. */
+export async function call<T = Record<string, unknown>>(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<TestResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.adminToken !== undefined) headers['x-admin-token'] = options.adminToken;
+  if (options.bearer !== undefined) headers.authorization = `Bearer ${options.bearer}`;
+  let body: string | Buffer | undefined;
+  if (typeof options.body === 'string' || Buffer.isBuffer(options.body)) body = options.body;
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const text = await response.text();
+  const isJson = response.headers.get('content-type')?.includes('json') ?? false;
+  return { status: response.status, headers: response.headers, body: (isJson && text ? JSON.parse(text) : {}) as T, text };
+}

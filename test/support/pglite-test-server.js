@@ -1,0 +1,131 @@
+/**
+ * Worker thread serving one in-memory PGlite to many concurrent connections over the PostgreSQL
+ * wire protocol, for the e2e suites (plain JavaScript: it runs in a worker, outside ts-jest).
+ *
+ * PGlite is a single session, so connections take turns. A turn is a whole request up to its
+ * Sync (or a simple Query), never a single message: otherwise another connection's Parse could
+ * replace this one's unnamed statement between its Parse and Bind ("bind message supplies 2
+ * parameters, but prepared statement requires 1"), which is what @electric-sql/pglite-socket's
+ * multiplexer does. A connection inside a transaction keeps its turns until the transaction
+ * ends; one that disconnects mid-transaction is rolled back. The gateway's embedded mode uses
+ * pglite-socket with a single connection, where interleaving cannot happen.
+ */
+const net = require('node:net');
+const { parentPort } = require('node:worker_threads');
+const { PGlite } = require('@electric-sql/pglite');
+
+const SSL_REQUEST = 80877103;
+const CANCEL_REQUEST = 80877102;
+const SYNC = 0x53;
+const QUERY = 0x51;
+const TERMINATE = 0x58;
+
+const queue = [];
+let owner = null;
+let running = false;
+let db;
+
+function receive(connection, chunk) {
+  connection.buffer = Buffer.concat([connection.buffer, chunk]);
+  for (;;) {
+    const buffer = connection.buffer;
+    if (!connection.started) {
+      if (buffer.length < 8) return;
+      const length = buffer.readInt32BE(0);
+      const code = buffer.readInt32BE(4);
+      if (code === SSL_REQUEST) {
+        connection.buffer = buffer.subarray(8);
+        connection.socket.write('N');
+        continue;
+      }
+      if (code === CANCEL_REQUEST) {
+        connection.socket.end();
+        return;
+      }
+      if (buffer.length < length) return;
+      connection.started = true;
+      connection.buffer = buffer.subarray(length);
+      enqueue(connection, buffer.subarray(0, length));
+      continue;
+    }
+    if (buffer.length < 5) return;
+    const total = 1 + buffer.readInt32BE(1);
+    if (buffer.length < total) return;
+    const type = buffer[0];
+    const message = buffer.subarray(0, total);
+    connection.buffer = buffer.subarray(total);
+    if (type === TERMINATE) {
+      connection.socket.end();
+      return;
+    }
+    connection.group.push(message);
+    if (type === SYNC || type === QUERY) {
+      enqueue(connection, Buffer.concat(connection.group));
+      connection.group = [];
+    }
+  }
+}
+
+function enqueue(connection, bytes) {
+  queue.push({ connection, bytes: Buffer.from(bytes) });
+  void drain();
+}
+
+async function drain() {
+  if (running) return;
+  running = true;
+  try {
+    for (;;) {
+      const index = owner === null ? 0 : queue.findIndex((unit) => unit.connection === owner);
+      if (index < 0 || queue.length === 0) return;
+      const [unit] = queue.splice(index, 1);
+      await db.runExclusive(() =>
+        db.execProtocolRawStream(unit.bytes, {
+          onRawData: (data) => {
+            if (!unit.connection.socket.destroyed) unit.connection.socket.write(data);
+          },
+        }),
+      );
+      owner = db.isInTransaction() ? unit.connection : null;
+    }
+  } finally {
+    running = false;
+  }
+}
+
+async function release(connection) {
+  for (let i = queue.length - 1; i >= 0; i--) if (queue[i].connection === connection) queue.splice(i, 1);
+  if (owner !== connection) return;
+  owner = null;
+  if (db.isInTransaction()) await db.runExclusive(() => db.exec('ROLLBACK'));
+  void drain();
+}
+
+async function main() {
+  db = await PGlite.create();
+  const sockets = new Set();
+  const server = net.createServer((socket) => {
+    const connection = { socket, buffer: Buffer.alloc(0), started: false, group: [] };
+    sockets.add(socket);
+    socket.setNoDelay(true);
+    socket.on('data', (chunk) => receive(connection, chunk));
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => {
+      sockets.delete(socket);
+      void release(connection);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  parentPort.on('message', async (message) => {
+    if (message.type !== 'stop') return;
+    // Stopping is also how tests take the database down under a running gateway: drop its connections.
+    const closed = new Promise((resolve) => server.close(resolve));
+    for (const socket of sockets) socket.destroy();
+    await closed;
+    await db.close();
+    parentPort.postMessage({ type: 'stopped' });
+  });
+  parentPort.postMessage({ type: 'ready', port: server.address().port });
+}
+
+main().catch((error) => parentPort.postMessage({ type: 'failed', message: String((error && error.message) || error) }));
