@@ -1,4 +1,4 @@
-import { chainHash, GENESIS_HASH, StoredAudit } from './audit-chain';
+import { chainHash, copyText, entryText, GENESIS_HASH, StoredAudit } from './audit-chain';
 
 function entry(overrides: Partial<StoredAudit> = {}): StoredAudit {
   return {
@@ -88,5 +88,35 @@ describe('chainHash', () => {
     ['details', '{"actor":"tok"}'],
   ])('changes when %s changes', (field, value) => {
     expect(chainHash(GENESIS_HASH, entry({ [field]: value }))).not.toBe(chainHash(GENESIS_HASH, entry()));
+  });
+});
+
+describe('entryText', () => {
+  it('is one line of COPY text format: 26 tab-separated columns, nulls as \\N', () => {
+    const columns = entryText(entry()).split('\t');
+    expect(columns).toHaveLength(26);
+    expect(columns.slice(0, 4)).toEqual(['aud_1', '2026-11-21T10:15:30.123Z', 'org_1', '1']);
+    expect(columns[14]).toBe('t');
+    expect(columns[15]).toBe('f');
+    expect(columns[17]).toBe('\\N');
+    expect(columns[19]).toBe('0.012');
+  });
+
+  it('escapes tabs, newlines and backslashes, so a value never spans a column boundary', () => {
+    const text = entryText(entry({ reason: 'a\tb\nc\r\\', input: '{"q":"say \\"hi\\""}' }));
+    expect(text).not.toMatch(/[\n\r]/);
+    expect(text.split('\t')).toHaveLength(26);
+    expect(copyText('a\tb\nc\r\\')).toBe('a\\tb\\nc\\r\\\\');
+  });
+
+  it('tells null, the empty string and a literal \\N apart', () => {
+    const hashes = new Set([null, '', '\\N'].map((rule) => chainHash(GENESIS_HASH, entry({ rule }))));
+    expect(hashes.size).toBe(3);
+  });
+
+  it('changes when text moves across a column boundary', () => {
+    const moved = entry({ policyName: 'a\tb', rule: 'c' });
+    const original = entry({ policyName: 'a', rule: 'b\tc' });
+    expect(chainHash(GENESIS_HASH, moved)).not.toBe(chainHash(GENESIS_HASH, original));
   });
 });

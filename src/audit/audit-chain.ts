@@ -37,38 +37,34 @@ export interface StoredAudit {
 }
 
 /**
- * The canonical text of an entry: a JSON object of every stored field, in this fixed key
- * order, with the payloads' stored JSON text spliced in as it is. It is hashed, and (with the
- * two hash fields appended) it is also the row the batch insert sends, so each entry is
- * serialised once; the verifier rebuilds the same text from the columns it reads back.
+ * The canonical text of an entry: its content columns, in the order of AUDIT_COLUMNS, as one
+ * line of PostgreSQL's COPY text format (tab-separated, `\N` for null, backslash escapes; no
+ * newline), payloads as their stored JSON text. It is hashed, and with the two hash columns
+ * appended it is also the line the batch COPY sends, so each entry is serialised once; the
+ * verifier rebuilds the same text from the columns it reads back. The escapes keep it
+ * unambiguous: no value can contain a column boundary or pass for a null.
  */
-export function entryText(entry: StoredAudit): string {
-  const scalars = JSON.stringify({
-    id: entry.id,
-    ts: new Date(entry.ts).toISOString(),
-    org_id: entry.orgId,
-    seq: entry.seq,
-    source: entry.source,
-    kind: entry.kind,
-    trace_id: entry.traceId,
-    agent_id: entry.agentId,
-    agent_name: entry.agentName,
-    trust_tier: entry.trustTier,
-    action: entry.action,
-    method: entry.method,
-    path: entry.path,
-    decision: entry.decision,
-    enforced: entry.enforced,
-    rate_limited: entry.rateLimited,
-    policy_name: entry.policyName,
-    rule: entry.rule,
-    reason: entry.reason,
-    decision_latency_ms: entry.decisionLatencyMs,
-    latency_ms: entry.latencyMs,
-    status: entry.status,
-    upstream_status: entry.upstreamStatus,
-  });
-  return `${scalars.slice(0, -1)},"delegation_chain":${entry.delegationChain ?? 'null'},"input":${entry.input ?? 'null'},"details":${entry.details ?? 'null'}}`;
+export function entryText(e: StoredAudit): string {
+  return (
+    `${copyText(e.id)}\t${new Date(e.ts).toISOString()}\t${copyText(e.orgId)}\t${e.seq}\t${copyText(e.source)}\t${copyText(e.kind)}` +
+    `\t${copyText(e.traceId)}\t${copyText(e.agentId)}\t${copyText(e.agentName)}\t${copyText(e.trustTier)}\t${copyText(e.action)}` +
+    `\t${copyText(e.method)}\t${copyText(e.path)}\t${copyText(e.decision)}\t${e.enforced ? 't' : 'f'}\t${e.rateLimited ? 't' : 'f'}` +
+    `\t${copyText(e.policyName)}\t${copyText(e.rule)}\t${copyText(e.reason)}\t${copyNumber(e.decisionLatencyMs)}\t${copyNumber(e.latencyMs)}` +
+    `\t${copyNumber(e.status)}\t${copyNumber(e.upstreamStatus)}\t${copyText(e.delegationChain)}\t${copyText(e.input)}\t${copyText(e.details)}`
+  );
+}
+
+const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+/** A text value in COPY text format. */
+export function copyText(value: string | null): string {
+  if (value === null) return '\\N';
+  return COPY_SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c]) : value;
+}
+
+function copyNumber(value: number | null): string {
+  return value === null ? '\\N' : String(value);
 }
 
 /** Hash of an entry's canonical text chained to its predecessor's hash (SHA-256, hex). */

@@ -10,8 +10,11 @@ export interface ChainHead {
   hash: string;
 }
 
-/** Columns of audit_entries and the SQL type each has in the JSON rows sent to the database. */
-const COLUMNS: ReadonlyArray<[column: string, type: string]> = [
+/**
+ * Columns of audit_entries in the order of the canonical text (then the two hash columns), with
+ * the SQL type each has in the JSON rows of the embedded database's insert.
+ */
+export const AUDIT_COLUMNS: ReadonlyArray<[column: string, type: string]> = [
   ['id', 'text'],
   ['ts', 'timestamptz'],
   ['org_id', 'text'],
@@ -41,19 +44,67 @@ const COLUMNS: ReadonlyArray<[column: string, type: string]> = [
   ['prev_hash', 'text'],
   ['hash', 'text'],
 ];
+/** Writes a batch of canonical lines (see `copyLine`): the cheapest way into PostgreSQL, parsed in C. */
+export const COPY_AUDIT_ROWS_SQL = `COPY audit_entries (${AUDIT_COLUMNS.map(([column]) => column).join(', ')}) FROM STDIN`;
+
 /**
- * Inserts a batch in one statement: the rows travel as a single JSON parameter (serialised
- * natively, parsed by PostgreSQL in C) rather than as 28 arrays the driver escapes element by
- * element. Payloads are embedded in each row as JSON, not as escaped strings: a `json` column
+ * The same batch as one statement for the embedded database, whose socket server cannot take
+ * COPY FROM STDIN: the rows travel as a single JSON parameter (see `jsonRow`). A `json` column
  * of json_to_recordset keeps the text of its value exactly, and so does the `json` column type.
  */
-export const INSERT_AUDIT_ROWS_SQL = `INSERT INTO audit_entries (${COLUMNS.map(([column]) => column).join(', ')})
-  SELECT ${COLUMNS.map(([column]) => column).join(', ')}
-  FROM json_to_recordset($1::json) AS t(${COLUMNS.map(([column, type]) => `${column} ${type}`).join(', ')})`;
+export const INSERT_AUDIT_ROWS_SQL = `INSERT INTO audit_entries (${AUDIT_COLUMNS.map(([column]) => column).join(', ')})
+  SELECT ${AUDIT_COLUMNS.map(([column]) => column).join(', ')}
+  FROM json_to_recordset($1::json) AS t(${AUDIT_COLUMNS.map(([column, type]) => `${column} ${type}`).join(', ')})`;
+
+/** An entry numbered and hashed in its organization's chain. */
+export interface ChainedEntry {
+  entry: StoredAudit;
+  /** The canonical text (`entryText`). */
+  text: string;
+  prevHash: string;
+  hash: string;
+}
+
+/** The entry's line for COPY: its canonical text and the two hash columns. */
+export function copyLine(chained: ChainedEntry): string {
+  return `${chained.text}\t${chained.prevHash}\t${chained.hash}\n`;
+}
+
+/** The entry as a JSON object for INSERT_AUDIT_ROWS_SQL, payloads spliced in as their stored text. */
+export function jsonRow({ entry, prevHash, hash }: ChainedEntry): string {
+  const scalars = JSON.stringify({
+    id: entry.id,
+    ts: new Date(entry.ts).toISOString(),
+    org_id: entry.orgId,
+    seq: entry.seq,
+    source: entry.source,
+    kind: entry.kind,
+    trace_id: entry.traceId,
+    agent_id: entry.agentId,
+    agent_name: entry.agentName,
+    trust_tier: entry.trustTier,
+    action: entry.action,
+    method: entry.method,
+    path: entry.path,
+    decision: entry.decision,
+    enforced: entry.enforced,
+    rate_limited: entry.rateLimited,
+    policy_name: entry.policyName,
+    rule: entry.rule,
+    reason: entry.reason,
+    decision_latency_ms: entry.decisionLatencyMs,
+    latency_ms: entry.latencyMs,
+    status: entry.status,
+    upstream_status: entry.upstreamStatus,
+    prev_hash: prevHash,
+    hash,
+  });
+  return `${scalars.slice(0, -1)},"delegation_chain":${entry.delegationChain ?? 'null'},"input":${entry.input ?? 'null'},"details":${entry.details ?? 'null'}}`;
+}
 
 /**
  * Turns queued records into stored rows: cleans and redacts them, numbers them in their
- * organization's chain and hashes them, and renders each as one JSON object for the insert.
+ * organization's chain and hashes them.
  */
 export class AuditRowBuilder {
   private readonly clean: AuditSanitizer;
@@ -66,7 +117,7 @@ export class AuditRowBuilder {
    * The row for `record`, extending `head` (which is advanced). With `stripPayloads`, input
    * and details are left out: the retry of a batch the database refused.
    */
-  build(record: AuditRecord, head: ChainHead, stripPayloads = false): string {
+  build(record: AuditRecord, head: ChainHead, stripPayloads = false): ChainedEntry {
     const clean = this.clean;
     const stored: StoredAudit = {
       id: newId('aud'),
@@ -97,11 +148,11 @@ export class AuditRowBuilder {
       details: stripPayloads ? '{"unstorable":true}' : clean.serialize(record.details),
     };
     const text = entryText(stored);
-    const hash = hashEntryText(head.hash, text);
-    const row = `${text.slice(0, -1)},"prev_hash":"${head.hash}","hash":"${hash}"}`;
+    const prevHash = head.hash;
+    const hash = hashEntryText(prevHash, text);
     head.seq = stored.seq;
     head.hash = hash;
-    return row;
+    return { entry: stored, text, prevHash, hash };
   }
 }
 

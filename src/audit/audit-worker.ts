@@ -4,6 +4,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Client } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import { AuditBatchStore } from './audit-batch-store';
 import type { AuditWorkerData, AuditWorkerReply, AuditWorkerRequest } from './audit-sink';
 import type { SqlClient } from './sql-client';
@@ -44,6 +45,13 @@ async function connect(): Promise<Client> {
 function sqlClient(client: Client): SqlClient {
   const self: SqlClient = {
     query: async <T>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as T[],
+    copyFrom: (sql: string, data: string) =>
+      new Promise<void>((resolve, reject) => {
+        const stream = client.query(copyFrom(sql));
+        stream.on('finish', resolve);
+        stream.on('error', reject);
+        stream.end(data);
+      }),
     transaction: async <T>(work: (tx: SqlClient) => Promise<T>) => {
       await client.query('BEGIN');
       try {

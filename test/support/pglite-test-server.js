@@ -9,7 +9,12 @@
  * multiplexer does. A connection inside a transaction keeps its turns until the transaction
  * ends; one that disconnects mid-transaction is rolled back. The gateway's embedded mode uses
  * pglite-socket with a single connection, where interleaving cannot happen.
+ *
+ * `COPY ... FROM STDIN` (the gateway's audit writer on PostgreSQL) is served here, since PGlite's
+ * single-user backend cannot read CopyData from the protocol: the server answers CopyInResponse,
+ * collects the data up to CopyDone and runs the statement as PGlite's `COPY ... FROM '/dev/blob'`.
  */
+const { Blob } = require('node:buffer');
 const net = require('node:net');
 const { parentPort } = require('node:worker_threads');
 const { PGlite } = require('@electric-sql/pglite');
@@ -19,6 +24,10 @@ const CANCEL_REQUEST = 80877102;
 const SYNC = 0x53;
 const QUERY = 0x51;
 const TERMINATE = 0x58;
+const COPY_DATA = 0x64;
+const COPY_DONE = 0x63;
+const COPY_FAIL = 0x66;
+const COPY_FROM_STDIN = /^\s*COPY\s+([\s\S]+?)\s+FROM\s+STDIN\s*;?\s*$/i;
 
 const queue = [];
 let owner = null;
@@ -58,6 +67,11 @@ function receive(connection, chunk) {
       connection.socket.end();
       return;
     }
+    if (connection.copy) {
+      receiveCopy(connection, type, message);
+      continue;
+    }
+    if (type === QUERY && startCopy(connection, message)) continue;
     connection.group.push(message);
     if (type === SYNC || type === QUERY) {
       enqueue(connection, Buffer.concat(connection.group));
@@ -71,6 +85,64 @@ function enqueue(connection, bytes) {
   void drain();
 }
 
+/** A simple Query of COPY FROM STDIN: answer CopyInResponse (text format) and collect its data. */
+function startCopy(connection, message) {
+  const sql = message.toString('utf8', 5, message.length - 1);
+  const match = COPY_FROM_STDIN.exec(sql);
+  if (!match) return false;
+  const columns = /\(([^)]*)\)/.exec(match[1]);
+  const count = columns ? columns[1].split(',').length : 0;
+  const response = Buffer.alloc(1 + 4 + 1 + 2 + 2 * count);
+  response[0] = 0x47;
+  response.writeInt32BE(response.length - 1, 1);
+  response.writeInt16BE(count, 6);
+  connection.copy = { target: match[1], chunks: [] };
+  connection.socket.write(response);
+  return true;
+}
+
+function receiveCopy(connection, type, message) {
+  const copy = connection.copy;
+  if (type === COPY_DATA) {
+    copy.chunks.push(Buffer.from(message.subarray(5)));
+    return;
+  }
+  if (type !== COPY_DONE && type !== COPY_FAIL) return;
+  connection.copy = null;
+  queue.push({ connection, copy: { target: copy.target, data: Buffer.concat(copy.chunks), failed: type === COPY_FAIL } });
+  void drain();
+}
+
+/** Runs a collected COPY and answers like PostgreSQL: CommandComplete or ErrorResponse, then ReadyForQuery. */
+async function runCopy(unit) {
+  const { target, data, failed } = unit.copy;
+  let reply;
+  try {
+    if (failed) throw Object.assign(new Error('COPY from stdin failed'), { code: '57014' });
+    const result = await db.query(`COPY ${target} FROM '/dev/blob'`, [], { blob: new Blob([data]) });
+    reply = message(0x43, cString(`COPY ${result.affectedRows ?? 0}`));
+  } catch (error) {
+    reply = message(0x45, Buffer.concat([field('S', 'ERROR'), field('C', error.code || 'XX000'), field('M', error.message || String(error)), Buffer.from([0])]));
+  }
+  const status = db.isInTransaction() ? (reply[0] === 0x45 ? 'E' : 'T') : 'I';
+  if (!unit.connection.socket.destroyed) unit.connection.socket.write(Buffer.concat([reply, message(0x5a, Buffer.from(status))]));
+}
+
+function message(type, body) {
+  const header = Buffer.alloc(5);
+  header[0] = type;
+  header.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([header, body]);
+}
+
+function cString(text) {
+  return Buffer.concat([Buffer.from(text, 'utf8'), Buffer.from([0])]);
+}
+
+function field(code, text) {
+  return Buffer.concat([Buffer.from(code), cString(text)]);
+}
+
 async function drain() {
   if (running) return;
   running = true;
@@ -79,13 +151,20 @@ async function drain() {
       const index = owner === null ? 0 : queue.findIndex((unit) => unit.connection === owner);
       if (index < 0 || queue.length === 0) return;
       const [unit] = queue.splice(index, 1);
-      await db.runExclusive(() =>
-        db.execProtocolRawStream(unit.bytes, {
-          onRawData: (data) => {
-            if (!unit.connection.socket.destroyed) unit.connection.socket.write(data);
-          },
-        }),
-      );
+      try {
+        if (unit.copy) await runCopy(unit);
+        else
+          await db.runExclusive(() =>
+            db.execProtocolRawStream(unit.bytes, {
+              onRawData: (data) => {
+                if (!unit.connection.socket.destroyed) unit.connection.socket.write(data);
+              },
+            }),
+          );
+      } catch {
+        // What the backend could not take ends that connection, never the server.
+        unit.connection.socket.destroy();
+      }
       owner = db.isInTransaction() ? unit.connection : null;
     }
   } finally {
