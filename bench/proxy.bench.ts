@@ -24,7 +24,8 @@
  *
  * `node dist/bench/proxy.bench.js` runs it alone. Environment: BENCH_PROXY_SECONDS (10),
  * BENCH_PROXY_WARMUP_SECONDS (2), BENCH_PROXY_SINGLE_SECONDS (5), BENCH_PROXY_PACED_RATE (2000),
- * BENCH_PROXY_PACED_SECONDS (5), BENCH_PROXY_ROUNDS (4), BENCH_PROXY_ROUND_SECONDS (5), BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432/postgres),
+ * BENCH_PROXY_PACED_SECONDS (5), BENCH_PROXY_ROUNDS (4), BENCH_PROXY_ROUND_SECONDS (5),
+ * BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432/postgres),
  * BENCH_CPU_PROFILE_DIR (profile the gateway runs; slows them down, numbers not comparable).
  */
 import autocannon from 'autocannon';
@@ -755,6 +756,10 @@ function round3(value: number): number {
   return Math.round(value * 1000) / 1000;
 }
 
+function sum(values: number[]): number {
+  return values.reduce((total, value) => total + value, 0);
+}
+
 function pct(ratio: number): string {
   return `${(ratio * 100).toFixed(1)}%`;
 }
@@ -770,8 +775,4 @@ if (require.main === module) {
       console.error(error);
       process.exitCode = 1;
     });
-}
-
-function sum(values: number[]): number {
-  return values.reduce((total, value) => total + value, 0);
 }

@@ -11,8 +11,8 @@ const BUILD_SLICE = 100;
  * Writes one batch of audit records: creates missing day partitions, then in one transaction
  * locks the chain heads of the batch's organizations (in org_id order), builds and hashes the
  * rows in batch order, writes them with one COPY (or, where the connection cannot COPY, one
- * INSERT) and moves the heads. Plain code with no
- * Nest: it runs in the gateway's thread (embedded database) or in the audit worker.
+ * INSERT) and moves the heads. Plain code with no Nest: it runs in the gateway's thread
+ * (embedded database) or in the audit worker.
  */
 export class AuditBatchStore {
   private readonly rows: AuditRowBuilder;

@@ -54,13 +54,13 @@ export function entryText(e: StoredAudit): string {
   );
 }
 
-const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_SPECIAL = /[\\\t\n\r]/g;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
 /** A text value in COPY text format. */
 export function copyText(value: string | null): string {
   if (value === null) return '\\N';
-  return COPY_SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c]) : value;
+  return value.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c]);
 }
 
 function copyNumber(value: number | null): string {

@@ -27,6 +27,10 @@ const TERMINATE = 0x58;
 const COPY_DATA = 0x64;
 const COPY_DONE = 0x63;
 const COPY_FAIL = 0x66;
+const COPY_IN_RESPONSE = 0x47;
+const COMMAND_COMPLETE = 0x43;
+const ERROR_RESPONSE = 0x45;
+const READY_FOR_QUERY = 0x5a;
 const COPY_FROM_STDIN = /^\s*COPY\s+([\s\S]+?)\s+FROM\s+STDIN\s*;?\s*$/i;
 
 const queue = [];
@@ -86,25 +90,24 @@ function enqueue(connection, bytes) {
 }
 
 /** A simple Query of COPY FROM STDIN: answer CopyInResponse (text format) and collect its data. */
-function startCopy(connection, message) {
-  const sql = message.toString('utf8', 5, message.length - 1);
+function startCopy(connection, query) {
+  const sql = query.toString('utf8', 5, query.length - 1);
   const match = COPY_FROM_STDIN.exec(sql);
   if (!match) return false;
   const columns = /\(([^)]*)\)/.exec(match[1]);
   const count = columns ? columns[1].split(',').length : 0;
-  const response = Buffer.alloc(1 + 4 + 1 + 2 + 2 * count);
-  response[0] = 0x47;
-  response.writeInt32BE(response.length - 1, 1);
-  response.writeInt16BE(count, 6);
+  // Overall format 0 (text), then the column count and each column's format (all 0).
+  const body = Buffer.alloc(1 + 2 + 2 * count);
+  body.writeInt16BE(count, 1);
   connection.copy = { target: match[1], chunks: [] };
-  connection.socket.write(response);
+  connection.socket.write(message(COPY_IN_RESPONSE, body));
   return true;
 }
 
-function receiveCopy(connection, type, message) {
+function receiveCopy(connection, type, data) {
   const copy = connection.copy;
   if (type === COPY_DATA) {
-    copy.chunks.push(Buffer.from(message.subarray(5)));
+    copy.chunks.push(Buffer.from(data.subarray(5)));
     return;
   }
   if (type !== COPY_DONE && type !== COPY_FAIL) return;
@@ -117,15 +120,17 @@ function receiveCopy(connection, type, message) {
 async function runCopy(unit) {
   const { target, data, failed } = unit.copy;
   let reply;
+  let failedInTransaction = false;
   try {
     if (failed) throw Object.assign(new Error('COPY from stdin failed'), { code: '57014' });
     const result = await db.query(`COPY ${target} FROM '/dev/blob'`, [], { blob: new Blob([data]) });
-    reply = message(0x43, cString(`COPY ${result.affectedRows ?? 0}`));
+    reply = message(COMMAND_COMPLETE, cString(`COPY ${result.affectedRows ?? 0}`));
   } catch (error) {
-    reply = message(0x45, Buffer.concat([field('S', 'ERROR'), field('C', error.code || 'XX000'), field('M', error.message || String(error)), Buffer.from([0])]));
+    failedInTransaction = true;
+    reply = message(ERROR_RESPONSE, Buffer.concat([field('S', 'ERROR'), field('C', error.code || 'XX000'), field('M', error.message || String(error)), Buffer.from([0])]));
   }
-  const status = db.isInTransaction() ? (reply[0] === 0x45 ? 'E' : 'T') : 'I';
-  if (!unit.connection.socket.destroyed) unit.connection.socket.write(Buffer.concat([reply, message(0x5a, Buffer.from(status))]));
+  const status = db.isInTransaction() ? (failedInTransaction ? 'E' : 'T') : 'I';
+  if (!unit.connection.socket.destroyed) unit.connection.socket.write(Buffer.concat([reply, message(READY_FOR_QUERY, Buffer.from(status))]));
 }
 
 function message(type, body) {
