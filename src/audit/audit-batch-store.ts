@@ -1,6 +1,6 @@
 import { GENESIS_HASH } from './audit-chain';
 import { createDayPartition, dayStart } from './audit-partitions';
-import type { AuditRecord } from './audit-record';
+import type { QueuedAudit } from './audit-record';
 import { AuditRowBuilder, ChainHead, COPY_AUDIT_ROWS_SQL, copyLine, INSERT_AUDIT_ROWS_SQL, jsonRow } from './audit-rows';
 import type { SqlClient } from './sql-client';
 
@@ -15,15 +15,11 @@ const BUILD_SLICE = 100;
  * (embedded database) or in the audit worker.
  */
 export class AuditBatchStore {
-  private readonly rows: AuditRowBuilder;
+  private readonly rows = new AuditRowBuilder();
   private readonly knownDays = new Set<number>();
 
-  constructor(redactedNames: readonly string[]) {
-    this.rows = new AuditRowBuilder(redactedNames);
-  }
-
   /** Writes the batch, or throws leaving nothing written. `stripPayloads`: store it without input and details. */
-  async write(client: SqlClient, batch: readonly AuditRecord[], stripPayloads: boolean): Promise<void> {
+  async write(client: SqlClient, batch: readonly QueuedAudit[], stripPayloads: boolean): Promise<void> {
     try {
       await this.ensurePartitions(client, batch);
       await client.transaction((tx) => this.insert(tx, batch, stripPayloads));
@@ -34,7 +30,7 @@ export class AuditBatchStore {
     }
   }
 
-  private async ensurePartitions(client: SqlClient, batch: readonly AuditRecord[]): Promise<void> {
+  private async ensurePartitions(client: SqlClient, batch: readonly QueuedAudit[]): Promise<void> {
     for (const entry of batch) {
       const day = dayStart(entry.ts);
       if (this.knownDays.has(day)) continue;
@@ -43,7 +39,7 @@ export class AuditBatchStore {
     }
   }
 
-  private async insert(client: SqlClient, batch: readonly AuditRecord[], stripPayloads: boolean): Promise<void> {
+  private async insert(client: SqlClient, batch: readonly QueuedAudit[], stripPayloads: boolean): Promise<void> {
     const heads = await lockHeads(client, [...new Set(batch.map((entry) => entry.orgId))]);
     const render = client.copyFrom ? copyLine : jsonRow;
     const rows: string[] = [];

@@ -55,12 +55,15 @@ export function entryText(e: StoredAudit): string {
 }
 
 const COPY_SPECIAL = /[\\\t\n\r]/g;
+/** The same set without the global flag: `test` on it keeps no state between calls. */
+const HAS_COPY_SPECIAL = /[\\\t\n\r]/;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
 /** A text value in COPY text format. */
 export function copyText(value: string | null): string {
   if (value === null) return '\\N';
-  return value.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c]);
+  // Almost no value needs an escape; testing first costs a quarter of an empty replace.
+  return HAS_COPY_SPECIAL.test(value) ? value.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c]) : value;
 }
 
 function copyNumber(value: number | null): string {

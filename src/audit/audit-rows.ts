@@ -1,8 +1,6 @@
 import { newId } from '../common/ids';
 import { entryText, hashEntryText, StoredAudit } from './audit-chain';
-import { compactInput } from './audit-input';
-import type { AuditRecord } from './audit-record';
-import { AuditSanitizer } from './audit-sanitizer';
+import type { QueuedAudit } from './audit-record';
 
 /** Head of an organization's hash chain: the last sequence number and hash. */
 export interface ChainHead {
@@ -103,22 +101,16 @@ export function jsonRow({ entry, prevHash, hash }: ChainedEntry): string {
 }
 
 /**
- * Turns queued records into stored rows: cleans and redacts them, numbers them in their
- * organization's chain and hashes them.
+ * Turns queued records (already cleaned, see `queuedAudit`) into stored rows: numbers them in
+ * their organization's chain and hashes them.
  */
 export class AuditRowBuilder {
-  private readonly clean: AuditSanitizer;
-
-  constructor(redactedNames: readonly string[]) {
-    this.clean = new AuditSanitizer(redactedNames);
-  }
-
   /**
    * The row for `record`, extending `head` (which is advanced). With `stripPayloads`, input
    * and details are left out: the retry of a batch the database refused.
    */
-  build(record: AuditRecord, head: ChainHead, stripPayloads = false): ChainedEntry {
-    const clean = this.clean;
+  build(record: QueuedAudit, head: ChainHead, stripPayloads = false): ChainedEntry {
+    // Field by field: a spread of the record with overrides is several times slower here.
     const stored: StoredAudit = {
       id: newId('aud'),
       ts: record.ts,
@@ -126,26 +118,26 @@ export class AuditRowBuilder {
       seq: head.seq + 1,
       source: record.source,
       kind: record.kind,
-      traceId: clean.text(record.traceId),
-      agentId: clean.text(record.agentId),
-      agentName: clean.text(record.agentName),
-      trustTier: clean.text(record.trustTier),
-      action: clean.text(record.action)!,
-      method: clean.text(record.method),
-      path: clean.text(record.path),
+      traceId: record.traceId,
+      agentId: record.agentId,
+      agentName: record.agentName,
+      trustTier: record.trustTier,
+      action: record.action,
+      method: record.method,
+      path: record.path,
       decision: record.decision,
       enforced: record.enforced,
       rateLimited: record.rateLimited,
-      policyName: clean.text(record.policyName),
-      rule: clean.text(record.rule),
-      reason: clean.text(record.reason),
+      policyName: record.policyName,
+      rule: record.rule,
+      reason: record.reason,
       decisionLatencyMs: roundMs(record.decisionLatencyMs),
       latencyMs: roundMs(record.latencyMs),
       status: record.status,
       upstreamStatus: record.upstreamStatus,
-      delegationChain: clean.serialize(record.delegationChain),
-      input: stripPayloads ? null : clean.serialize(compactInput(record.input)),
-      details: stripPayloads ? '{"unstorable":true}' : clean.serialize(record.details),
+      delegationChain: record.delegationChain,
+      input: stripPayloads ? null : record.input,
+      details: stripPayloads ? '{"unstorable":true}' : record.details,
     };
     const text = entryText(stored);
     const prevHash = head.hash;

@@ -115,4 +115,13 @@ describe('AuditSanitizer.serialize', () => {
   it('keeps secret words inside values, only keys are redacted', () => {
     expect(JSON.parse(sanitizer.serialize({ note: 'my password is hunter2' })!)).toEqual({ note: 'my password is hunter2' });
   });
+
+  it('stores what JSON.stringify cannot take instead of throwing: a BigInt, a cycle', () => {
+    expect(JSON.parse(sanitizer.serialize({ big: BigInt(7), keep: 1 })!)).toEqual({ big: null, keep: 1 });
+    const cyclic: Record<string, unknown> = { name: 'loop' };
+    cyclic.self = cyclic;
+    const stored = JSON.parse(sanitizer.serialize(cyclic)!) as Record<string, unknown>;
+    expect(stored.name).toBe('loop');
+    expect(JSON.stringify(stored)).toContain('[truncated]');
+  });
 });

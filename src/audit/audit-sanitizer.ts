@@ -22,12 +22,12 @@ export class AuditSanitizer {
   /**
    * The JSON text to store for a value, or null. Most values serialise straight through: only
    * a large one, or one whose text shows a redaction word, a NUL or a lone surrogate, is
-   * rebuilt by `json` first.
+   * rebuilt by `json` first, as is one JSON.stringify cannot take (a BigInt, a cycle).
    */
   serialize(value: unknown): string | null {
     if (value === null || value === undefined) return null;
-    const text = JSON.stringify(value);
-    if (text.length <= MAX_STRING && !this.suspicious.test(text)) return text;
+    const text = plainJson(value);
+    if (text !== null && text.length <= MAX_STRING && !this.suspicious.test(text)) return text;
     return JSON.stringify(this.json(value));
   }
 
@@ -59,6 +59,15 @@ export class AuditSanitizer {
   private isSecret(name: string): boolean {
     const lower = name.toLowerCase();
     return this.redactedNames.some((word) => lower.includes(word));
+  }
+}
+
+/** JSON.stringify, or null for what it cannot take (a BigInt, a cycle): `json` rebuilds those. */
+function plainJson(value: unknown): string | null {
+  try {
+    return JSON.stringify(value) ?? null;
+  } catch {
+    return null;
   }
 }
 

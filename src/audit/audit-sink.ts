@@ -4,13 +4,13 @@ import { Worker } from 'node:worker_threads';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from 'pino';
 import { AuditBatchStore } from './audit-batch-store';
-import type { AuditRecord } from './audit-record';
+import type { QueuedAudit } from './audit-record';
 import type { SqlClient } from './sql-client';
 
 /** Where the AuditWriter's batches go: written once per call; the writer owns retries. */
 export interface AuditSink {
   /** Resolves once the batch is committed; rejects (with the SQLSTATE in `code` when known) leaving nothing written. */
-  write(batch: AuditRecord[], stripPayloads: boolean): Promise<void>;
+  write(batch: QueuedAudit[], stripPayloads: boolean): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -22,12 +22,12 @@ export class InProcessAuditSink implements AuditSink {
   private readonly store: AuditBatchStore;
   private readonly client: SqlClient;
 
-  constructor(dataSource: DataSource, redactedNames: readonly string[]) {
-    this.store = new AuditBatchStore(redactedNames);
+  constructor(dataSource: DataSource) {
+    this.store = new AuditBatchStore();
     this.client = typeOrmClient(dataSource.manager, dataSource);
   }
 
-  write(batch: AuditRecord[], stripPayloads: boolean): Promise<void> {
+  write(batch: QueuedAudit[], stripPayloads: boolean): Promise<void> {
     return this.store.write(this.client, batch, stripPayloads);
   }
 
@@ -42,14 +42,13 @@ function typeOrmClient(manager: EntityManager, dataSource: DataSource): SqlClien
 }
 
 /** Messages between the WorkerAuditSink and the audit worker. */
-export type AuditWorkerRequest = { type: 'write'; id: number; batch: AuditRecord[]; stripPayloads: boolean };
+export type AuditWorkerRequest = { type: 'write'; id: number; batch: QueuedAudit[]; stripPayloads: boolean };
 export type AuditWorkerReply =
   | { type: 'written'; id: number }
   | { type: 'failed'; id: number; message: string; code?: string }
   | { type: 'log'; level: 'warn' | 'error'; message: string; fields: Record<string, unknown> };
 export interface AuditWorkerData {
   databaseUrl: string;
-  redactedNames: readonly string[];
 }
 
 interface Pending {
@@ -59,9 +58,10 @@ interface Pending {
 
 /**
  * Writes in a worker thread with its own PostgreSQL connection: the gateway's thread only hands
- * over each batch (structured clone, about 2 µs an entry); building, hashing, serialising and
- * the database round trips all happen off the request path's thread. A crashed worker is
- * replaced on the next write; its unacknowledged batches are failed, so the writer retries them.
+ * over each batch (a structured clone of flat records, about 1 µs an entry); numbering,
+ * hashing, rendering the rows and the database round trips all happen off the request path's
+ * thread. A crashed worker is replaced on the next write; its unacknowledged batches are
+ * failed, so the writer retries them.
  */
 export class WorkerAuditSink implements AuditSink {
   private worker: Worker | null = null;
@@ -73,19 +73,12 @@ export class WorkerAuditSink implements AuditSink {
     private readonly logger: Logger,
   ) {}
 
-  write(batch: AuditRecord[], stripPayloads: boolean): Promise<void> {
+  write(batch: QueuedAudit[], stripPayloads: boolean): Promise<void> {
     const worker = this.worker ?? this.start();
     const id = this.nextId++;
-    // A payload that cannot be cloned fails like one the database refuses: retried without payloads.
-    const sent = stripPayloads ? batch.map((entry) => ({ ...entry, input: null, details: null })) : batch;
     return new Promise<void>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      try {
-        worker.postMessage({ type: 'write', id, batch: sent, stripPayloads } satisfies AuditWorkerRequest);
-      } catch (error) {
-        this.pending.delete(id);
-        reject(Object.assign(new Error(`audit batch could not be handed to the worker: ${String(error)}`), { code: '22000' }));
-      }
+      worker.postMessage({ type: 'write', id, batch, stripPayloads } satisfies AuditWorkerRequest);
     });
   }
 

@@ -9,8 +9,8 @@ import { AuditBatchStore } from './audit-batch-store';
 import type { AuditWorkerData, AuditWorkerReply, AuditWorkerRequest } from './audit-sink';
 import type { SqlClient } from './sql-client';
 
-const { databaseUrl, redactedNames } = workerData as AuditWorkerData;
-const store = new AuditBatchStore(redactedNames);
+const { databaseUrl } = workerData as AuditWorkerData;
+const store = new AuditBatchStore();
 let connection: Client | null = null;
 let chain: Promise<void> = Promise.resolve();
 

@@ -5,7 +5,8 @@ import { Logger } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database-connection';
 import { LOGGER } from '../logging/logging.module';
-import { AuditRecord } from './audit-record';
+import { AuditRecord, QueuedAudit, queuedAudit } from './audit-record';
+import { AuditSanitizer } from './audit-sanitizer';
 import { AuditSink, InProcessAuditSink, WorkerAuditSink } from './audit-sink';
 
 const RETRY_MIN_MS = 100;
@@ -25,8 +26,9 @@ const SHUTDOWN_DRAIN_MS = 15_000;
  */
 @Injectable()
 export class AuditWriter implements OnApplicationShutdown {
-  private queue: AuditRecord[] = [];
+  private queue: QueuedAudit[] = [];
   private readonly sink: AuditSink;
+  private readonly clean: AuditSanitizer;
   private readonly waiters: Array<() => void> = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
@@ -41,18 +43,19 @@ export class AuditWriter implements OnApplicationShutdown {
     connection: DatabaseConnection,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
+    this.clean = new AuditSanitizer(config.audit.redact);
     this.sink = connection.embedded
-      ? new InProcessAuditSink(dataSource, config.audit.redact)
-      : new WorkerAuditSink({ databaseUrl: connection.url, redactedNames: config.audit.redact }, logger);
+      ? new InProcessAuditSink(dataSource)
+      : new WorkerAuditSink({ databaseUrl: connection.url }, logger);
   }
 
-  /** Enqueues an entry; never blocks and never drops it. */
+  /** Enqueues an entry (its payloads redacted and serialised now); never blocks and never drops it. */
   record(entry: AuditRecord): void {
     if (this.closed) {
       this.logger.error({ action: entry.action, traceId: entry.traceId }, 'audit entry recorded after shutdown: not written');
       return;
     }
-    this.queue.push(entry);
+    this.queue.push(queuedAudit(entry, this.clean));
     if (this.queue.length >= this.config.audit.batchSize) this.flushSoon(0);
     else this.flushSoon(this.config.audit.flushMs);
   }

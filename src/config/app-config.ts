@@ -76,7 +76,7 @@ export class AppConfig {
   readonly audit: {
     /** AUDIT_REDACT: argument names whose values are stored as [redacted]. */
     redact: string[];
-    /** AUDIT_BATCH_SIZE: most entries per INSERT. */
+    /** AUDIT_BATCH_SIZE: most entries per batch (one COPY, or one INSERT on the embedded database). */
     batchSize: number;
     /** AUDIT_FLUSH_MS: longest an entry waits in memory before its batch is written. */
     flushMs: number;
@@ -155,7 +155,7 @@ export class AppConfig {
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
       audit: {
         redact: read.list('AUDIT_REDACT', ['password', 'secret', 'token', 'authorization', 'api_key']).map((n) => n.toLowerCase()),
-        batchSize: read.int('AUDIT_BATCH_SIZE', 500, 1, 10000),
+        batchSize: read.int('AUDIT_BATCH_SIZE', 2000, 1, 10000),
         flushMs: read.int('AUDIT_FLUSH_MS', 50, 1, 60000),
         queueMax: read.int('AUDIT_QUEUE_MAX', 20000, 1, 10_000_000),
       },
