@@ -14,8 +14,9 @@ const RETRY_MAX_MS = 5000;
 const SHUTDOWN_DRAIN_MS = 15_000;
 
 /**
- * Writes audit entries off the request path: callers enqueue plain records, and one flush at a
- * time hands a batch to the sink, which writes it with a single INSERT inside a transaction that
+ * Writes audit entries off the request path: callers enqueue plain records (cleaned and
+ * serialised as they are queued), and one flush at a time hands a batch to the sink, which
+ * writes it with one COPY (one INSERT on the embedded database) inside a transaction that
  * extends each organization's hash chain (AuditBatchStore) — in a worker thread on PostgreSQL,
  * in this thread on the embedded database. The queue is bounded: past AUDIT_QUEUE_MAX,
  * `whenWritable` makes new requests wait instead of dropping entries. A failed write is retried
