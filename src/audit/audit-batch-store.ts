@@ -1,7 +1,7 @@
 import { GENESIS_HASH } from './audit-chain';
 import { createDayPartition, dayStart } from './audit-partitions';
 import type { QueuedAudit } from './audit-record';
-import { AuditRowBuilder, ChainHead, COPY_AUDIT_ROWS_SQL, copyLine, INSERT_AUDIT_ROWS_SQL, jsonRow } from './audit-rows';
+import { ChainHead, chainRow, COPY_AUDIT_ROWS_SQL, copyLine, INSERT_AUDIT_ROWS_SQL, jsonRow } from './audit-rows';
 import type { SqlClient } from './sql-client';
 
 /** Entries built between two yields to the event loop, so a big batch never stalls it for long. */
@@ -15,7 +15,6 @@ const BUILD_SLICE = 100;
  * (embedded database) or in the audit worker.
  */
 export class AuditBatchStore {
-  private readonly rows = new AuditRowBuilder();
   private readonly knownDays = new Set<number>();
 
   /** Writes the batch, or throws leaving nothing written. `stripPayloads`: store it without input and details. */
@@ -45,7 +44,7 @@ export class AuditBatchStore {
     const rows: string[] = [];
     for (let i = 0; i < batch.length; i++) {
       if (i > 0 && i % BUILD_SLICE === 0) await yieldToEventLoop();
-      rows.push(render(this.rows.build(batch[i], heads.get(batch[i].orgId)!, stripPayloads)));
+      rows.push(render(chainRow(batch[i], heads.get(batch[i].orgId)!, stripPayloads)));
     }
     if (client.copyFrom) await client.copyFrom(COPY_AUDIT_ROWS_SQL, rows.join(''));
     else await client.query(INSERT_AUDIT_ROWS_SQL, [`[${rows.join(',')}]`]);
