@@ -8,8 +8,9 @@ export type AuditSource = 'proxy' | 'pdp' | 'adapter' | 'sidecar' | 'admin';
 export type AuditKind = 'decision' | 'admin';
 
 /**
- * What callers hand to the AuditWriter. Plain data, built once per request; the writer assigns
- * id, sequence and hashes, and redacts `input` off the request path.
+ * What callers hand to the AuditWriter. Plain data, built once per request; the writer cleans
+ * and redacts it as it is queued (`queuedAudit`), then assigns id, sequence and hashes off the
+ * request path.
  */
 export interface AuditRecord {
   /** Milliseconds since the epoch. */
