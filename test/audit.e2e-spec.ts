@@ -441,6 +441,18 @@ describe('tamper evidence', () => {
     expect(response.body.ok).toBe(false);
     expect(response.body.brokenAt).toMatchObject({ ...brokenAt, message: expect.any(String) });
   });
+
+  it('keeps writing when a chain head row is deleted, and reports the break', async () => {
+    const org = await chainedOrg();
+    const agent = await createAgent(org);
+    await sql('DELETE FROM audit_chain_heads WHERE org_id = $1', [org.id]);
+    await traffic(agent, 2, 0);
+    // The agent's creation and its two decisions reach the trail after the head row was removed.
+    await entriesOf(org, '', 8);
+    const response = await audit<Verification>(org, '/admin/audit/verify');
+    expect(response.status).toBe(200);
+    expect(response.body.ok).toBe(false);
+  });
 });
 
 describe('shutdown', () => {

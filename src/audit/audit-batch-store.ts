@@ -1,6 +1,6 @@
-import { GENESIS_HASH } from './audit-chain';
-import { createDayPartition, dayStart } from './audit-partitions';
-import type { QueuedAudit } from './audit-record';
+import { copyText, copyValue, GENESIS_HASH } from './audit-chain';
+import { createDayPartition, dayStart } from './audit-days';
+import { QueuedAudit, QueuedParts, queuedParts } from './audit-record';
 import { ChainHead, chainRow, COPY_AUDIT_ROWS_SQL, copyLine, INSERT_AUDIT_ROWS_SQL, jsonRow } from './audit-rows';
 import type { SqlClient } from './sql-client';
 
@@ -16,12 +16,15 @@ const BUILD_SLICE = 100;
  */
 export class AuditBatchStore {
   private readonly knownDays = new Set<number>();
+  /** Organizations whose chain head row this store has seen: their heads need no insert first. */
+  private readonly knownHeads = new Set<string>();
 
   /** Writes the batch, or throws leaving nothing written. `stripPayloads`: store it without input and details. */
   async write(client: SqlClient, batch: readonly QueuedAudit[], stripPayloads: boolean): Promise<void> {
+    const entries = batch.map(queuedParts);
     try {
-      await this.ensurePartitions(client, batch);
-      await client.transaction((tx) => this.insert(tx, batch, stripPayloads));
+      await this.ensurePartitions(client, entries);
+      await client.transaction((tx) => this.insert(tx, entries, stripPayloads));
     } catch (error) {
       // A day dropped by retention (or by hand) must be created again on the retry.
       this.knownDays.clear();
@@ -29,8 +32,8 @@ export class AuditBatchStore {
     }
   }
 
-  private async ensurePartitions(client: SqlClient, batch: readonly QueuedAudit[]): Promise<void> {
-    for (const entry of batch) {
+  private async ensurePartitions(client: SqlClient, entries: readonly QueuedParts[]): Promise<void> {
+    for (const entry of entries) {
       const day = dayStart(entry.ts);
       if (this.knownDays.has(day)) continue;
       await createDayPartition(client, day);
@@ -38,37 +41,58 @@ export class AuditBatchStore {
     }
   }
 
-  private async insert(client: SqlClient, batch: readonly QueuedAudit[], stripPayloads: boolean): Promise<void> {
-    const heads = await lockHeads(client, [...new Set(batch.map((entry) => entry.orgId))]);
+  private async insert(client: SqlClient, entries: readonly QueuedParts[], stripPayloads: boolean): Promise<void> {
+    const heads = await this.lockHeads(client, [...new Set(entries.map((entry) => entry.orgIdText))]);
     const render = client.copyFrom ? copyLine : jsonRow;
     const rows: string[] = [];
-    for (let i = 0; i < batch.length; i++) {
+    for (let i = 0; i < entries.length; i++) {
       if (i > 0 && i % BUILD_SLICE === 0) await yieldToEventLoop();
-      rows.push(render(chainRow(batch[i], heads.get(batch[i].orgId)!, stripPayloads)));
+      rows.push(render(chainRow(entries[i], heads.get(entries[i].orgIdText)!, stripPayloads)));
     }
     if (client.copyFrom) await client.copyFrom(COPY_AUDIT_ROWS_SQL, rows.join(''));
     else await client.query(INSERT_AUDIT_ROWS_SQL, [`[${rows.join(',')}]`]);
-    const orgIds = [...heads.keys()];
+    const moved = [...heads.values()];
     await client.query(
       `INSERT INTO audit_chain_heads (org_id, seq, hash, updated_at)
        SELECT * , now() FROM unnest($1::text[], $2::bigint[], $3::text[])
        ON CONFLICT (org_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash, updated_at = now()`,
-      [orgIds, orgIds.map((id) => heads.get(id)!.seq), orgIds.map((id) => heads.get(id)!.hash)],
+      [moved.map((head) => head.orgId), moved.map((head) => head.seq), moved.map((head) => head.hash)],
     );
+  }
+
+  /**
+   * Current chain heads of these organizations, locked until the transaction ends. The ids are
+   * given, and the heads keyed, in COPY text format, as the queued records hold them. A head
+   * row is created first for an organization not seen before (one round trip fewer per batch
+   * in the usual case), and for one whose row has gone.
+   */
+  private async lockHeads(client: SqlClient, orgIdTexts: string[]): Promise<Map<string, OrgHead>> {
+    const orgIds = orgIdTexts.map((text) => copyValue(text)!);
+    if (orgIds.some((orgId) => !this.knownHeads.has(orgId))) await createHeads(client, orgIds);
+    let heads = await selectHeadsForUpdate(client, orgIds);
+    if (heads.size < orgIds.length) {
+      await createHeads(client, orgIds);
+      heads = await selectHeadsForUpdate(client, orgIds);
+    }
+    for (const orgId of orgIds) this.knownHeads.add(orgId);
+    return heads;
   }
 }
 
-/** Current chain heads of these organizations, locked until the transaction ends. */
-async function lockHeads(client: SqlClient, orgIds: string[]): Promise<Map<string, ChainHead>> {
-  await client.query(`INSERT INTO audit_chain_heads (org_id, seq, hash) SELECT unnest($1::text[]), 0, $2 ON CONFLICT (org_id) DO NOTHING`, [
-    orgIds,
-    GENESIS_HASH,
-  ]);
+interface OrgHead extends ChainHead {
+  orgId: string;
+}
+
+async function createHeads(client: SqlClient, orgIds: string[]): Promise<void> {
+  await client.query(`INSERT INTO audit_chain_heads (org_id, seq, hash) SELECT unnest($1::text[]), 0, $2 ON CONFLICT (org_id) DO NOTHING`, [orgIds, GENESIS_HASH]);
+}
+
+async function selectHeadsForUpdate(client: SqlClient, orgIds: string[]): Promise<Map<string, OrgHead>> {
   const rows = await client.query<{ org_id: string; seq: string; hash: string }>(
     'SELECT org_id, seq, hash FROM audit_chain_heads WHERE org_id = ANY($1::text[]) ORDER BY org_id FOR UPDATE',
     [orgIds],
   );
-  return new Map(rows.map((row) => [row.org_id, { seq: Number(row.seq), hash: row.hash }]));
+  return new Map(rows.map((row) => [copyText(row.org_id), { orgId: row.org_id, seq: Number(row.seq), hash: row.hash }]));
 }
 
 function yieldToEventLoop(): Promise<void> {

@@ -36,6 +36,9 @@ export interface StoredAudit {
   details: string | null;
 }
 
+/** An entry's content: every canonical column except the four its chain position sets. */
+export type AuditContent = Omit<StoredAudit, 'id' | 'ts' | 'orgId' | 'seq'>;
+
 /**
  * The canonical text of an entry: its content columns, in the order of AUDIT_COLUMNS, as one
  * line of PostgreSQL's COPY text format (tab-separated, `\N` for null, backslash escapes; no
@@ -45,8 +48,18 @@ export interface StoredAudit {
  * unambiguous: no value can contain a column boundary or pass for a null.
  */
 export function entryText(e: StoredAudit): string {
+  return entryHead(e.id, e.ts, copyText(e.orgId), e.seq) + contentText(e);
+}
+
+/** The first four columns of the canonical text and the tab after them; `orgIdText` already escaped. */
+export function entryHead(id: string, ts: number, orgIdText: string, seq: number): string {
+  return `${copyText(id)}\t${new Date(ts).toISOString()}\t${orgIdText}\t${seq}\t`;
+}
+
+/** The rest of the canonical text, from `source` to `details`: what the writer serialises as it queues an entry. */
+export function contentText(e: AuditContent): string {
   return (
-    `${copyText(e.id)}\t${new Date(e.ts).toISOString()}\t${copyText(e.orgId)}\t${e.seq}\t${copyText(e.source)}\t${copyText(e.kind)}` +
+    `${copyText(e.source)}\t${copyText(e.kind)}` +
     `\t${copyText(e.traceId)}\t${copyText(e.agentId)}\t${copyText(e.agentName)}\t${copyText(e.trustTier)}\t${copyText(e.action)}` +
     `\t${copyText(e.method)}\t${copyText(e.path)}\t${copyText(e.decision)}\t${e.enforced ? 't' : 'f'}\t${e.rateLimited ? 't' : 'f'}` +
     `\t${copyText(e.policyName)}\t${copyText(e.rule)}\t${copyText(e.reason)}\t${copyNumber(e.decisionLatencyMs)}\t${copyNumber(e.latencyMs)}` +
@@ -65,6 +78,15 @@ export function copyText(value: string | null): string {
   // Almost no value needs an escape; testing first costs a quarter of an empty replace.
   return HAS_COPY_SPECIAL.test(value) ? value.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c]) : value;
 }
+
+/** The value of a COPY text field (the inverse of `copyText`). */
+export function copyValue(field: string): string | null {
+  if (field === '\\N') return null;
+  return field.includes('\\') ? field.replace(COPY_ESCAPED, (escape) => COPY_UNESCAPES[escape]) : field;
+}
+
+const COPY_ESCAPED = /\\[\\tnr]/g;
+const COPY_UNESCAPES: Record<string, string> = { '\\\\': '\\', '\\t': '\t', '\\n': '\n', '\\r': '\r' };
 
 function copyNumber(value: number | null): string {
   return value === null ? '\\N' : String(value);

@@ -1,4 +1,7 @@
-import { AuditRecord, queuedAudit } from './audit-record';
+import { chainHash, copyValue, entryText, StoredAudit } from './audit-chain';
+import { AuditRecord, queuedAudit, queuedParts } from './audit-record';
+import { AUDIT_COLUMNS, chainRow, copyLine, jsonRow } from './audit-rows';
+import { toStored, VerifiedRow } from './audit.service';
 import { AuditSanitizer, REDACTED } from './audit-sanitizer';
 
 const clean = new AuditSanitizer(['password', 'token']);
@@ -42,9 +45,18 @@ function record(overrides: Partial<AuditRecord> = {}): AuditRecord {
   };
 }
 
+/** The queued record's columns by name, values as stored (null for `\\N`). */
+function columns(queued: string): Record<string, string | null> {
+  const { ts, orgIdText, content } = queuedParts(queued);
+  const fields = [String(ts), orgIdText, ...content.split('\t')];
+  const names = ['ts', 'org_id', ...AUDIT_COLUMNS.slice(4, 26).map(([name]) => name)];
+  expect(fields).toHaveLength(names.length);
+  return Object.fromEntries(names.map((name, i) => [name, copyValue(fields[i])]));
+}
+
 describe('queuedAudit', () => {
   it('stores the input compacted and redacted as JSON text, leaving the columns as they were', () => {
-    const queued = queuedAudit(record(), clean);
+    const queued = columns(queuedAudit(record(), clean));
     expect(JSON.parse(queued.input!)).toEqual({
       resource: 'api/items',
       plugin: 'http',
@@ -52,21 +64,70 @@ describe('queuedAudit', () => {
       args: { path: '/api/items', method: 'GET', password: REDACTED, limit: '10' },
       agent_tags: ['crm'],
     });
-    expect(queued).toMatchObject({ orgId: 'org_default', agentId: 'agent_1', action: 'read:api/items', decision: 'allow', latencyMs: 0.5, details: null, delegationChain: null });
+    expect(queued).toMatchObject({ org_id: 'org_default', agent_id: 'agent_1', action: 'read:api/items', decision: 'allow', latency_ms: '0.5', details: null, delegation_chain: null });
   });
 
   it('serialises details and the delegation chain, and cleans text columns', () => {
-    const queued = queuedAudit(
-      record({ kind: 'admin', details: { actor: 'adm_1', token: 'secret-value', next: { name: 'x' } }, delegationChain: ['agent_0', 'agent_1'], reason: 'bad\u0000byte' }),
-      clean,
+    const queued = columns(
+      queuedAudit(
+        record({ kind: 'admin', details: { actor: 'adm_1', token: 'secret-value', next: { name: 'x' } }, delegationChain: ['agent_0', 'agent_1'], reason: 'bad\u0000byte' }),
+        clean,
+      ),
     );
     expect(JSON.parse(queued.details!)).toEqual({ actor: 'adm_1', token: REDACTED, next: { name: 'x' } });
-    expect(queued.delegationChain).toBe('["agent_0","agent_1"]');
+    expect(queued.delegation_chain).toBe('["agent_0","agent_1"]');
     expect(queued.reason).toBe('bad\uFFFDbyte');
   });
 
-  it('holds only strings, numbers, booleans and nulls: a flat record for the audit worker', () => {
-    const queued = queuedAudit(record({ details: { nested: { deep: [1, 2] } } }), clean);
-    for (const value of Object.values(queued)) expect(['string', 'number', 'boolean']).toContain(value === null ? 'string' : typeof value);
+  it('keeps tabs, newlines and backslashes inside their column', () => {
+    const queued = columns(queuedAudit(record({ orgId: 'org\tx', reason: 'a\tb\nc\r\\d', path: '/p\\t' }), clean));
+    expect(queued).toMatchObject({ org_id: 'org\tx', reason: 'a\tb\nc\r\\d', path: '/p\\t', rule: 'allow-reads#0' });
+  });
+
+  it('rounds latencies to the microsecond', () => {
+    const queued = columns(queuedAudit(record({ decisionLatencyMs: 0.0123456, latencyMs: Number.NaN }), clean));
+    expect(queued).toMatchObject({ decision_latency_ms: '0.012', latency_ms: null });
+  });
+});
+
+describe('chainRow', () => {
+  const head = () => ({ seq: 41, hash: 'a'.repeat(64) });
+
+  /** The entry as the verifier reads it back (`toStored`) from the columns of a row built from `text`. */
+  function stored(text: string): StoredAudit {
+    const row = JSON.parse(jsonRow({ text, prevHash: '', hash: '' })) as Record<string, unknown>;
+    const payload = (value: unknown) => (value === null ? null : JSON.stringify(value));
+    return toStored({
+      ...(row as unknown as VerifiedRow),
+      ts: new Date(row.ts as string),
+      seq: String(row.seq),
+      delegation_chain_text: payload(row.delegation_chain),
+      input_text: payload(row.input),
+      details_text: payload(row.details),
+    });
+  }
+
+  it('numbers and hashes the entry after the head, and moves the head', () => {
+    const chainHead = head();
+    const chained = chainRow(queuedParts(queuedAudit(record(), clean)), chainHead);
+    const entry = stored(chained.text);
+    expect(entry).toMatchObject({ seq: 42, orgId: 'org_default', ts: Date.UTC(2026, 10, 22, 12), status: 200, enforced: true, rateLimited: false, latencyMs: 0.5 });
+    expect(entry.id).toMatch(/^aud_[0-9a-f]{24}$/);
+    expect(chained.prevHash).toBe('a'.repeat(64));
+    expect(chained.hash).toBe(chainHash(chained.prevHash, entry));
+    expect(chainHead).toEqual({ seq: 42, hash: chained.hash });
+    expect(copyLine(chained)).toBe(`${chained.text}\t${'a'.repeat(64)}\t${chained.hash}\n`);
+  });
+
+  it('builds the text the verifier rebuilds from the stored columns, escapes included', () => {
+    const queued = queuedAudit(record({ orgId: 'org\\1', reason: 'tab\there\nand \\ back', delegationChain: ['a\tb'], details: { note: 'x\ny' } }), clean);
+    const chained = chainRow(queuedParts(queued), head());
+    expect(entryText(stored(chained.text))).toBe(chained.text);
+    expect(stored(chained.text)).toMatchObject({ orgId: 'org\\1', reason: 'tab\there\nand \\ back', delegationChain: '["a\\tb"]', details: '{"note":"x\\ny"}' });
+  });
+
+  it('leaves the payloads out of the retry of a refused batch', () => {
+    const entry = stored(chainRow(queuedParts(queuedAudit(record({ details: { a: 1 } }), clean)), head(), true).text);
+    expect(entry).toMatchObject({ input: null, details: '{"unstorable":true}', action: 'read:api/items', status: 200 });
   });
 });

@@ -1,3 +1,4 @@
+import { contentText, copyText } from './audit-chain';
 import { compactInput } from './audit-input';
 import type { AuditSanitizer } from './audit-sanitizer';
 
@@ -49,23 +50,19 @@ export interface AuditRecord {
 }
 
 /**
- * A record as the AuditWriter queues it and hands it to the sink: cleaned (texts bounded and
- * storable, see AuditSanitizer) and its payloads compacted, redacted and serialised to the JSON
- * text they are stored as. Doing this at `record` time keeps the request's object graph out of
- * the queue and makes a batch a flat list of strings and numbers, which the audit worker
- * receives for a third of the cost of the objects.
+ * A record as the AuditWriter queues it and hands it to the sink: one string,
+ * `<ts>\t<org_id>\t<content>`, where `ts` is milliseconds since the epoch, `org_id` is in COPY
+ * text format and `content` is the entry's canonical text from `source` on (`contentText`): its
+ * texts cleaned (bounded and storable, see AuditSanitizer), latencies rounded, payloads
+ * compacted, redacted and serialised to the JSON text they are stored as. So the queue holds no
+ * object of the request, the audit worker receives a batch as a list of strings (a tenth of the
+ * cost of flat records), and it only has to prefix each with its id, time and chain position.
  */
-export interface QueuedAudit extends Omit<AuditRecord, 'delegationChain' | 'input' | 'details'> {
-  delegationChain: string | null;
-  input: string | null;
-  details: string | null;
-}
+export type QueuedAudit = string;
 
 /** The queued form of `record`, cleaned by `clean`. */
 export function queuedAudit(record: AuditRecord, clean: AuditSanitizer): QueuedAudit {
-  return {
-    ts: record.ts,
-    orgId: record.orgId,
+  const content = contentText({
     source: record.source,
     kind: record.kind,
     traceId: clean.text(record.traceId),
@@ -81,12 +78,33 @@ export function queuedAudit(record: AuditRecord, clean: AuditSanitizer): QueuedA
     policyName: clean.text(record.policyName),
     rule: clean.text(record.rule),
     reason: clean.text(record.reason),
-    decisionLatencyMs: record.decisionLatencyMs,
-    latencyMs: record.latencyMs,
+    decisionLatencyMs: roundMs(record.decisionLatencyMs),
+    latencyMs: roundMs(record.latencyMs),
     status: record.status,
     upstreamStatus: record.upstreamStatus,
     delegationChain: clean.serialize(record.delegationChain),
     input: clean.serialize(compactInput(record.input)),
     details: clean.serialize(record.details),
-  };
+  });
+  return `${record.ts}\t${copyText(record.orgId)}\t${content}`;
+}
+
+/** The parts of a queued record. */
+export interface QueuedParts {
+  ts: number;
+  /** In COPY text format, as it goes into the canonical text. */
+  orgIdText: string;
+  content: string;
+}
+
+/** Splits a queued record into its parts. */
+export function queuedParts(queued: QueuedAudit): QueuedParts {
+  const afterTs = queued.indexOf('\t');
+  const afterOrg = queued.indexOf('\t', afterTs + 1);
+  return { ts: Number(queued.slice(0, afterTs)), orgIdText: queued.slice(afterTs + 1, afterOrg), content: queued.slice(afterOrg + 1) };
+}
+
+/** Latencies are kept to the microsecond, so the stored value hashes the same when read back. */
+export function roundMs(value: number | null): number | null {
+  return value === null || !Number.isFinite(value) ? null : Math.round(value * 1000) / 1000;
 }

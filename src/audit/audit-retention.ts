@@ -5,7 +5,8 @@ import { DataSource, EntityManager } from 'typeorm';
 import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
 import { PLANS, PlanId, UNLIMITED } from '../organizations/plans';
-import { AuditPartition, AuditPartitions, createDayPartition, dayStart } from './audit-partitions';
+import { createDayPartition, dayStart } from './audit-days';
+import { AuditPartition, AuditPartitions } from './audit-partitions';
 
 const DAY_MS = 86_400_000;
 

@@ -58,9 +58,8 @@ interface Pending {
 
 /**
  * Writes in a worker thread with its own PostgreSQL connection: the gateway's thread only hands
- * over each batch (a structured clone of flat records, about 1 µs an entry); numbering,
- * hashing, rendering the rows and the database round trips all happen off the request path's
- * thread. A crashed worker is replaced on the next write; its unacknowledged batches are
+ * over each batch (a list of strings, cloned for about 0.2 µs an entry); numbering, hashing,
+ * completing the rows and the database round trips all happen off the request path's thread. A crashed worker is replaced on the next write; its unacknowledged batches are
  * failed, so the writer retries them.
  */
 export class WorkerAuditSink implements AuditSink {

@@ -12,7 +12,8 @@ const PERIOD_MS: Record<Period, number> = { '24h': 86_400_000, '7d': 7 * 86_400_
 const VERIFY_PAGE = 2000;
 
 /** A row of audit_entries as the driver returns it. */
-interface AuditRow {
+/** An audit_entries row as the queries read it. */
+export interface AuditRow {
   id: string;
   ts: Date;
   org_id: string;
@@ -44,7 +45,8 @@ interface AuditRow {
 }
 
 /** A row read for verification: payloads as the exact text stored. */
-interface VerifiedRow extends AuditRow {
+/** A row read for verification: payloads also as the exact text stored. */
+export interface VerifiedRow extends AuditRow {
   delegation_chain_text: string | null;
   input_text: string | null;
   details_text: string | null;
@@ -234,7 +236,8 @@ function result(checked: number, firstSeq: number | null, lastSeq: number | null
   return { ok: brokenAt === null, checked, firstSeq, lastSeq, brokenAt };
 }
 
-function toStored(row: VerifiedRow): StoredAudit {
+/** The entry of a row as the writer hashed it. */
+export function toStored(row: VerifiedRow): StoredAudit {
   return {
     id: row.id,
     ts: row.ts.getTime(),

@@ -61,7 +61,7 @@ export class ProxyHandler implements OnApplicationShutdown {
     const traceId = resolveTraceId(header(request, 'x-trace-id'), header(request, 'traceparent'));
     this.serve(request, response, started, traceId).catch((error: unknown) => {
       this.logger.error({ err: error, traceId }, 'proxy request failed');
-      sendJson(response, 500, { error: ErrorCode.InternalError, message: 'Internal server error', traceId }, { [ServiceHeader.TraceId]: traceId });
+      sendJson(response, 500, { error: ErrorCode.InternalError, message: 'Internal server error', traceId }, traceHeaders(traceId));
     });
   }
 
@@ -70,9 +70,8 @@ export class ProxyHandler implements OnApplicationShutdown {
   }
 
   private async serve(request: IncomingMessage, response: ServerResponse, started: number, traceId: string): Promise<void> {
-    const traceHeaders = { [ServiceHeader.TraceId]: traceId };
     const target = parseProxyUrl(request.url!);
-    if (typeof target === 'string') return this.refuse(request, response, new AppError(ErrorCode.InvalidRequest, target), traceHeaders);
+    if (typeof target === 'string') return this.refuse(request, response, new AppError(ErrorCode.InvalidRequest, target), traceHeaders(traceId));
     const nowMs = Date.now();
     // Each step below is synchronous once its caches are warm; awaiting only real promises
     // keeps the common path free of needless microtask hops.
@@ -82,14 +81,13 @@ export class ProxyHandler implements OnApplicationShutdown {
       if (auth instanceof Promise) auth = await auth;
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
-      return this.refuse(request, response, error, traceHeaders);
+      return this.refuse(request, response, error, traceHeaders(traceId));
     }
     const orgId = auth.agent.orgId;
-    const agentHeaders = { ...traceHeaders, [ServiceHeader.AgentId]: auth.agent.id };
     let withinQuota = this.usage.tryConsume(orgId, nowMs);
     if (withinQuota instanceof Promise) withinQuota = await withinQuota;
     if (!withinQuota) {
-      return this.refuse(request, response, new AppError(ErrorCode.QuotaExceeded, 'The organization has used its monthly policy checks'), agentHeaders);
+      return this.refuse(request, response, new AppError(ErrorCode.QuotaExceeded, 'The organization has used its monthly policy checks'), agentHeaders(traceId, auth.agent.id));
     }
     const backpressure = this.audit.whenWritable();
     if (backpressure !== undefined) await backpressure;
@@ -104,10 +102,10 @@ export class ProxyHandler implements OnApplicationShutdown {
     let parsed: unknown;
     if (policies.set.readsBodyArgs(applicable) && isJsonRequest(request)) {
       const read = await readBody(request, Math.min(this.config.http.maxJsonBytes, this.config.proxy.maxBodyBytes));
-      if (read === 'too_large') return this.refuse(request, response, tooLarge(this.config.http.maxJsonBytes, 'inspected by policy'), agentHeaders);
+      if (read === 'too_large') return this.refuse(request, response, tooLarge(this.config.http.maxJsonBytes, 'inspected by policy'), agentHeaders(traceId, auth.agent.id));
       if (read === 'aborted') return;
       parsed = parseJsonBody(read);
-      if (parsed === INVALID_JSON) return this.refuse(request, response, new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON'), agentHeaders);
+      if (parsed === INVALID_JSON) return this.refuse(request, response, new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON'), agentHeaders(traceId, auth.agent.id));
       body = read;
     }
     const input: DecisionInput = {
@@ -252,6 +250,16 @@ export class ProxyHandler implements OnApplicationShutdown {
       details: null,
     });
   }
+}
+
+/** Headers of a refusal before the agent is known; built only when one is sent. */
+function traceHeaders(traceId: string): Record<string, string> {
+  return { [ServiceHeader.TraceId]: traceId };
+}
+
+/** Headers of a refusal before a decision. */
+function agentHeaders(traceId: string, agentId: string): Record<string, string> {
+  return { [ServiceHeader.TraceId]: traceId, [ServiceHeader.AgentId]: agentId };
 }
 
 function header(request: IncomingMessage, name: string): string | undefined {

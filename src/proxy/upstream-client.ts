@@ -52,11 +52,9 @@ export class UpstreamClient {
   private readonly basePath: string;
   private readonly host: string;
 
-  constructor(
-    upstreamUrl: string,
-    private readonly timeoutMs: number,
-  ) {
+  constructor(upstreamUrl: string, timeoutMs: number) {
     const url = new URL(upstreamUrl);
+    // The timeouts are the pool's, so each request need not repeat them.
     this.pool = new Pool(url.origin, { connections: 256, keepAliveTimeout: 30_000, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.host = url.host;
@@ -72,8 +70,6 @@ export class UpstreamClient {
           method: request.method as Dispatcher.HttpMethod,
           headers: this.requestHeaders(request),
           body: request.body as Dispatcher.DispatchOptions['body'],
-          headersTimeout: this.timeoutMs,
-          bodyTimeout: this.timeoutMs,
         },
         ({ statusCode, headers }) => {
           status = statusCode;
