@@ -429,7 +429,7 @@ async function runGateway(
     ...databaseEnv,
     ...(profileFile ? { BENCH_CPU_PROFILE_FILE: profileFile } : {}),
   };
-  const nodeArgs = profileFile ? ['--require', path.join(SERVERS, 'cpu-profile.js')] : [];
+  const nodeArgs = [...startScriptNodeFlags(), ...(profileFile ? ['--require', path.join(SERVERS, 'cpu-profile.js')] : [])];
   const bootStart = Date.now();
   const gateway = children.spawn(`gateway (${database})`, process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'src', 'main.js')], { cwd: ROOT, env });
   try {
@@ -489,6 +489,15 @@ async function alternate(bare: Subject, gateway: Subject): Promise<{ bare: numbe
     for (const which of order) rounds[which].push((await load(which === 'bare' ? bare : gateway, ROUND_SECONDS, CONNECTIONS)).opsPerSec);
   }
   return rounds;
+}
+
+/** The node flags of `npm start` (package.json), so the gateway runs as users start it. */
+function startScriptNodeFlags(): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const words = pkg.scripts.start.split(/\s+/);
+  const script = words.indexOf('dist/src/main.js');
+  if (words[0] !== 'node' || script < 0) throw new Error(`npm start is not "node [flags] dist/src/main.js": ${pkg.scripts.start}`);
+  return words.slice(1, script);
 }
 
 async function createAgent(base: string): Promise<string> {

@@ -86,7 +86,18 @@ export function queuedAudit(record: AuditRecord, clean: AuditSanitizer): QueuedA
     input: clean.serialize(compactInput(record.input)),
     details: clean.serialize(record.details),
   });
-  return `${record.ts}\t${copyText(record.orgId)}\t${content}`;
+  return flattened(`${record.ts}\t${copyText(record.orgId)}\t${content}`);
+}
+
+/**
+ * The same text as one flat string. V8 keeps a string built by concatenation as a tree of its
+ * parts until something reads it whole; converting it to a number does, in place. A queued
+ * entry usually outlives one young-generation collection, which copies what survives, and one
+ * flat string is about half as costly to copy as the tree of its fifty parts.
+ */
+function flattened(text: string): string {
+  void Number(text);
+  return text;
 }
 
 /** The parts of a queued record. */
