@@ -84,16 +84,14 @@ export function jsonRow({ text, prevHash, hash }: ChainedEntry): string {
 function jsonValue(value: string | null, type: string): string {
   if (value === null) return 'null';
   switch (type) {
-    case 'json':
-      return value;
     case 'boolean':
       return value === 't' ? 'true' : 'false';
-    case 'bigint':
-    case 'integer':
-    case 'double precision':
-      return value;
-    default:
+    case 'text':
+    case 'timestamptz':
       return JSON.stringify(value);
+    default:
+      // Numbers and JSON payloads: their COPY text is already JSON.
+      return value;
   }
 }
 
