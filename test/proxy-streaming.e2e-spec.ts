@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
 import { call } from './support/http-client';
 import { createOrganization, startGateway, TestGateway } from './support/test-gateway';
-import { rawRequest, RawRequestOptions, startUpstream, TestUpstream } from './support/upstream';
+import { rawRequest, RawRequestOptions, startUpstream, STREAM_BYTE, TestUpstream, UpstreamRequest } from './support/upstream';
 
 /** Bodies through /proxy/*: streamed byte for byte both ways, bounded by PROXY_MAX_BODY_BYTES (CONTRACT.md). */
 
@@ -115,6 +116,63 @@ describe('binary bodies', () => {
     const denied = send(gateway, token, '/proxy/raw/inspected', { method: 'POST', headers: { 'content-type': 'application/json' }, body: split(Buffer.from('{"amount": 500}'), 4) });
     expect((await denied.response).status).toBe(403);
     expect(received(denied.trace)).toHaveLength(0);
+  });
+});
+
+/** A GET through the gateway whose answer the test reads (or not) at its own pace. */
+function openStream(path: string): { trace: string; response: Promise<http.IncomingMessage>; request: http.ClientRequest } {
+  const trace = `stream-${process.pid}-${++traceSeq}`;
+  const { hostname, port } = new URL(gateway.url);
+  const request = http.request({ hostname, port, path, headers: { authorization: `Bearer ${token}`, 'x-trace-id': trace }, agent: false });
+  const response = new Promise<http.IncomingMessage>((resolve, reject) => {
+    request.on('response', resolve);
+    request.on('error', reject);
+  });
+  request.end();
+  return { trace, response, request };
+}
+
+async function upstreamRequest(trace: string): Promise<UpstreamRequest> {
+  for (let waited = 0; waited < 5000; waited += 20) {
+    const [request] = received(trace);
+    if (request?.streamed) return request;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`the upstream never answered ${trace}`);
+}
+
+describe('streamed answers', () => {
+  it('holds a fast upstream back while the client does not read, then relays every byte', async () => {
+    const chunks = 1024; // 64 MiB: more than the sockets on the way can hold
+    const { trace, response } = openStream(`/proxy/stream/${chunks}`);
+    const answer = await response;
+    answer.pause();
+    const upstreamSide = await upstreamRequest(trace);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const writtenWhilePaused = upstreamSide.streamed!.written; 
+    expect(writtenWhilePaused).toBeLessThan(chunks * 64 * 1024 * 0.75);
+
+    let bytes = 0;
+    let foreign = 0;
+    answer.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      for (const byte of chunk) if (byte !== STREAM_BYTE) foreign++;
+    });
+    answer.resume();
+    await new Promise((resolve) => answer.on('end', resolve));
+    expect(answer.statusCode).toBe(200);
+    expect(bytes).toBe(chunks * 64 * 1024);
+    expect(foreign).toBe(0);
+  });
+
+  it('stops the upstream answer when the client goes away while the upstream is silent', async () => {
+    const { trace, response, request } = openStream('/proxy/hold');
+    const answer = await response;
+    await new Promise((resolve) => answer.once('data', resolve));
+    request.destroy();
+    const upstreamSide = await upstreamRequest(trace);
+    for (let waited = 0; waited < 5000 && !upstreamSide.streamed!.cutOff; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(upstreamSide.streamed!.cutOff).toBe(true);
   });
 });
 

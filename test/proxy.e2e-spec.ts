@@ -297,6 +297,14 @@ describe('forwarding', () => {
     expect(String(response.headers.connection)).not.toContain('x-custom');
     expect(response.headers['x-service-decision']).toBe('allow');
   });
+
+  it("replaces an upstream's own decision headers with the gateway's", async () => {
+    const { agent } = await setup();
+    const response = await rawRequest(gateway.url, '/proxy/headers', { headers: { authorization: `Bearer ${agent.token}` } });
+    expect(response.headers['x-service-agent-id']).toBe(agent.id);
+    expect(response.headers['x-service-trace-id']).not.toBe('from-upstream');
+    expect(response.headers['x-service-trace-id']).toMatch(/^[0-9a-f]{32}$/);
+  });
 });
 
 describe('authentication', () => {

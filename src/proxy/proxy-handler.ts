@@ -135,7 +135,7 @@ export class ProxyHandler implements OnApplicationShutdown {
     };
     const headers = decisionHeaders(decision, traceId, auth.agent.id);
     if (decision.effect === 'deny' && exchange.enforced) return this.deny(request, response, exchange, headers);
-    await this.forward(request, response, exchange, headers, body);
+    this.forward(request, response, exchange, headers, body);
   }
 
   private deny(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>): void {
@@ -167,7 +167,7 @@ export class ProxyHandler implements OnApplicationShutdown {
     this.record(exchange, response.statusCode, null);
   }
 
-  private async forward(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>, body: Buffer | undefined): Promise<void> {
+  private forward(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>, body: Buffer | undefined): void {
     if (this.upstream === null) {
       request.resume();
       sendJson(response, 502, { error: ErrorCode.NoUpstream, message: 'No upstream is configured (UPSTREAM_URL)' }, headers);
@@ -181,7 +181,7 @@ export class ProxyHandler implements OnApplicationShutdown {
       return this.record(exchange, 413, null);
     }
     const streamed = body ?? (declared !== undefined ? (declared === '0' ? undefined : request) : request.headers['transfer-encoding'] ? limitedBody(request, this.config.proxy.maxBodyBytes, limit) : undefined);
-    const outcome = await this.upstream.forward(
+    this.upstream.forward(
       {
         method: exchange.method,
         pathAndQuery: `/${exchange.target.path}${exchange.target.query === '' ? '' : `?${exchange.target.query}`}`,
@@ -192,8 +192,15 @@ export class ProxyHandler implements OnApplicationShutdown {
         responseHeaders: headers,
       },
       response,
+      (outcome) => {
+        // Called from undici's callbacks, which would swallow an error: log it here.
+        try {
+          this.finishForward(response, exchange, headers, outcome, limit.tooLarge);
+        } catch (error) {
+          this.logger.error({ err: error, traceId: exchange.traceId }, 'proxy request failed after the upstream answered');
+        }
+      },
     );
-    this.finishForward(response, exchange, headers, outcome, limit.tooLarge);
   }
 
   private finishForward(response: ServerResponse, exchange: Exchange, headers: Record<string, string>, outcome: UpstreamOutcome, tooLargeBody: boolean): void {

@@ -1,6 +1,7 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import { Dispatcher, Pool } from 'undici';
+import { ServiceHeader } from '../common/service-header';
+import { Dispatcher, Pool, util } from 'undici';
 
 /** Request headers that describe one hop, never forwarded (RFC 9110 §7.6.1), plus the agent's credential. */
 const DROPPED_REQUEST_HEADERS = new Set([
@@ -24,6 +25,9 @@ const DROPPED_REQUEST_HEADERS = new Set([
 ]);
 
 const DROPPED_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'trailer', 'upgrade']);
+
+/** The decision headers the gateway sets on every response: an upstream's own are replaced. */
+const ADDED_RESPONSE_HEADERS = new Set([ServiceHeader.Decision, ServiceHeader.Policy, ServiceHeader.TraceId, ServiceHeader.AgentId].map((name) => name.toLowerCase()));
 
 /** How an upstream call ended, for the audit trail. */
 export type UpstreamOutcome = { kind: 'response'; status: number } | { kind: 'unreachable' } | { kind: 'timeout' } | { kind: 'failed-after-headers'; status: number };
@@ -60,31 +64,21 @@ export class UpstreamClient {
     this.host = url.host;
   }
 
-  /** Sends the request and streams the answer into `response`. */
-  async forward(request: ForwardRequest, response: ServerResponse): Promise<UpstreamOutcome> {
-    let status = 0;
-    try {
-      await this.pool.stream(
-        {
-          path: this.basePath + request.pathAndQuery,
-          method: request.method as Dispatcher.HttpMethod,
-          headers: this.requestHeaders(request),
-          body: request.body as Dispatcher.DispatchOptions['body'],
-        },
-        ({ statusCode, headers }) => {
-          status = statusCode;
-          response.writeHead(statusCode, responseHeaders(headers, request.responseHeaders));
-          return response;
-        },
-      );
-      return { kind: 'response', status };
-    } catch (error) {
-      if (status !== 0) {
-        response.destroy();
-        return { kind: 'failed-after-headers', status };
-      }
-      return isTimeout(error) ? { kind: 'timeout' } : { kind: 'unreachable' };
-    }
+  /**
+   * Sends the request and streams the answer into `response`; `done` is called once, when the
+   * exchange is over. undici's dispatch API directly: `pool.stream` would add a promise, an
+   * async resource and end-of-stream listeners to every request (see docs/architecture.md).
+   */
+  forward(request: ForwardRequest, response: ServerResponse, done: (outcome: UpstreamOutcome) => void): void {
+    this.pool.dispatch(
+      {
+        path: this.basePath + request.pathAndQuery,
+        method: request.method as Dispatcher.HttpMethod,
+        headers: this.requestHeaders(request),
+        body: request.body as Dispatcher.DispatchOptions['body'],
+      },
+      new ResponseRelay(response, request.responseHeaders, done),
+    );
   }
 
   async close(): Promise<void> {
@@ -94,7 +88,7 @@ export class UpstreamClient {
   private requestHeaders(request: ForwardRequest): Record<string, string | string[]> {
     const incoming = request.incoming;
     const headers: Record<string, string | string[]> = {};
-    const hopHeaders = connectionTokens(incoming.headers);
+    const hopHeaders = connectionTokens(incoming.headers.connection);
     for (const name in incoming.headers) {
       if (DROPPED_REQUEST_HEADERS.has(name) || (hopHeaders !== null && hopHeaders.has(name))) continue;
       headers[name] = incoming.headers[name]!;
@@ -112,20 +106,91 @@ export class UpstreamClient {
   }
 }
 
-function responseHeaders(upstream: IncomingHttpHeaders, added: Record<string, string>): Record<string, string | string[]> {
-  const headers: Record<string, string | string[]> = {};
-  const hopHeaders = connectionTokens(upstream);
-  for (const name in upstream) {
-    if (DROPPED_RESPONSE_HEADERS.has(name) || (hopHeaders !== null && hopHeaders.has(name))) continue;
-    const value = upstream[name];
-    if (value !== undefined) headers[name] = value;
+/**
+ * One upstream answer relayed to the client, as an undici dispatch handler: the status and the
+ * upstream's end-to-end headers plus the decision headers in one writeHead, then the body chunk
+ * by chunk with backpressure both ways (a full client socket pauses the upstream one).
+ */
+class ResponseRelay implements Dispatcher.DispatchHandler {
+  private status = 0;
+  private finished = false;
+  private abort: ((error?: Error) => void) | null = null;
+  private resume: (() => void) | null = null;
+
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly added: Record<string, string>,
+    private readonly done: (outcome: UpstreamOutcome) => void,
+  ) {}
+
+  onConnect(abort: (error?: Error) => void): void {
+    this.abort = abort;
   }
-  return Object.assign(headers, added);
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    // 1xx answers are informational; the final one follows.
+    if (statusCode < 200) return true;
+    this.response.writeHead(statusCode, relayedHeaders(rawHeaders, this.added));
+    this.status = statusCode;
+    // A client that goes away mid-answer stops the upstream one too.
+    this.response.once('close', () => {
+      if (!this.finished) this.abort?.(new Error('client closed the connection'));
+    });
+    this.resume = resume;
+    return this.flowing(!this.response.writableNeedDrain);
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.flowing(this.response.write(chunk));
+  }
+
+  onComplete(): void {
+    this.finished = true;
+    this.response.end();
+    this.done({ kind: 'response', status: this.status });
+  }
+
+  /** Passes on whether the client's socket takes more; when it does not, resumes on its drain. */
+  private flowing(more: boolean): boolean {
+    if (!more) this.response.once('drain', this.resume!);
+    return more;
+  }
+
+  onError(error: Error): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.status !== 0) {
+      this.response.destroy();
+      return this.done({ kind: 'failed-after-headers', status: this.status });
+    }
+    this.done(isTimeout(error) ? { kind: 'timeout' } : { kind: 'unreachable' });
+  }
+}
+
+/** The upstream's end-to-end headers as a flat name/value list, then `added` (which wins over the upstream's). */
+function relayedHeaders(raw: Buffer[], added: Record<string, string>): string[] {
+  const headers: string[] = [];
+  let connection: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = util.headerNameToString(raw[i]);
+    if (name === 'connection') connection = raw[i + 1].toString('latin1');
+    if (DROPPED_RESPONSE_HEADERS.has(name) || ADDED_RESPONSE_HEADERS.has(name)) continue;
+    headers.push(name, raw[i + 1].toString('latin1'));
+  }
+  const hopHeaders = connectionTokens(connection);
+  const kept = hopHeaders === null ? headers : withoutNames(headers, hopHeaders);
+  for (const name in added) kept.push(name, added[name]);
+  return kept;
+}
+
+function withoutNames(headers: string[], names: Set<string>): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) if (!names.has(headers[i])) kept.push(headers[i], headers[i + 1]);
+  return kept;
 }
 
 /** Header names listed in `Connection`, which are hop-by-hop for this message only. */
-function connectionTokens(headers: IncomingHttpHeaders): Set<string> | null {
-  const connection = headers.connection;
+function connectionTokens(connection: string | undefined): Set<string> | null {
   if (connection === undefined || connection === 'keep-alive' || connection === 'close') return null;
   return new Set(connection.split(',').map((token) => token.trim().toLowerCase()));
 }

@@ -11,7 +11,20 @@ export interface UpstreamRequest {
   body: Buffer;
   /** What the upstream answered with, for routes that make up their body (`/bytes/<n>`). */
   sent?: Buffer;
+  /** How far a streamed answer (`/stream/<n>`, `/hold`) has got. */
+  streamed?: StreamProgress;
 }
+
+export interface StreamProgress {
+  /** Bytes handed to the socket so far. */
+  written: number;
+  /** The connection closed before the answer was complete. */
+  cutOff: boolean;
+}
+
+/** The byte every streamed chunk is filled with. */
+export const STREAM_BYTE = 7;
+const STREAM_CHUNK = Buffer.alloc(64 * 1024, STREAM_BYTE);
 
 /**
  * A real HTTP server standing in for UPSTREAM_URL. It records every request and answers by path:
@@ -19,7 +32,9 @@ export interface UpstreamRequest {
  * - `/status/<code>`: that status with a JSON body naming it;
  * - `/bytes/<n>`: n random bytes (kept in `sent`);
  * - `/slow/<ms>`: waits, then echoes;
- * - `/headers`: custom response headers, hop-by-hop ones and two Set-Cookie among them;
+ * - `/headers`: custom response headers, hop-by-hop ones, two Set-Cookie and two X-Service-* among them;
+ * - `/stream/<n>`: n chunks of 64 KiB, each written when the socket takes it (backpressure);
+ * - `/hold`: one 64 KiB chunk, then silence until the connection closes;
  * - anything else: a JSON echo of the request (method, url, headers, body as text).
  */
 export interface TestUpstream {
@@ -95,12 +110,38 @@ function answer(request: IncomingMessage, response: ServerResponse, recorded: Up
         'keep-alive': 'timeout=5',
         'x-end-to-end': 'kept',
         'set-cookie': ['a=1; Path=/', 'b=2; Path=/'],
+        'x-service-agent-id': 'from-upstream',
+        'x-service-trace-id': 'from-upstream',
       });
       response.end('headers');
+      return;
+    case 'stream':
+      stream(response, recorded, Number(argument));
+      return;
+    case 'hold':
+      stream(response, recorded, 1, false);
       return;
     default:
       echo(response, recorded);
   }
+}
+
+/** Writes `chunks` chunks as the socket takes them, then ends the answer (or, with `end` false, leaves it open). */
+function stream(response: ServerResponse, recorded: UpstreamRequest, chunks: number, end = true): void {
+  const progress: StreamProgress = { written: 0, cutOff: false };
+  recorded.streamed = progress;
+  let left = chunks;
+  response.on('close', () => (progress.cutOff = !response.writableFinished));
+  response.writeHead(200, { 'content-type': 'application/octet-stream' });
+  const pump = (): void => {
+    while (left > 0 && !response.destroyed) {
+      left--;
+      progress.written += STREAM_CHUNK.length;
+      if (!response.write(STREAM_CHUNK)) return void response.once('drain', pump);
+    }
+    if (left === 0 && end) response.end();
+  };
+  pump();
 }
 
 function echo(response: ServerResponse, recorded: UpstreamRequest): void {
