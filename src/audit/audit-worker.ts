@@ -6,6 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Client } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { AuditBatchStore } from './audit-batch-store';
+import { batchRecords } from './audit-queue';
 import type { AuditWorkerData, AuditWorkerReply, AuditWorkerRequest } from './audit-sink';
 import type { SqlClient } from './sql-client';
 
@@ -22,7 +23,7 @@ parentPort!.on('message', (request: AuditWorkerRequest) => {
 async function write(request: AuditWorkerRequest): Promise<void> {
   try {
     const client = await connect();
-    await store.write(sqlClient(client), request.batch, request.stripPayloads);
+    await store.write(sqlClient(client), batchRecords(request.lines), request.stripPayloads);
     reply({ type: 'written', id: request.id });
   } catch (error) {
     const code = (error as { code?: unknown }).code;

@@ -5,7 +5,8 @@ import { Logger } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database-connection';
 import { LOGGER } from '../logging/logging.module';
-import { AuditRecord, QueuedAudit, queuedAudit } from './audit-record';
+import { AuditQueue } from './audit-queue';
+import { AuditRecord, queuedAudit } from './audit-record';
 import { AuditSanitizer } from './audit-sanitizer';
 import { AuditSink, InProcessAuditSink, WorkerAuditSink } from './audit-sink';
 
@@ -27,7 +28,7 @@ const SHUTDOWN_DRAIN_MS = 15_000;
  */
 @Injectable()
 export class AuditWriter implements OnApplicationShutdown {
-  private queue: QueuedAudit[] = [];
+  private readonly queue: AuditQueue;
   private readonly sink: AuditSink;
   private readonly clean: AuditSanitizer;
   private readonly waiters: Array<() => void> = [];
@@ -45,6 +46,7 @@ export class AuditWriter implements OnApplicationShutdown {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.clean = new AuditSanitizer(config.audit.redact);
+    this.queue = new AuditQueue(config.audit.batchSize);
     this.sink = connection.embedded
       ? new InProcessAuditSink(dataSource)
       : new WorkerAuditSink({ databaseUrl: connection.url }, logger);
@@ -57,7 +59,7 @@ export class AuditWriter implements OnApplicationShutdown {
       return;
     }
     this.queue.push(queuedAudit(entry, this.clean));
-    if (this.queue.length >= this.config.audit.batchSize) this.flushSoon(0);
+    if (this.queue.hasFullBatch) this.flushSoon(0);
     else this.flushSoon(this.config.audit.flushMs);
   }
 
@@ -112,25 +114,25 @@ export class AuditWriter implements OnApplicationShutdown {
     this.flushing = this.flushBatch().finally(() => {
       this.flushing = null;
       this.releaseWaiters();
-      if (this.queue.length > 0) this.flushSoon(this.queue.length >= this.config.audit.batchSize ? 0 : this.config.audit.flushMs);
+      if (this.queue.length > 0) this.flushSoon(this.queue.hasFullBatch ? 0 : this.config.audit.flushMs);
     });
     return this.flushing;
   }
 
   private async flushBatch(): Promise<void> {
-    const batch = this.queue.slice(0, this.config.audit.batchSize);
-    if (batch.length === 0) return;
+    const batch = this.queue.head();
+    if (batch === undefined) return;
     try {
       await this.sink.write(batch, this.stripPayloads);
-      this.queue = this.queue.slice(batch.length);
-      this.written += batch.length;
+      this.queue.shift();
+      this.written += batch.count;
       this.retryMs = 0;
       this.stripPayloads = false;
     } catch (error) {
       this.retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, this.retryMs * 2));
       // A value the database refuses must not block the trail: retry the batch without payloads.
       this.stripPayloads = isDataError(error);
-      this.logger.error({ err: error, entries: batch.length, retryInMs: this.retryMs }, 'audit batch not written; will retry');
+      this.logger.error({ err: error, entries: batch.count, retryInMs: this.retryMs }, 'audit batch not written; will retry');
     }
   }
 
