@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import http from 'node:http';
 import { decodeProtectedHeader, SignJWT } from 'jose';
 import { DataSource } from 'typeorm';
 import { call, TestResponse } from './support/http-client';
@@ -504,6 +505,22 @@ describe('path normalisation', () => {
 });
 
 describe('upstream failures', () => {
+  it('stops the upstream call and records 499 at once when the client goes away before the answer', async () => {
+    const { org, agent } = await setup();
+    const trace = traceId();
+    const { hostname, port } = new URL(gateway.url);
+    const started = Date.now();
+    const request = http.request({ hostname, port, path: '/proxy/slow/5000', headers: { authorization: `Bearer ${agent.token}`, 'x-trace-id': trace }, agent: false });
+    request.on('error', () => undefined);
+    request.end();
+    for (let waited = 0; receivedWithTrace(trace).length === 0 && waited < 5000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    request.destroy();
+    const [entry] = await auditEntries(org, `source=proxy&agentId=${agent.id}`, 1);
+    expect(entry).toEqual(expect.objectContaining({ traceId: trace, decision: 'allow', status: 499, upstreamStatus: null }));
+    // Recorded when the client left, not when the upstream would have answered.
+    expect(Date.now() - started).toBeLessThan(4000);
+  });
+
   it('answers 502 bad_gateway when the upstream is unreachable', async () => {
     const gone = await startUpstream();
     await gone.close();

@@ -155,8 +155,8 @@ export class AppConfig {
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
       audit: {
         redact: read.list('AUDIT_REDACT', ['password', 'secret', 'token', 'authorization', 'api_key']).map((n) => n.toLowerCase()),
-        batchSize: read.int('AUDIT_BATCH_SIZE', 2000, 1, 10000),
-        flushMs: read.int('AUDIT_FLUSH_MS', 50, 1, 60000),
+        batchSize: read.int('AUDIT_BATCH_SIZE', 5000, 1, 10000),
+        flushMs: read.int('AUDIT_FLUSH_MS', 250, 1, 60000),
         queueMax: read.int('AUDIT_QUEUE_MAX', 20000, 1, 10_000_000),
       },
       payment: {

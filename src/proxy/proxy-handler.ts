@@ -208,6 +208,9 @@ export class ProxyHandler implements OnApplicationShutdown {
       case 'response':
       case 'failed-after-headers':
         return this.record(exchange, outcome.status, outcome.status);
+      case 'client-closed':
+        // nginx's 499: the client closed the connection before its answer was complete.
+        return this.record(exchange, CLIENT_CLOSED_REQUEST, outcome.upstreamStatus);
       case 'timeout':
         sendJson(response, 504, { error: ErrorCode.GatewayTimeout, message: `The upstream did not answer within ${this.config.proxy.timeoutMs} ms` }, headers);
         return this.record(exchange, 504, null);
@@ -258,6 +261,9 @@ export class ProxyHandler implements OnApplicationShutdown {
     });
   }
 }
+
+/** Status recorded for a request whose client went away before its answer was complete (nginx's convention). */
+const CLIENT_CLOSED_REQUEST = 499;
 
 /** Headers of a refusal before the agent is known; built only when one is sent. */
 function traceHeaders(traceId: string): Record<string, string> {

@@ -30,7 +30,13 @@ const DROPPED_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'proxy-con
 const ADDED_RESPONSE_HEADERS = new Set([ServiceHeader.Decision, ServiceHeader.Policy, ServiceHeader.TraceId, ServiceHeader.AgentId].map((name) => name.toLowerCase()));
 
 /** How an upstream call ended, for the audit trail. */
-export type UpstreamOutcome = { kind: 'response'; status: number } | { kind: 'unreachable' } | { kind: 'timeout' } | { kind: 'failed-after-headers'; status: number };
+export type UpstreamOutcome =
+  | { kind: 'response'; status: number }
+  | { kind: 'unreachable' }
+  | { kind: 'timeout' }
+  | { kind: 'failed-after-headers'; status: number }
+  /** The client went away before its answer was complete; the upstream call was stopped. */
+  | { kind: 'client-closed'; upstreamStatus: number | null };
 
 export interface ForwardRequest {
   method: string;
@@ -114,7 +120,8 @@ export class UpstreamClient {
 class ResponseRelay implements Dispatcher.DispatchHandler {
   private status = 0;
   private finished = false;
-  private abort: ((error?: Error) => void) | null = null;
+  private clientClosed = false;
+  private abort: ((error: Error) => void) | null = null;
   private resume: (() => void) | null = null;
 
   constructor(
@@ -124,7 +131,12 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   ) {}
 
   onConnect(abort: (error?: Error) => void): void {
+    const watching = this.abort !== null;
     this.abort = abort;
+    if (this.response.destroyed) return this.stop();
+    // A client that goes away (before the upstream answers, or mid-answer) stops the upstream
+    // call: nothing else would, as its closed socket never drains.
+    if (!watching) this.response.once('close', () => this.stop());
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
@@ -132,10 +144,6 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return true;
     this.response.writeHead(statusCode, relayedHeaders(rawHeaders, this.added));
     this.status = statusCode;
-    // A client that goes away mid-answer stops the upstream one too.
-    this.response.once('close', () => {
-      if (!this.finished) this.abort?.(new Error('client closed the connection'));
-    });
     this.resume = resume;
     return this.flowing(!this.response.writableNeedDrain);
   }
@@ -150,6 +158,12 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     this.done({ kind: 'response', status: this.status });
   }
 
+  private stop(): void {
+    if (this.finished) return;
+    this.clientClosed = true;
+    this.abort!(new Error('the client closed the connection'));
+  }
+
   /** Passes on whether the client's socket takes more; when it does not, resumes on its drain. */
   private flowing(more: boolean): boolean {
     if (!more) this.response.once('drain', this.resume!);
@@ -159,6 +173,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   onError(error: Error): void {
     if (this.finished) return;
     this.finished = true;
+    if (this.clientClosed) return this.done({ kind: 'client-closed', upstreamStatus: this.status === 0 ? null : this.status });
     if (this.status !== 0) {
       this.response.destroy();
       return this.done({ kind: 'failed-after-headers', status: this.status });
