@@ -346,6 +346,18 @@ describe('authentication', () => {
     expect(receivedWithTrace(trace)).toHaveLength(0);
   });
 
+  it('answers 401 for a copy of an accepted token with its claims altered and its signature kept', async () => {
+    expect((await proxy(agent, 'GET', '/accepted')).status).toBe(200);
+    const [header, payload, signature] = agent.token.split('.');
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
+    const forged = Buffer.from(JSON.stringify({ ...claims, tier: 'privileged', trust: 'privileged' })).toString('base64url');
+    const trace = traceId();
+    const response = await call(gateway.url, 'GET', '/proxy/private', { bearer: `${header}.${forged}.${signature}`, headers: { 'x-trace-id': trace } });
+    expect(response.status).toBe(401);
+    expect(receivedWithTrace(trace)).toHaveLength(0);
+    expect((await proxy(agent, 'GET', '/still-accepted')).status).toBe(200);
+  });
+
   it('answers 401 for an expired token, also after it was accepted and cached', async () => {
     const shortLived = await startGateway({ UPSTREAM_URL: upstream.url, AGENT_TOKEN_TTL: '1s' });
     try {
