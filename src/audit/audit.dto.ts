@@ -93,7 +93,7 @@ export class AuditEntryView {
   @ApiProperty({ nullable: true, type: String }) reason: string | null;
   @ApiProperty({ nullable: true, type: Number, description: 'Whole request, milliseconds' }) latencyMs: number | null;
   @ApiProperty({ nullable: true, type: Number, description: 'Policy decision only, milliseconds' }) decisionLatencyMs: number | null;
-  @ApiProperty({ nullable: true, type: Number, description: 'Status the caller received' }) status: number | null;
+  @ApiProperty({ nullable: true, type: Number, description: 'Status the caller received; 499 when the caller closed the connection before its answer was complete' }) status: number | null;
   @ApiProperty({ nullable: true, type: Number }) upstreamStatus: number | null;
   @ApiProperty({ nullable: true, type: [String] }) delegationChain: string[] | null;
   @ApiProperty({ nullable: true, type: Object, description: 'Decision input, with secret-named arguments redacted' }) input: unknown;
