@@ -29,6 +29,8 @@ const SHUTDOWN_DRAIN_MS = 15_000;
 @Injectable()
 export class AuditWriter implements OnApplicationShutdown {
   private readonly queue: AuditQueue;
+  /** Entries recorded in this turn of the event loop, not yet queued (see `record`). */
+  private arrivals: AuditRecord[] = [];
   private readonly sink: AuditSink;
   private readonly clean: AuditSanitizer;
   private readonly waiters: Array<() => void> = [];
@@ -52,15 +54,25 @@ export class AuditWriter implements OnApplicationShutdown {
       : new WorkerAuditSink({ databaseUrl: connection.url }, logger);
   }
 
-  /** Enqueues an entry (its payloads redacted and serialised now); never blocks and never drops it. */
+  /**
+   * Enqueues an entry; never blocks and never drops it. Its objects are read (cleaned, redacted
+   * and serialised) at the end of this turn of the event loop, with the turn's other entries,
+   * so the caller must not change them afterwards. Serialising the turn's entries in one run,
+   * rather than each between the socket writes of its request, saves the request thread about
+   * 4 µs per request (docs/architecture.md).
+   */
   record(entry: AuditRecord): void {
-    if (this.closed) {
-      this.logger.error({ action: entry.action, traceId: entry.traceId }, 'audit entry recorded after shutdown: not written');
-      return;
-    }
+    if (this.refused(entry)) return;
+    this.arrivals.push(entry);
+    if (this.arrivals.length === 1) setImmediate(this.queueArrivals);
+  }
+
+  /** The same, its objects read at once: for entries built from values that may change later. */
+  recordNow(entry: AuditRecord): void {
+    if (this.refused(entry)) return;
+    this.queueArrivals();
     this.queue.push(queuedAudit(entry, this.clean));
-    if (this.queue.hasFullBatch) this.flushSoon(0);
-    else this.flushSoon(this.config.audit.flushMs);
+    this.scheduleFlush();
   }
 
   /** Undefined while the queue has room; else a promise that resolves when it has. */
@@ -71,7 +83,7 @@ export class AuditWriter implements OnApplicationShutdown {
 
   /** Entries waiting to be written. */
   get pending(): number {
-    return this.queue.length;
+    return this.queue.length + this.arrivals.length;
   }
 
   /** Entries written since start. */
@@ -81,7 +93,9 @@ export class AuditWriter implements OnApplicationShutdown {
 
   /** Writes everything queued so far (and anything queued meanwhile), until `deadlineMs`. */
   async drain(deadlineMs = Number.POSITIVE_INFINITY): Promise<void> {
-    while ((this.queue.length > 0 || this.flushing) && Date.now() < deadlineMs) {
+    for (;;) {
+      this.queueArrivals();
+      if ((this.queue.length === 0 && !this.flushing) || Date.now() >= deadlineMs) return;
       if (this.flushing) {
         await this.flushing;
         continue;
@@ -97,6 +111,26 @@ export class AuditWriter implements OnApplicationShutdown {
     if (this.timer) clearTimeout(this.timer);
     await this.sink.close();
     if (this.queue.length > 0) this.logger.error({ lost: this.queue.length }, 'audit queue not drained before shutdown: the database is unreachable');
+  }
+
+  private refused(entry: AuditRecord): boolean {
+    if (!this.closed) return false;
+    this.logger.error({ action: entry.action, traceId: entry.traceId }, 'audit entry recorded after shutdown: not written');
+    return true;
+  }
+
+  /** Queues the entries recorded so far in this turn of the event loop, in order. */
+  private readonly queueArrivals = (): void => {
+    if (this.arrivals.length === 0) return;
+    const arrivals = this.arrivals;
+    this.arrivals = [];
+    for (const entry of arrivals) this.queue.push(queuedAudit(entry, this.clean));
+    this.scheduleFlush();
+  };
+
+  private scheduleFlush(): void {
+    if (this.queue.hasFullBatch) this.flushSoon(0);
+    else this.flushSoon(this.config.audit.flushMs);
   }
 
   private flushSoon(delayMs: number): void {

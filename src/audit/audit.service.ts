@@ -71,7 +71,8 @@ export class AuditService {
 
   /** Records an admin change in the same trail (and hash chain) as decisions. */
   recordAdminEvent(principal: AdminPrincipal | { orgId: string; tokenId: 'cli' | 'system' }, change: AdminChange): void {
-    this.writer.record({
+    // Read at once: the details may hold live values (an entity's tags) that change later.
+    this.writer.recordNow({
       ts: Date.now(),
       orgId: principal.orgId,
       source: 'admin',
