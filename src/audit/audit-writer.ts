@@ -16,15 +16,17 @@ const SHUTDOWN_DRAIN_MS = 15_000;
 
 /**
  * Writes audit entries off the request path: callers enqueue plain records (cleaned and
- * serialised as they are queued), and one flush at a time hands a batch to the sink, which
+ * serialised into the queue at the end of the event loop's turn, see `record`), and one flush
+ * at a time hands a batch to the sink, which
  * writes it with one COPY (one INSERT on the embedded database) inside a transaction that
  * extends each organization's hash chain (AuditBatchStore) — in a worker thread on PostgreSQL,
  * in this thread on the embedded database. The queue is bounded: past AUDIT_QUEUE_MAX,
  * `whenWritable` makes new requests wait instead of dropping entries. A failed write is retried
  * with backoff, keeping the batch at the head of the queue. Shutdown drains the queue.
  *
- * What a kill -9 can lose: entries still in memory, i.e. at most AUDIT_FLUSH_MS of traffic
- * plus the batch in flight, and never more than AUDIT_QUEUE_MAX entries.
+ * What a kill -9 can lose: entries still in memory, i.e. while the database keeps up at most
+ * AUDIT_FLUSH_MS of traffic plus the batch in flight, and never more than AUDIT_QUEUE_MAX
+ * entries.
  */
 @Injectable()
 export class AuditWriter implements OnApplicationShutdown {
