@@ -1,9 +1,11 @@
+import { newId } from '../common/ids';
 import { contentText, copyText } from './audit-chain';
 import { compactInput } from './audit-input';
 import type { AuditSanitizer } from './audit-sanitizer';
 
-/** Where an audit entry came from. */
-export type AuditSource = 'proxy' | 'pdp' | 'adapter' | 'sidecar' | 'admin';
+/** Where an audit entry came from: a decision's entry point, or `admin` for admin changes. */
+export const AUDIT_SOURCES = ['proxy', 'pdp', 'check', 'sidecar', 'mcp', 'admin'] as const;
+export type AuditSource = (typeof AUDIT_SOURCES)[number];
 
 /** `decision`: a policy decision; `admin`: a change made through the admin API or CLI. */
 export type AuditKind = 'decision' | 'admin';
@@ -14,6 +16,8 @@ export type AuditKind = 'decision' | 'admin';
  * request path.
  */
 export interface AuditRecord {
+  /** The entry's id (`aud_…`); given when the caller must name the entry at once (a PDP answer's decision_id), else assigned as it is queued. */
+  id?: string;
   /** Milliseconds since the epoch. */
   ts: number;
   orgId: string;
@@ -51,12 +55,12 @@ export interface AuditRecord {
 
 /**
  * A record as the AuditWriter queues it and hands it to the sink: one string,
- * `<ts>\t<org_id>\t<content>`, where `ts` is milliseconds since the epoch, `org_id` is in COPY
+ * `<id>\t<ts>\t<org_id>\t<content>`, where `ts` is milliseconds since the epoch, `org_id` is in COPY
  * text format and `content` is the entry's canonical text from `source` on (`contentText`): its
  * texts cleaned (bounded and storable, see AuditSanitizer), latencies rounded, payloads
  * compacted, redacted and serialised to the JSON text they are stored as. So the queue holds no
  * object of the request (only this text, as UTF-8 bytes: see AuditQueue), and the audit worker
- * only has to prefix each with its id, time and chain position.
+ * only has to prefix each with its time and chain position.
  */
 export type QueuedAudit = string;
 
@@ -86,11 +90,12 @@ export function queuedAudit(record: AuditRecord, clean: AuditSanitizer): QueuedA
     input: clean.serialize(compactInput(record.input)),
     details: clean.serialize(record.details),
   });
-  return `${record.ts}\t${copyText(record.orgId)}\t${content}`;
+  return `${record.id ?? newId('aud')}\t${record.ts}\t${copyText(record.orgId)}\t${content}`;
 }
 
 /** The parts of a queued record. */
 export interface QueuedParts {
+  id: string;
   ts: number;
   /** In COPY text format, as it goes into the canonical text. */
   orgIdText: string;
@@ -99,9 +104,15 @@ export interface QueuedParts {
 
 /** Splits a queued record into its parts. */
 export function queuedParts(queued: QueuedAudit): QueuedParts {
-  const afterTs = queued.indexOf('\t');
+  const afterId = queued.indexOf('\t');
+  const afterTs = queued.indexOf('\t', afterId + 1);
   const afterOrg = queued.indexOf('\t', afterTs + 1);
-  return { ts: Number(queued.slice(0, afterTs)), orgIdText: queued.slice(afterTs + 1, afterOrg), content: queued.slice(afterOrg + 1) };
+  return {
+    id: queued.slice(0, afterId),
+    ts: Number(queued.slice(afterId + 1, afterTs)),
+    orgIdText: queued.slice(afterTs + 1, afterOrg),
+    content: queued.slice(afterOrg + 1),
+  };
 }
 
 /** Latencies are kept to the microsecond, so the stored value hashes the same when read back. */

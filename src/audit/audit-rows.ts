@@ -1,4 +1,3 @@
-import { newId } from '../common/ids';
 import { copyValue, entryHead, hashEntryText } from './audit-chain';
 import type { QueuedParts } from './audit-record';
 
@@ -103,9 +102,9 @@ const STRIPPED_PAYLOADS = '\t\\N\t{"unstorable":true}';
  * entry after `head`, which is advanced. With `stripPayloads`, input and details are left out:
  * the retry of a batch the database refused.
  */
-export function chainRow({ ts, orgIdText, content }: QueuedParts, head: ChainHead, stripPayloads = false): ChainedEntry {
+export function chainRow({ id, ts, orgIdText, content }: QueuedParts, head: ChainHead, stripPayloads = false): ChainedEntry {
   const seq = head.seq + 1;
-  const text = entryHead(newId('aud'), ts, orgIdText, seq) + (stripPayloads ? withoutPayloads(content) : content);
+  const text = entryHead(id, ts, orgIdText, seq) + (stripPayloads ? withoutPayloads(content) : content);
   const prevHash = head.hash;
   const hash = hashEntryText(prevHash, text);
   head.seq = seq;

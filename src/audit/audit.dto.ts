@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { AUDIT_SOURCES } from './audit-record';
 
 export const PERIODS = ['24h', '7d', '30d'] as const;
 export type Period = (typeof PERIODS)[number];
@@ -41,9 +42,9 @@ export class AuditQueryDto {
   @MaxLength(512)
   action?: string;
 
-  @ApiPropertyOptional({ enum: ['proxy', 'pdp', 'adapter', 'sidecar', 'admin'] })
+  @ApiPropertyOptional({ enum: AUDIT_SOURCES })
   @IsOptional()
-  @IsIn(['proxy', 'pdp', 'adapter', 'sidecar', 'admin'])
+  @IsIn([...AUDIT_SOURCES])
   source?: string;
 
   @ApiPropertyOptional({ description: 'The `nextCursor` of the previous page' })
@@ -76,7 +77,7 @@ export class AuditEntryView {
   @ApiProperty({ example: 'aud_5f0c…' }) id: string;
   @ApiProperty({ example: '2026-11-21T10:15:30.123Z' }) timestamp: string;
   @ApiProperty({ description: 'Position in the organization hash chain' }) seq: number;
-  @ApiProperty({ enum: ['proxy', 'pdp', 'adapter', 'sidecar', 'admin'] }) source: string;
+  @ApiProperty({ enum: AUDIT_SOURCES }) source: string;
   @ApiProperty({ enum: ['decision', 'admin'] }) kind: string;
   @ApiProperty({ nullable: true, type: String }) traceId: string | null;
   @ApiProperty({ nullable: true, type: String }) agentId: string | null;
