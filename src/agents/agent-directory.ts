@@ -2,19 +2,8 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { ClusterEvents } from '../cluster/cluster-events';
-import type { AgentFacts } from '../policy-engine/types';
+import { AgentSnapshot, AgentSource, agentSnapshot } from '../decisions/decision-sources';
 import { Agent } from './agent.entity';
-
-/** An agent as the decision path sees it: its current record, with decision facts prebuilt. */
-export interface AgentSnapshot {
-  id: string;
-  orgId: string;
-  name: string;
-  trustTier: string;
-  tags: readonly string[];
-  revoked: boolean;
-  facts: AgentFacts;
-}
 
 const MAX_AGENTS = 100_000;
 
@@ -24,7 +13,7 @@ const MAX_AGENTS = 100_000;
  * request whatever the token's claims say. A load that overlaps an eviction is not cached.
  */
 @Injectable()
-export class AgentDirectory implements OnModuleInit {
+export class AgentDirectory implements AgentSource, OnModuleInit {
   private readonly agents = new Map<string, AgentSnapshot>();
   private evictions = 0;
 
@@ -70,14 +59,5 @@ export class AgentDirectory implements OnModuleInit {
 }
 
 function toSnapshot(agent: Agent): AgentSnapshot {
-  const tags = Object.freeze([...agent.tags]);
-  return {
-    id: agent.id,
-    orgId: agent.orgId,
-    name: agent.name,
-    trustTier: agent.trustTier,
-    tags,
-    revoked: agent.revokedAt !== null,
-    facts: Object.freeze({ id: agent.id, name: agent.name, trust_tier: agent.trustTier, tags, org: agent.orgId }),
-  };
+  return agentSnapshot({ id: agent.id, orgId: agent.orgId, name: agent.name, trustTier: agent.trustTier, tags: agent.tags, revoked: agent.revokedAt !== null });
 }

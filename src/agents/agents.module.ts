@@ -4,7 +4,6 @@ import { AuditModule } from '../audit/audit.module';
 import { IdentityModule } from '../identity/identity.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { Agent } from './agent.entity';
-import { AgentAuthenticator } from './agent-authenticator';
 import { AgentDirectory } from './agent-directory';
 import { AgentsController } from './agents.controller';
 import { AgentsService } from './agents.service';
@@ -12,7 +11,7 @@ import { AgentsService } from './agents.service';
 @Module({
   imports: [TypeOrmModule.forFeature([Agent]), AuditModule, IdentityModule, OrganizationsModule],
   controllers: [AgentsController],
-  providers: [AgentsService, AgentDirectory, AgentAuthenticator],
-  exports: [AgentsService, AgentDirectory, AgentAuthenticator],
+  providers: [AgentsService, AgentDirectory],
+  exports: [AgentsService, AgentDirectory],
 })
 export class AgentsModule {}

@@ -4,6 +4,7 @@ import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
 import { AppError } from './app-error';
 import { ErrorCode } from './error-code';
+import { errorBody } from './error-body';
 
 /** Codes for Nest's own HTTP exceptions, by status. */
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -18,11 +19,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   503: ErrorCode.ServiceUnavailable,
 };
 
-/**
- * The HTTP face of every error: `{error, message, ...}`. Domain errors keep their code and
- * fields; Nest's own errors get the matching code; anything else is a 500 that
- * names the trace id and never carries a stack trace or SQL.
- */
+/** The HTTP face of every error of the express routes: Nest's own errors become AppErrors, then `errorBody` writes them. */
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
   constructor(@Inject(LOGGER) private readonly logger: Logger) {}
@@ -31,46 +28,22 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const context = host.switchToHttp();
     const request = context.getRequest<Request>();
     const response = context.getResponse<Response>();
-    const { status, body } = this.describe(exception, request);
+    const error = exception instanceof HttpException ? fromNest(exception, request) : exception;
+    const { status, body, unexpected } = errorBody(error, request.traceId);
+    if (unexpected) this.logger.error({ err: exception, traceId: request.traceId, path: request.path }, 'unhandled error');
     if (response.headersSent) {
       response.destroy();
       return;
     }
     response.status(status).json(body);
   }
-
-  private describe(exception: unknown, request: Request): { status: number; body: Record<string, unknown> } {
-    if (exception instanceof AppError) return { status: exception.status, body: exception.toBody() };
-    if (exception instanceof HttpException) return nestError(exception, request);
-    const refused = databaseRefusal(exception);
-    if (refused) return refused;
-    this.logger.error({ err: exception, traceId: request.traceId, path: request.path }, 'unhandled error');
-    return {
-      status: 500,
-      body: { error: ErrorCode.InternalError, message: 'Internal server error', traceId: request.traceId },
-    };
-  }
 }
 
-/**
- * A value the database refuses (SQLSTATE class 22: a NUL character, an out-of-range number) is
- * the client's input, not a server fault; a unique violation is a conflict.
- */
-function databaseRefusal(exception: unknown): { status: number; body: Record<string, unknown> } | null {
-  const code = (exception as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string' || !(exception instanceof Error) || exception.name !== 'QueryFailedError') return null;
-  if (code.startsWith('22')) {
-    return { status: 400, body: { error: ErrorCode.InvalidRequest, message: 'A value in the request cannot be stored (for example a NUL character or an out-of-range number)' } };
-  }
-  if (code === '23505') return { status: 409, body: { error: ErrorCode.Conflict, message: 'A resource with the same identity already exists' } };
-  return null;
-}
-
-function nestError(exception: HttpException, request: Request): { status: number; body: Record<string, unknown> } {
+function fromNest(exception: HttpException, request: Request): AppError | HttpException {
   const status = exception.getStatus();
-  const code = CODE_BY_STATUS[status] ?? (status >= 500 ? ErrorCode.InternalError : ErrorCode.InvalidRequest);
-  const message = status === 404 ? `No route ${request.method} ${request.path}` : messageOf(exception);
-  return { status, body: { error: code, message } };
+  if (status >= 500 && CODE_BY_STATUS[status] === undefined) return exception;
+  const code = CODE_BY_STATUS[status] ?? ErrorCode.InvalidRequest;
+  return new AppError(code, status === 404 ? `No route ${request.method} ${request.path}` : messageOf(exception));
 }
 
 function messageOf(exception: HttpException): string {

@@ -1,67 +1,199 @@
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import Redis from 'ioredis';
-import { Logger } from 'pino';
-import { AppConfig } from '../config/app-config';
-import { LOGGER } from '../logging/logging.module';
-import type { CompiledPolicy } from '../policy-engine/compiled-policy';
-import { SlidingWindowLimiter } from '../policy-engine/sliding-window-limiter';
+import { Inject, Injectable } from '@nestjs/common';
+import type { AuditRecord, AuditSource } from '../audit/audit-record';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
+import { newId } from '../common/ids';
+import type { Principal } from '../identity/agent-authenticator';
 import type { Decision, DecisionInput, EvaluationEnv, Explanation, RateLimiter } from '../policy-engine/types';
-import { LoadedPolicies, PolicyRegistry } from '../policies/policy-registry';
-import { RedisRateLimiter } from './redis-rate-limiter';
+import { DecisionEvents } from './decision-events';
+import {
+  DECISION_LOG,
+  DECISION_SETTINGS,
+  DecisionLog,
+  DecisionSettings,
+  LoadedPolicies,
+  POLICY_SOURCE,
+  PolicySource,
+  RATE_LIMITER,
+  USAGE_GATE,
+  UsageGate,
+} from './decision-sources';
 
-const SWEEP_INTERVAL_MS = 60_000;
+/** The entry point a decision came through, recorded as the audit entry's `source`. */
+export type DecisionSource = Exclude<AuditSource, 'admin'>;
+
+/** What an entry point asks, translated from its transport. */
+export interface DecisionRequest {
+  source: DecisionSource;
+  traceId: string;
+  action: string;
+  resource: string;
+  plugin: string;
+  function: string;
+  args: Readonly<Record<string, unknown>>;
+  context: Readonly<Record<string, unknown>>;
+  /** The HTTP method and path the audit entry shows, where the transport has them. */
+  method?: string | null;
+  path?: string | null;
+  /**
+   * The complete args once more of the request is read (the proxy's JSON body); called only
+   * when an applicable policy reads an argument other than `path` and `method`. May throw an
+   * AppError, which refuses the request before a decision.
+   */
+  fullArgs?: () => Promise<Readonly<Record<string, unknown>>>;
+}
+
+/** A decision made, not yet recorded. */
+export interface Verdict {
+  /** The decision id: the id its audit entry will have. */
+  id: string;
+  principal: Principal;
+  request: DecisionRequest;
+  input: DecisionInput;
+  decision: Decision;
+  /** False when MODE=audit lets a denial through. */
+  enforced: boolean;
+  policyVersion: number;
+  nowMs: number;
+  decisionMs: number;
+}
+
+/** What became of a decision, for its audit entry. */
+export interface DecisionOutcome {
+  /** Status the caller received. */
+  status: number;
+  /** Status the upstream answered, when the request was forwarded. */
+  upstreamStatus?: number | null;
+  /** Time of the whole request as the entry point saw it. */
+  latencyMs: number;
+}
 
 /**
- * The one decision service: the proxy, the PDP (gRPC and HTTP) and the adapter endpoints all
- * decide through here, on the same compiled policies and the same rate-limit counters (in
- * process, or in Redis when REDIS_URL is set). Recording the decision is the caller's part.
+ * The one governed decision (Cerbos's `Engine.Check`): every entry point (the proxy, the gRPC
+ * and HTTP PDP, `/v1/check`, the edge sidecar, MCP) translates its request into a
+ * DecisionRequest and calls `decide` then `record`, or `check` for both at once. Here, and only
+ * here: the monthly quota, backpressure from the audit log, the policy lookup, evaluation, the
+ * audit entry and the per-decision event. Everything it reads and writes goes through the
+ * interfaces of decision-sources.ts, so the sidecar runs it on a signed bundle.
  */
 @Injectable()
-export class DecisionService implements OnApplicationShutdown {
-  readonly limiter: RateLimiter;
-  private readonly redis?: Redis;
-  private readonly sweeper?: NodeJS.Timeout;
-
+export class DecisionService {
   constructor(
-    private readonly config: AppConfig,
-    private readonly registry: PolicyRegistry,
-    @Inject(LOGGER) logger: Logger,
-  ) {
-    if (config.redis.url) {
-      this.redis = new Redis(config.redis.url, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
-      this.redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis rate-limit connection error'));
-      this.limiter = new RedisRateLimiter(this.redis);
-    } else {
-      const local = new SlidingWindowLimiter();
-      this.limiter = local;
-      this.sweeper = setInterval(() => local.sweep(Date.now()), SWEEP_INTERVAL_MS);
-      this.sweeper.unref();
-    }
-  }
+    @Inject(POLICY_SOURCE) private readonly policies: PolicySource,
+    @Inject(USAGE_GATE) private readonly usage: UsageGate,
+    @Inject(DECISION_LOG) private readonly log: DecisionLog,
+    @Inject(RATE_LIMITER) readonly limiter: RateLimiter,
+    @Inject(DECISION_SETTINGS) private readonly settings: DecisionSettings,
+    private readonly events: DecisionEvents,
+  ) {}
 
   /** True when denials are enforced; false in MODE=audit (they are only recorded). */
   get enforcing(): boolean {
-    return this.config.mode === 'enforce';
+    return this.settings.mode === 'enforce';
   }
 
-  /** The organization's compiled policies; sync once loaded. */
-  policies(orgId: string): LoadedPolicies | Promise<LoadedPolicies> {
-    return this.registry.get(orgId);
+  /** The organization's compiled policies. */
+  policiesOf(orgId: string): LoadedPolicies | Promise<LoadedPolicies> {
+    return this.policies.get(orgId);
   }
 
-  /** Decides one request; sync unless a Redis rate limit is consulted. */
-  decide(policies: LoadedPolicies, input: DecisionInput, applicable?: readonly CompiledPolicy[], nowMs = Date.now()): Decision | Promise<Decision> {
-    const env: EvaluationEnv = { limiter: this.limiter, nowMs };
-    return policies.set.evaluate(input, env, applicable);
+  /**
+   * Decides, without recording: quota (429 quota_exceeded, not a decision), backpressure, the
+   * applicable policies, the complete args if a policy reads them, evaluation.
+   */
+  async decide(principal: Principal, request: DecisionRequest, nowMs = Date.now()): Promise<Verdict> {
+    const orgId = principal.agent.orgId;
+    if (!(await this.usage.tryConsume(orgId, nowMs))) {
+      throw new AppError(ErrorCode.QuotaExceeded, 'The organization has used its monthly policy checks');
+    }
+    const backpressure = this.log.whenWritable();
+    if (backpressure !== undefined) await backpressure;
+    const policies = await this.policies.get(orgId);
+    const applicable = policies.set.applicable(request);
+    const args = request.fullArgs !== undefined && policies.set.readsBodyArgs(applicable) ? await request.fullArgs() : request.args;
+    const input: DecisionInput = {
+      agent: principal.agent.facts,
+      action: request.action,
+      resource: request.resource,
+      plugin: request.plugin,
+      function: request.function,
+      args,
+      context: request.context,
+      delegation: principal.delegation,
+    };
+    const started = performance.now();
+    const decision = await policies.set.evaluate(input, this.env(nowMs), applicable);
+    return {
+      id: newId('aud'),
+      principal,
+      request,
+      input,
+      decision,
+      enforced: decision.effect === 'allow' || this.enforcing,
+      policyVersion: policies.version,
+      nowMs,
+      decisionMs: performance.now() - started,
+    };
+  }
+
+  /** Records the decision's audit entry and emits its event; never blocks. */
+  record(verdict: Verdict, outcome: DecisionOutcome): void {
+    const { principal, request, decision } = verdict;
+    const entry: AuditRecord & { id: string } = {
+      id: verdict.id,
+      ts: verdict.nowMs,
+      orgId: principal.agent.orgId,
+      source: request.source,
+      kind: 'decision',
+      traceId: request.traceId,
+      agentId: principal.agent.id,
+      agentName: principal.agent.name,
+      trustTier: principal.agent.trustTier,
+      action: request.action,
+      method: request.method ?? null,
+      path: request.path ?? null,
+      decision: decision.effect,
+      enforced: verdict.enforced,
+      rateLimited: decision.rateLimit !== undefined,
+      policyName: decision.policy,
+      rule: decision.rule,
+      reason: decision.reason,
+      decisionLatencyMs: verdict.decisionMs,
+      latencyMs: outcome.latencyMs,
+      status: outcome.status,
+      upstreamStatus: outcome.upstreamStatus ?? null,
+      delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
+      input: verdict.input,
+      details: null,
+    };
+    this.log.record(entry);
+    this.events.emit({ entry, decision });
+  }
+
+  /**
+   * Decides and records at once, for entry points that answer with the decision itself (PDP,
+   * `/v1/check`, the sidecar): the entry's status is what such a caller is told, 200 when
+   * allowed (or let through by MODE=audit), 429 for a tripped rate limit, else 403.
+   */
+  async check(principal: Principal, request: DecisionRequest, nowMs = Date.now()): Promise<Verdict> {
+    const started = performance.now();
+    const verdict = await this.decide(principal, request, nowMs);
+    this.record(verdict, { status: statusOf(verdict), latencyMs: performance.now() - started });
+    return verdict;
   }
 
   /** Dry run with the trace of every rule tried; rate limits are peeked, not counted. */
   explain(policies: LoadedPolicies, input: DecisionInput, nowMs = Date.now()): Explanation | Promise<Explanation> {
-    return policies.set.explain(input, { limiter: this.limiter, nowMs });
+    return policies.set.explain(input, this.env(nowMs));
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    if (this.sweeper) clearInterval(this.sweeper);
-    this.redis?.disconnect();
+  private env(nowMs: number): EvaluationEnv {
+    return { limiter: this.limiter, nowMs };
   }
+}
+
+/** The status a decision answers with where the decision is the answer. */
+export function statusOf(verdict: Verdict): number {
+  if (verdict.decision.effect === 'allow' || !verdict.enforced) return 200;
+  return verdict.decision.rateLimit ? 429 : 403;
 }

@@ -1,15 +1,58 @@
 import { Module } from '@nestjs/common';
+import { AgentDirectory } from '../agents/agent-directory';
 import { AgentsModule } from '../agents/agents.module';
+import { AuditModule } from '../audit/audit.module';
+import { AuditWriter } from '../audit/audit-writer';
+import { AppConfig } from '../config/app-config';
+import { IdentityModule } from '../identity/identity.module';
+import { KeyRing } from '../identity/key-ring';
+import { OrganizationsModule } from '../organizations/organizations.module';
+import { UsageMeter } from '../organizations/usage-meter';
 import { PoliciesModule } from '../policies/policies.module';
-import { DecisionService } from './decision.service';
+import { PolicyRegistry } from '../policies/policy-registry';
+import { DecisionCoreModule } from './decision-core.module';
+import {
+  AGENT_SOURCE,
+  DECISION_LOG,
+  DECISION_SETTINGS,
+  DecisionSettings,
+  POLICY_SOURCE,
+  RATE_LIMITER,
+  USAGE_GATE,
+  VERIFICATION_KEYS,
+} from './decision-sources';
+import { GatewayRateLimiter } from './gateway-rate-limiter';
 import { PolicySimulationController } from './policy-simulation.controller';
 import { PolicySimulator } from './policy-simulator';
 
-/** Deciding: the one decision service, and simulation and backtests on top of it. */
+/**
+ * Deciding on the gateway: the decision core bound to its PostgreSQL-backed sources (policy
+ * registry, agent directory, key ring, usage meter, audit writer), and simulation and backtests
+ * on top of it.
+ */
 @Module({
-  imports: [PoliciesModule, AgentsModule],
+  imports: [
+    DecisionCoreModule.register({
+      imports: [PoliciesModule, AgentsModule, IdentityModule, OrganizationsModule, AuditModule],
+      sources: [
+        { provide: POLICY_SOURCE, useExisting: PolicyRegistry },
+        { provide: AGENT_SOURCE, useExisting: AgentDirectory },
+        { provide: VERIFICATION_KEYS, useExisting: KeyRing },
+        { provide: USAGE_GATE, useExisting: UsageMeter },
+        { provide: DECISION_LOG, useExisting: AuditWriter },
+        { provide: RATE_LIMITER, useClass: GatewayRateLimiter },
+        {
+          provide: DECISION_SETTINGS,
+          inject: [AppConfig],
+          useFactory: (config: AppConfig): DecisionSettings => ({ mode: config.mode, tokenIssuer: config.http.publicUrl }),
+        },
+      ],
+    }),
+    PoliciesModule,
+    AgentsModule,
+  ],
   controllers: [PolicySimulationController],
-  providers: [DecisionService, PolicySimulator],
-  exports: [DecisionService],
+  providers: [PolicySimulator],
+  exports: [DecisionCoreModule],
 })
 export class DecisionsModule {}

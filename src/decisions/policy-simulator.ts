@@ -47,7 +47,7 @@ export class PolicySimulator {
 
   /** One decision on the current (or proposed) policies, with every rule tried; nothing is counted. */
   async simulate(principal: AdminPrincipal, request: SimulateRequestDto): Promise<SimulationView> {
-    const current = await this.decisions.policies(principal.orgId);
+    const current = await this.decisions.policiesOf(principal.orgId);
     const proposed = request.policies === undefined ? null : this.proposedSet(principal.orgId, current.set, request.policies, request.replace);
     const input = completeInput(await this.withAgentRecord(principal, request.input), principal.orgId);
     const explanation = proposed
@@ -63,7 +63,7 @@ export class PolicySimulator {
 
   /** Replays recorded decisions (oldest first) through proposed policies and reports every flip. */
   async backtest(principal: AdminPrincipal, request: BacktestRequestDto): Promise<BacktestReportView> {
-    const current = await this.decisions.policies(principal.orgId);
+    const current = await this.decisions.policiesOf(principal.orgId);
     const proposed = this.proposedSet(principal.orgId, current.set, request.policies, request.replace);
     const from = new Date(request.from);
     const to = request.to ? new Date(request.to) : new Date();

@@ -8,12 +8,7 @@ import { compilePolicies } from '../policy-engine/compile-policies';
 import { formatPolicyError, PolicyLoadError } from '../policy-engine/errors';
 import { PolicySet } from '../policy-engine/policy-set';
 import type { PolicyDefinition } from '../policy-engine/types';
-
-/** An organization's compiled policies and the policy version they reflect. */
-export interface LoadedPolicies {
-  set: PolicySet;
-  version: number;
-}
+import type { LoadedPolicies, PolicySource } from '../decisions/decision-sources';
 
 /**
  * Compiled policy sets per organization for the decision path: compiled once per change, kept
@@ -21,7 +16,7 @@ export interface LoadedPolicies {
  * that no longer compiles fails closed: it is replaced by a policy that denies what it matches.
  */
 @Injectable()
-export class PolicyRegistry implements OnModuleInit {
+export class PolicyRegistry implements PolicySource, OnModuleInit {
   private readonly loaded = new Map<string, LoadedPolicies>();
   private readonly loading = new Map<string, Promise<LoadedPolicies>>();
   private evictions = 0;

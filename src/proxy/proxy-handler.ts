@@ -1,17 +1,15 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger } from 'pino';
-import { AgentAuthenticator, AuthenticatedAgent } from '../agents/agent-authenticator';
-import { AuditWriter } from '../audit/audit-writer';
 import { AppConfig } from '../config/app-config';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
+import { errorBody } from '../common/error-body';
 import { ServiceHeader } from '../common/service-header';
 import { resolveTraceId, traceparentFor } from '../common/trace-id';
-import { DecisionService } from '../decisions/decision.service';
+import { DecisionRequest, DecisionService, Verdict } from '../decisions/decision.service';
+import { AgentAuthenticator, AuthenticatedAgent } from '../identity/agent-authenticator';
 import { LOGGER } from '../logging/logging.module';
-import { UsageMeter } from '../organizations/usage-meter';
-import type { Decision, DecisionInput } from '../policy-engine/types';
 import { actionOf, verbOf } from './action-mapping';
 import { decisionHeaders, sendJson } from './decision-headers';
 import { parseProxyUrl, ProxyTarget } from './proxy-path';
@@ -19,26 +17,22 @@ import { proxyArgs, proxyContext } from './proxy-input';
 import { INVALID_JSON, isJsonRequest, limitedBody, parseJsonBody, readBody } from './request-body';
 import { UpstreamClient, UpstreamOutcome } from './upstream-client';
 
-/** One proxied request as the audit trail records it. */
+/** One proxied request: its decision and what the proxy needs to finish it. */
 interface Exchange {
   started: number;
-  nowMs: number;
-  traceId: string;
-  method: string;
+  verdict: Verdict;
   target: ProxyTarget;
-  auth: AuthenticatedAgent;
-  input: DecisionInput;
-  decision: Decision;
-  decisionMs: number;
-  enforced: boolean;
 }
 
+/** Thrown by the body reader when the client went away: nothing to answer, nothing decided. */
+const CLIENT_GONE = Symbol('client gone');
+
 /**
- * The governed proxy's lean path (`/proxy/*`), mounted on the HTTP server ahead of express:
- * authenticate the agent, map the action, decide, then forward or refuse, set the decision
- * headers and hand the exchange to the audit writer. It calls the same Nest services every
- * other entry point uses; it only skips express's router and body handling, which alone
- * cost more than the whole budget of this path (see docs/architecture.md).
+ * The governed proxy (`/proxy/*`), a thin HTTP transport over the governed decision: it turns
+ * the request into a DecisionRequest (URL to action, query and JSON body to args, headers to
+ * context), then forwards or refuses, sets the decision headers and records the outcome. It is
+ * mounted on the HTTP server ahead of express, whose router and body handling alone would cost
+ * more than this path's whole budget (docs/architecture.md).
  */
 @Injectable()
 export class ProxyHandler implements OnApplicationShutdown {
@@ -48,8 +42,6 @@ export class ProxyHandler implements OnApplicationShutdown {
     private readonly config: AppConfig,
     private readonly authenticator: AgentAuthenticator,
     private readonly decisions: DecisionService,
-    private readonly usage: UsageMeter,
-    private readonly audit: AuditWriter,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.upstream = config.proxy.upstreamUrl ? new UpstreamClient(config.proxy.upstreamUrl, config.proxy.timeoutMs) : null;
@@ -61,7 +53,7 @@ export class ProxyHandler implements OnApplicationShutdown {
     const traceId = resolveTraceId(header(request, 'x-trace-id'), header(request, 'traceparent'));
     this.serve(request, response, started, traceId).catch((error: unknown) => {
       this.logger.error({ err: error, traceId }, 'proxy request failed');
-      sendJson(response, 500, { error: ErrorCode.InternalError, message: 'Internal server error', traceId }, traceHeaders(traceId));
+      sendJson(response, 500, errorBody(error, traceId).body, traceHeaders(traceId));
     });
   }
 
@@ -71,75 +63,63 @@ export class ProxyHandler implements OnApplicationShutdown {
 
   private async serve(request: IncomingMessage, response: ServerResponse, started: number, traceId: string): Promise<void> {
     const target = parseProxyUrl(request.url!);
-    if (typeof target === 'string') return this.refuse(request, response, new AppError(ErrorCode.InvalidRequest, target), traceHeaders(traceId));
-    const nowMs = Date.now();
-    // Each step below is synchronous once its caches are warm; awaiting only real promises
-    // keeps the common path free of needless microtask hops.
-    let auth: AuthenticatedAgent | Promise<AuthenticatedAgent>;
+    if (typeof target === 'string') return this.refuse(request, response, AppError.invalid(target), traceHeaders(traceId));
+    let auth: AuthenticatedAgent;
     try {
-      auth = this.authenticator.authenticate(request.headers.authorization, nowMs);
-      if (auth instanceof Promise) auth = await auth;
+      auth = await this.authenticator.authenticate(request.headers.authorization);
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
       return this.refuse(request, response, error, traceHeaders(traceId));
     }
-    const orgId = auth.agent.orgId;
-    let withinQuota = this.usage.tryConsume(orgId, nowMs);
-    if (withinQuota instanceof Promise) withinQuota = await withinQuota;
-    if (!withinQuota) {
-      return this.refuse(request, response, new AppError(ErrorCode.QuotaExceeded, 'The organization has used its monthly policy checks'), agentHeaders(traceId, auth.agent.id));
+    const body: { read?: Buffer } = {};
+    let verdict: Verdict;
+    try {
+      verdict = await this.decisions.decide(auth, this.decisionRequest(request, target, traceId, body));
+    } catch (error) {
+      if (error === CLIENT_GONE) return;
+      if (!(error instanceof AppError)) throw error;
+      return this.refuse(request, response, error, agentHeaders(traceId, auth.agent.id));
     }
-    const backpressure = this.audit.whenWritable();
-    if (backpressure !== undefined) await backpressure;
+    const exchange: Exchange = { started, verdict, target };
+    const headers = decisionHeaders(verdict.decision, traceId, auth.agent.id);
+    if (verdict.decision.effect === 'deny' && verdict.enforced) return this.deny(request, response, exchange, headers);
+    this.forward(request, response, exchange, headers, body.read);
+  }
 
+  private decisionRequest(request: IncomingMessage, target: ProxyTarget, traceId: string, body: { read?: Buffer }): DecisionRequest {
     const method = request.method ?? 'GET';
     const verb = verbOf(method);
-    const action = actionOf(verb, target.path, header(request, 'x-service-action'));
-    let policies = this.decisions.policies(orgId);
-    if (policies instanceof Promise) policies = await policies;
-    const applicable = policies.set.applicable({ plugin: 'http', function: verb, action });
-    let body: Buffer | undefined;
-    let parsed: unknown;
-    if (policies.set.readsBodyArgs(applicable) && isJsonRequest(request)) {
-      const read = await readBody(request, Math.min(this.config.http.maxJsonBytes, this.config.proxy.maxBodyBytes));
-      if (read === 'too_large') return this.refuse(request, response, tooLarge(this.config.http.maxJsonBytes, 'inspected by policy'), agentHeaders(traceId, auth.agent.id));
-      if (read === 'aborted') return;
-      parsed = parseJsonBody(read);
-      if (parsed === INVALID_JSON) return this.refuse(request, response, new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON'), agentHeaders(traceId, auth.agent.id));
-      body = read;
-    }
-    const input: DecisionInput = {
-      agent: auth.agent.facts,
-      action,
+    return {
+      source: 'proxy',
+      traceId,
+      action: actionOf(verb, target.path, header(request, 'x-service-action')),
       resource: target.path,
       plugin: 'http',
       function: verb,
-      args: proxyArgs(target.path, method, target.query, parsed),
+      args: proxyArgs(target.path, method, target.query, undefined),
       context: proxyContext(request.headers),
-      delegation: auth.delegation,
-    };
-    const decisionStarted = performance.now();
-    let decision = this.decisions.decide(policies, input, applicable, nowMs);
-    if (decision instanceof Promise) decision = await decision;
-    const exchange: Exchange = {
-      started,
-      nowMs,
-      traceId,
       method,
-      target,
-      auth,
-      input,
-      decision,
-      decisionMs: performance.now() - decisionStarted,
-      enforced: decision.effect === 'allow' || this.decisions.enforcing,
+      path: `/${target.path}`,
+      fullArgs: isJsonRequest(request)
+        ? async () => {
+            body.read = await this.readInspectedBody(request);
+            return proxyArgs(target.path, method, target.query, parseJsonBody(body.read));
+          }
+        : undefined,
     };
-    const headers = decisionHeaders(decision, traceId, auth.agent.id);
-    if (decision.effect === 'deny' && exchange.enforced) return this.deny(request, response, exchange, headers);
-    this.forward(request, response, exchange, headers, body);
+  }
+
+  /** The JSON body a policy inspects, bounded by MAX_JSON_BYTES. */
+  private async readInspectedBody(request: IncomingMessage): Promise<Buffer> {
+    const read = await readBody(request, Math.min(this.config.http.maxJsonBytes, this.config.proxy.maxBodyBytes));
+    if (read === 'aborted') throw CLIENT_GONE;
+    if (read === 'too_large') throw tooLarge(this.config.http.maxJsonBytes, 'inspected by policy');
+    if (parseJsonBody(read) === INVALID_JSON) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
+    return read;
   }
 
   private deny(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>): void {
-    const { decision } = exchange;
+    const { decision, request: asked } = exchange.verdict;
     if (decision.rateLimit) {
       const retryAfter = decision.rateLimit.retryAfterSeconds;
       sendJson(
@@ -157,8 +137,8 @@ export class ProxyHandler implements OnApplicationShutdown {
           message: `Denied by policy ${decision.policy}: ${decision.reason}`,
           reason: decision.reason,
           policy: decision.policy,
-          action: exchange.input.action,
-          trace_id: exchange.traceId,
+          action: asked.action,
+          trace_id: asked.traceId,
         },
         headers,
       );
@@ -168,27 +148,28 @@ export class ProxyHandler implements OnApplicationShutdown {
   }
 
   private forward(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>, body: Buffer | undefined): void {
+    const { traceId } = exchange.verdict.request;
     if (this.upstream === null) {
       request.resume();
-      sendJson(response, 502, { error: ErrorCode.NoUpstream, message: 'No upstream is configured (UPSTREAM_URL)' }, headers);
+      sendJson(response, 502, errorBody(new AppError(ErrorCode.NoUpstream, 'No upstream is configured (UPSTREAM_URL)'), traceId).body, headers);
       return this.record(exchange, 502, null);
     }
     const limit = { tooLarge: false };
     const declared = request.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.config.proxy.maxBodyBytes) {
       request.resume();
-      sendJson(response, 413, tooLarge(this.config.proxy.maxBodyBytes, 'proxied').toBody(), headers);
+      sendJson(response, 413, errorBody(tooLarge(this.config.proxy.maxBodyBytes, 'proxied'), traceId).body, headers);
       return this.record(exchange, 413, null);
     }
     const streamed = body ?? (declared !== undefined ? (declared === '0' ? undefined : request) : request.headers['transfer-encoding'] ? limitedBody(request, this.config.proxy.maxBodyBytes, limit) : undefined);
     this.upstream.forward(
       {
-        method: exchange.method,
+        method: exchange.verdict.request.method!,
         pathAndQuery: `/${exchange.target.path}${exchange.target.query === '' ? '' : `?${exchange.target.query}`}`,
         incoming: request,
         body: streamed,
-        traceId: exchange.traceId,
-        traceparent: traceparentFor(exchange.traceId),
+        traceId,
+        traceparent: traceparentFor(traceId),
         responseHeaders: headers,
       },
       response,
@@ -197,13 +178,14 @@ export class ProxyHandler implements OnApplicationShutdown {
         try {
           this.finishForward(response, exchange, headers, outcome, limit.tooLarge);
         } catch (error) {
-          this.logger.error({ err: error, traceId: exchange.traceId }, 'proxy request failed after the upstream answered');
+          this.logger.error({ err: error, traceId }, 'proxy request failed after the upstream answered');
         }
       },
     );
   }
 
   private finishForward(response: ServerResponse, exchange: Exchange, headers: Record<string, string>, outcome: UpstreamOutcome, tooLargeBody: boolean): void {
+    const { traceId } = exchange.verdict.request;
     switch (outcome.kind) {
       case 'response':
       case 'failed-after-headers':
@@ -212,15 +194,15 @@ export class ProxyHandler implements OnApplicationShutdown {
         // nginx's 499: the client closed the connection before its answer was complete.
         return this.record(exchange, CLIENT_CLOSED_REQUEST, outcome.upstreamStatus);
       case 'timeout':
-        sendJson(response, 504, { error: ErrorCode.GatewayTimeout, message: `The upstream did not answer within ${this.config.proxy.timeoutMs} ms` }, headers);
+        sendJson(response, 504, errorBody(new AppError(ErrorCode.GatewayTimeout, `The upstream did not answer within ${this.config.proxy.timeoutMs} ms`), traceId).body, headers);
         return this.record(exchange, 504, null);
       case 'unreachable':
         if (tooLargeBody) {
-          sendJson(response, 413, tooLarge(this.config.proxy.maxBodyBytes, 'proxied').toBody(), headers);
+          sendJson(response, 413, errorBody(tooLarge(this.config.proxy.maxBodyBytes, 'proxied'), traceId).body, headers);
           return this.record(exchange, 413, null);
         }
-        this.logger.warn({ traceId: exchange.traceId }, 'upstream unreachable');
-        sendJson(response, 502, { error: ErrorCode.BadGateway, message: 'The upstream could not be reached' }, headers);
+        this.logger.warn({ traceId }, 'upstream unreachable');
+        sendJson(response, 502, errorBody(new AppError(ErrorCode.BadGateway, 'The upstream could not be reached'), traceId).body, headers);
         return this.record(exchange, 502, null);
     }
   }
@@ -228,37 +210,11 @@ export class ProxyHandler implements OnApplicationShutdown {
   /** Answers an error that came before a decision (nothing to audit: no decision was made). */
   private refuse(request: IncomingMessage, response: ServerResponse, error: AppError, headers: Record<string, string>): void {
     request.resume();
-    sendJson(response, error.status, error.toBody(), headers);
+    sendJson(response, error.status, errorBody(error, headers[ServiceHeader.TraceId]).body, headers);
   }
 
   private record(exchange: Exchange, status: number, upstreamStatus: number | null): void {
-    const { auth, decision, input } = exchange;
-    this.audit.record({
-      ts: exchange.nowMs,
-      orgId: auth.agent.orgId,
-      source: 'proxy',
-      kind: 'decision',
-      traceId: exchange.traceId,
-      agentId: auth.agent.id,
-      agentName: auth.agent.name,
-      trustTier: auth.agent.trustTier,
-      action: input.action,
-      method: exchange.method,
-      path: `/${exchange.target.path}`,
-      decision: decision.effect,
-      enforced: exchange.enforced,
-      rateLimited: decision.rateLimit !== undefined,
-      policyName: decision.policy,
-      rule: decision.rule,
-      reason: decision.reason,
-      decisionLatencyMs: exchange.decisionMs,
-      latencyMs: performance.now() - exchange.started,
-      status,
-      upstreamStatus,
-      delegationChain: auth.delegation.chain.length > 0 ? auth.delegation.chain : null,
-      input,
-      details: null,
-    });
+    this.decisions.record(exchange.verdict, { status, upstreamStatus, latencyMs: performance.now() - exchange.started });
   }
 }
 

@@ -1,0 +1,24 @@
+import { DynamicModule, Module, ModuleMetadata, Provider } from '@nestjs/common';
+import { AgentAuthenticator } from '../identity/agent-authenticator';
+import { AgentTokenVerifier } from '../identity/agent-token-verifier';
+import { DecisionEvents } from './decision-events';
+import { DecisionService } from './decision.service';
+
+const CORE = [DecisionService, DecisionEvents, AgentTokenVerifier, AgentAuthenticator];
+
+/**
+ * The governed decision and agent-token verification, on whatever sources the host binds to
+ * the tokens of decision-sources.ts: PostgreSQL on the gateway (DecisionsModule), a signed
+ * bundle on the edge sidecar, in-memory sources in tests. Nothing here imports TypeORM.
+ */
+@Module({})
+export class DecisionCoreModule {
+  static register(options: { imports?: ModuleMetadata['imports']; sources: Provider[] }): DynamicModule {
+    return {
+      module: DecisionCoreModule,
+      imports: options.imports ?? [],
+      providers: [...options.sources, ...CORE],
+      exports: CORE,
+    };
+  }
+}

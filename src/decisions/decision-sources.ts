@@ -1,0 +1,88 @@
+import type { KeyObject } from 'node:crypto';
+import type { AuditRecord } from '../audit/audit-record';
+import type { PolicySet } from '../policy-engine/policy-set';
+import type { AgentFacts, RateLimiter } from '../policy-engine/types';
+
+/*
+ * What the governed decision reads and writes, as small interfaces (Cerbos's PolicyLoader is the
+ * model). The gateway binds them to PostgreSQL-backed services (PolicyRegistry, AgentDirectory,
+ * KeyRing, UsageMeter, AuditWriter); the edge sidecar binds them to its signed bundle and its
+ * write-ahead audit file. Lookups answer synchronously when they can (a cache hit) and with a
+ * promise when they must load: callers simply await either.
+ */
+
+/** An organization's compiled policies and the policy version they reflect. */
+export interface LoadedPolicies {
+  set: PolicySet;
+  version: number;
+}
+
+/** An agent as the decision path sees it: its current record, with decision facts prebuilt. */
+export interface AgentSnapshot {
+  id: string;
+  orgId: string;
+  name: string;
+  trustTier: string;
+  tags: readonly string[];
+  revoked: boolean;
+  facts: AgentFacts;
+}
+
+export interface PolicySource {
+  /** The organization's compiled policies. */
+  get(orgId: string): LoadedPolicies | Promise<LoadedPolicies>;
+}
+
+export interface AgentSource {
+  /** The agent's current record (revoked ones included), or null when it does not exist. */
+  get(agentId: string): AgentSnapshot | null | Promise<AgentSnapshot | null>;
+}
+
+export interface VerificationKeySource {
+  /** The public key a token names by `kid`, if it is trusted. */
+  verificationKey(kid: string | undefined): KeyObject | undefined | Promise<KeyObject | undefined>;
+}
+
+export interface UsageGate {
+  /** Counts one policy check; false when the organization's monthly quota is used up. */
+  tryConsume(orgId: string, nowMs: number): boolean | Promise<boolean>;
+}
+
+export interface DecisionLog {
+  /** Keeps the entry for writing; never blocks, never drops. */
+  record(entry: AuditRecord): void;
+  /** Undefined while the log has room, else a promise that resolves when it has (backpressure). */
+  whenWritable(): Promise<void> | undefined;
+}
+
+/** How decisions are applied, and whom agent tokens must come from. */
+export interface DecisionSettings {
+  /** `audit`: denials are recorded, nothing is blocked. */
+  mode: 'enforce' | 'audit';
+  /** The `iss` every agent token must carry. */
+  tokenIssuer: string;
+}
+
+export const POLICY_SOURCE = Symbol('PolicySource');
+export const AGENT_SOURCE = Symbol('AgentSource');
+export const VERIFICATION_KEYS = Symbol('VerificationKeySource');
+export const USAGE_GATE = Symbol('UsageGate');
+export const DECISION_LOG = Symbol('DecisionLog');
+export const RATE_LIMITER = Symbol('RateLimiter');
+export const DECISION_SETTINGS = Symbol('DecisionSettings');
+
+export type { RateLimiter };
+
+/** A snapshot from an agent's stored fields. */
+export function agentSnapshot(agent: { id: string; orgId: string; name: string; trustTier: string; tags: readonly string[]; revoked: boolean }): AgentSnapshot {
+  const tags = Object.freeze([...agent.tags]);
+  return {
+    id: agent.id,
+    orgId: agent.orgId,
+    name: agent.name,
+    trustTier: agent.trustTier,
+    tags,
+    revoked: agent.revoked,
+    facts: Object.freeze({ id: agent.id, name: agent.name, trust_tier: agent.trustTier, tags, org: agent.orgId }),
+  };
+}

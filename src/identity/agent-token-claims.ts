@@ -1,0 +1,50 @@
+import type { JWTPayload } from 'jose';
+
+/** Claims of an agent token (SPEC.md "Agent token (JWT) claims"). */
+export interface AgentTokenClaims {
+  sub: string;
+  name: string;
+  /** Trust tier, under both names SPEC.md describes. */
+  trust: string;
+  tier: string;
+  tags: string[];
+  org: string;
+  iat: number;
+  exp: number;
+  iss: string;
+  /** Delegation (RFC 8693 style): `{sub: <delegating agent>, act?: {...}}`, innermost is the original delegator. */
+  act?: ActorClaim;
+}
+
+export interface ActorClaim {
+  sub: string;
+  act?: ActorClaim;
+}
+
+export class InvalidTokenError extends Error {}
+
+/** The typed claims of a verified payload. */
+export function toClaims(payload: JWTPayload): AgentTokenClaims {
+  const tags = Array.isArray(payload.tags) ? payload.tags.filter((tag): tag is string => typeof tag === 'string') : [];
+  const tier = typeof payload.tier === 'string' ? payload.tier : typeof payload.trust === 'string' ? payload.trust : 'unverified';
+  return {
+    sub: payload.sub!,
+    name: typeof payload.name === 'string' ? payload.name : '',
+    trust: tier,
+    tier,
+    tags,
+    org: typeof payload.org === 'string' ? payload.org : '',
+    iat: payload.iat!,
+    exp: payload.exp!,
+    iss: payload.iss ?? '',
+    act: toActor(payload.act),
+  };
+}
+
+function toActor(value: unknown, depth = 0): ActorClaim | undefined {
+  if (depth > 16 || typeof value !== 'object' || value === null) return undefined;
+  const sub = (value as { sub?: unknown }).sub;
+  if (typeof sub !== 'string') return undefined;
+  const act = toActor((value as { act?: unknown }).act, depth + 1);
+  return act ? { sub, act } : { sub };
+}

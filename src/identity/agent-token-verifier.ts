@@ -1,0 +1,55 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { errors as joseErrors, jwtVerify, JWTPayload } from 'jose';
+import { DECISION_SETTINGS, DecisionSettings, VERIFICATION_KEYS, VerificationKeySource } from '../decisions/decision-sources';
+import { AgentTokenClaims, InvalidTokenError, toClaims } from './agent-token-claims';
+
+const MAX_CACHED_TOKENS = 50_000;
+const ALGORITHMS = ['EdDSA', 'ES256'];
+
+/**
+ * Verifies agent tokens against a set of trusted public keys: the gateway's key ring, or at the
+ * edge the keys of the signed bundle. It never needs a private key. Verified tokens are cached
+ * until they expire, so a signature is checked once per token, not per request; whether the
+ * agent is still allowed in (revocation) is the caller's check, on every request.
+ */
+@Injectable()
+export class AgentTokenVerifier {
+  private readonly verified = new Map<string, AgentTokenClaims>();
+
+  constructor(
+    @Inject(VERIFICATION_KEYS) private readonly keys: VerificationKeySource,
+    @Inject(DECISION_SETTINGS) private readonly settings: DecisionSettings,
+  ) {}
+
+  /** The claims of a valid, unexpired token, or an InvalidTokenError. */
+  async verify(token: string, nowMs: number): Promise<AgentTokenClaims> {
+    const cached = this.verified.get(token);
+    if (cached === undefined) return this.verifySignature(token);
+    if (cached.exp * 1000 > nowMs) return cached;
+    this.verified.delete(token);
+    throw new InvalidTokenError('token expired');
+  }
+
+  private async verifySignature(token: string): Promise<AgentTokenClaims> {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, (header) => this.keyFor(header.kid), {
+        issuer: this.settings.tokenIssuer,
+        algorithms: ALGORITHMS,
+        requiredClaims: ['sub', 'exp', 'iat'],
+      }));
+    } catch (error) {
+      throw new InvalidTokenError(error instanceof joseErrors.JWTExpired ? 'token expired' : 'invalid token');
+    }
+    const claims = toClaims(payload);
+    if (this.verified.size >= MAX_CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(token, claims);
+    return claims;
+  }
+
+  private async keyFor(kid: string | undefined) {
+    const key = await this.keys.verificationKey(kid);
+    if (key === undefined) throw new InvalidTokenError('unknown signing key');
+    return key;
+  }
+}
