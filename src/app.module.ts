@@ -3,6 +3,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
 import { AuditModule } from './audit/audit.module';
+import { BundlesModule } from './bundles/bundles.module';
 import { AuthModule } from './auth/auth.module';
 import { ClusterModule } from './cluster/cluster.module';
 import { AppConfig } from './config/app-config';
@@ -38,6 +39,7 @@ export class AppModule {
         PoliciesModule,
         DecisionsModule,
         ProxyModule,
+        BundlesModule,
       ],
       providers: [GatewayBootstrap],
     };

@@ -1,0 +1,339 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { compactInput } from '../audit/audit-input';
+import type { AuditRecord } from '../audit/audit-record';
+import { AuditSanitizer } from '../audit/audit-sanitizer';
+import type { DecisionLog } from '../decisions/decision-sources';
+import { readFileIfExists, writeFileAtomic } from './atomic-file';
+
+const WAL_FILE = 'audit.wal';
+const ACKED_FILE = 'audit.acked';
+const SEQ_FILE = 'audit.seq';
+/** Rewrite the file without its acknowledged head once that head is this large and half the file. */
+const COMPACT_MIN_BYTES = 1024 * 1024;
+const SEQ_LINE = /^\{"seq":(\d+),/;
+
+/** A batch of entries to forward: their JSON lines and the highest sequence number among them. */
+export interface WalBatch {
+  lines: string[];
+  firstSeq: number;
+  lastSeq: number;
+}
+
+/** What /health shows of the buffer. */
+export interface WalState {
+  fileBytes: number;
+  maxBytes: number;
+  /** Entries written but not yet acknowledged by the gateway. */
+  pendingEntries: number;
+  lastSeq: number;
+  ackedSeq: number;
+  /** Entries not kept because the file was full (their numbers show as a gap at the gateway). */
+  dropped: number;
+  overflowing: boolean;
+}
+
+interface Group {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
+/**
+ * The sidecar's audit buffer: a write-ahead file in CACHE_DIR of one JSON line per decision,
+ * `{"seq":N, ...audit record}`, N counting from 1 per sidecar and never reused.
+ *
+ * Durability (group commit): `record` only queues the line; at the end of the event loop's turn
+ * the turn's lines are written with one write(2) and then one fdatasync covers them (one sync
+ * at a time; lines of later turns wait for the next). A transport sends its answer only after
+ * `durable()` resolves, so an answered decision is on disk: neither kill -9 nor a power loss
+ * loses it. Costs about one fdatasync (≈0.3 ms here) of latency, shared by all the turn's
+ * requests.
+ *
+ * The gateway acknowledges forwarded entries by number; the highest acknowledged number goes to
+ * `audit.acked` (atomically) and the file is then truncated (everything acknowledged) or
+ * rewritten without its acknowledged head. Growth is bounded by `maxBytes`: past it, entries
+ * are dropped, counted and logged, and their numbers are still used, so the gateway's fleet
+ * status reports exactly which decisions are missing.
+ */
+export class AuditWal implements DecisionLog {
+  private fd: number;
+  private readonly file: string;
+  /** Sequence numbers and end offsets of the written, unacknowledged lines, from `head` on. */
+  private seqs: number[] = [];
+  private ends: number[] = [];
+  private head = 0;
+  /** Offset of the first unacknowledged line. */
+  private start = 0;
+  private size = 0;
+  private lastSeq = 0;
+  private ackedSeq = 0;
+  private syncedSeq = 0;
+  private dropped = 0;
+  private overflowing = false;
+  private pending: string[] = [];
+  private pendingSeqs: number[] = [];
+  private pendingBytes = 0;
+  private openGroup: Group | null = null;
+  private awaitingSync: Group[] = [];
+  private syncing = false;
+  private scheduled = false;
+  private readonly settled = Promise.resolve();
+
+  private constructor(
+    private readonly dir: string,
+    private readonly maxBytes: number,
+    private readonly clean: AuditSanitizer,
+    private readonly logger: Logger,
+  ) {
+    this.file = path.join(dir, WAL_FILE);
+    this.fd = -1;
+  }
+
+  /** Opens the buffer in `dir`, recovering what a previous run left (a torn last line is cut off). */
+  static open(dir: string, maxBytes: number, clean: AuditSanitizer, logger: Logger): AuditWal {
+    fs.mkdirSync(dir, { recursive: true });
+    const wal = new AuditWal(dir, maxBytes, clean, logger);
+    wal.recover();
+    return wal;
+  }
+
+  record(entry: AuditRecord): void {
+    const seq = ++this.lastSeq;
+    let line: string;
+    try {
+      line = this.serialize(seq, entry);
+    } catch (error) {
+      this.drop(seq, 'entry could not be serialised', error);
+      return;
+    }
+    const bytes = Buffer.byteLength(line);
+    if (this.size + this.pendingBytes + bytes > this.maxBytes) return this.drop(seq, 'audit buffer full');
+    if (this.overflowing) {
+      this.overflowing = false;
+      this.logger.warn({ dropped: this.dropped, resumedAtSeq: seq }, 'audit buffer has room again');
+    }
+    this.pending.push(line);
+    this.pendingSeqs.push(seq);
+    this.pendingBytes += bytes;
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.writePending);
+    }
+  }
+
+  /** The buffer never makes a decision wait for room: past its bound it drops and says so. */
+  whenWritable(): undefined {
+    return undefined;
+  }
+
+  /** Resolves once every entry recorded so far is written and synced. */
+  durable(): Promise<void> {
+    if (this.pending.length > 0) {
+      if (this.openGroup === null) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((done) => (resolve = done));
+        this.openGroup = { promise, resolve };
+      }
+      return this.openGroup.promise;
+    }
+    const last = this.awaitingSync.at(-1) ?? this.inSync;
+    return last?.promise ?? this.settled;
+  }
+
+  /** The oldest synced, unacknowledged entries: at most `maxEntries` and about `maxBytes`. */
+  batch(maxEntries: number, maxBytes: number): WalBatch | null {
+    let end = this.head;
+    while (end < this.seqs.length && end - this.head < maxEntries && this.seqs[end] <= this.syncedSeq) {
+      if (end > this.head && this.ends[end] - this.start > maxBytes) break;
+      end++;
+    }
+    if (end === this.head) return null;
+    const length = this.ends[end - 1] - this.start;
+    const buffer = Buffer.alloc(length);
+    fs.readSync(this.fd, buffer, 0, length, this.start);
+    const lines = buffer.toString('utf8').split('\n');
+    lines.pop();
+    return { lines, firstSeq: this.seqs[this.head], lastSeq: this.seqs[end - 1] };
+  }
+
+  /** The gateway has every entry up to `seq`: remember it, then drop them from the file. */
+  acknowledge(seq: number): void {
+    if (seq <= this.ackedSeq) return;
+    writeFileAtomic(path.join(this.dir, ACKED_FILE), String(seq));
+    this.ackedSeq = seq;
+    while (this.head < this.seqs.length && this.seqs[this.head] <= seq) {
+      this.start = this.ends[this.head];
+      this.head++;
+    }
+    this.compact();
+  }
+
+  state(): WalState {
+    return {
+      fileBytes: this.size,
+      maxBytes: this.maxBytes,
+      pendingEntries: this.seqs.length - this.head + this.pending.length,
+      lastSeq: this.lastSeq,
+      ackedSeq: this.ackedSeq,
+      dropped: this.dropped,
+      overflowing: this.overflowing,
+    };
+  }
+
+  /** Writes and syncs what is queued, then closes the file (shutdown). */
+  close(): void {
+    this.writePending();
+    if (this.fd >= 0) {
+      fs.fdatasyncSync(this.fd);
+      fs.closeSync(this.fd);
+      this.fd = -1;
+    }
+    for (const group of this.awaitingSync) group.resolve();
+    this.awaitingSync = [];
+  }
+
+  private inSync: Group | null = null;
+
+  private serialize(seq: number, entry: AuditRecord): string {
+    const { input, ...fields } = entry;
+    const inputText = this.clean.serialize(compactInput(input)) ?? 'null';
+    return `{"seq":${seq},${JSON.stringify(fields).slice(1, -1)},"input":${inputText}}\n`;
+  }
+
+  private drop(seq: number, why: string, error?: unknown): void {
+    this.dropped++;
+    if (!this.overflowing) {
+      this.overflowing = true;
+      this.logger.error({ seq, maxBytes: this.maxBytes, fileBytes: this.size, err: error }, `${why}: audit entries are being dropped until the gateway acknowledges some`);
+    }
+    // The numbers used must survive a restart, so the gateway sees the gap rather than reuse.
+    if (this.dropped % 100 === 1) fs.writeFileSync(path.join(this.dir, SEQ_FILE), String(this.lastSeq));
+  }
+
+  private readonly writePending = (): void => {
+    this.scheduled = false;
+    if (this.pending.length === 0) return;
+    const data = Buffer.from(this.pending.join(''));
+    const seqs = this.pendingSeqs;
+    const group = this.openGroup ?? makeGroup();
+    this.pending = [];
+    this.pendingSeqs = [];
+    this.pendingBytes = 0;
+    this.openGroup = null;
+    try {
+      fs.writeSync(this.fd, data, 0, data.length, this.size);
+    } catch (error) {
+      this.dropped += seqs.length;
+      this.logger.error({ err: error, entries: seqs.length }, 'audit entries could not be written to the buffer file');
+      group.resolve();
+      return;
+    }
+    let offset = this.size;
+    for (let index = 0; index < seqs.length; index++) {
+      offset = data.indexOf(10, offset - this.size) + 1 + this.size;
+      this.seqs.push(seqs[index]);
+      this.ends.push(offset);
+    }
+    this.size += data.length;
+    (group as Group & { seq?: number }).seq = seqs.at(-1);
+    this.awaitingSync.push(group);
+    this.startSync();
+  };
+
+  private startSync(): void {
+    if (this.syncing || this.awaitingSync.length === 0) return;
+    const groups = this.awaitingSync;
+    this.awaitingSync = [];
+    this.syncing = true;
+    this.inSync = groups.at(-1)!;
+    const upTo = (groups.at(-1) as Group & { seq?: number }).seq ?? this.syncedSeq;
+    fs.fdatasync(this.fd, (error) => {
+      this.syncing = false;
+      this.inSync = null;
+      if (error) this.logger.error({ err: error }, 'audit buffer fdatasync failed');
+      this.syncedSeq = Math.max(this.syncedSeq, upTo);
+      for (const group of groups) group.resolve();
+      this.startSync();
+      this.compact();
+    });
+  }
+
+  /** Truncates (all acknowledged) or rewrites the file without its acknowledged head. */
+  private compact(): void {
+    if (this.syncing || this.pending.length > 0 || this.start === 0) return;
+    if (this.head === this.seqs.length) {
+      fs.ftruncateSync(this.fd, 0);
+      this.resetIndex(0, []);
+      return;
+    }
+    if (this.start < COMPACT_MIN_BYTES || this.start * 2 < this.size) return;
+    const rest = Buffer.alloc(this.size - this.start);
+    fs.readSync(this.fd, rest, 0, rest.length, this.start);
+    writeFileAtomic(this.file, rest);
+    fs.closeSync(this.fd);
+    this.fd = fs.openSync(this.file, 'r+');
+    const shift = this.start;
+    this.resetIndex(
+      rest.length,
+      this.seqs.slice(this.head).map((seq, index) => [seq, this.ends[this.head + index] - shift]),
+    );
+  }
+
+  private resetIndex(size: number, entries: Array<[number, number]>): void {
+    this.seqs = entries.map(([seq]) => seq);
+    this.ends = entries.map(([, end]) => end);
+    this.head = 0;
+    this.start = 0;
+    this.size = size;
+  }
+
+  private recover(): void {
+    this.ackedSeq = Number(readFileIfExists(path.join(this.dir, ACKED_FILE)) ?? 0) || 0;
+    const usedSeq = Number(readFileIfExists(path.join(this.dir, SEQ_FILE)) ?? 0) || 0;
+    this.fd = fs.openSync(this.file, fs.existsSync(this.file) ? 'r+' : 'w+', 0o600);
+    const data = fs.readFileSync(this.file);
+    let offset = 0;
+    let lastSeq = 0;
+    const entries: Array<[number, number]> = [];
+    while (offset < data.length) {
+      const newline = data.indexOf(10, offset);
+      if (newline < 0) break;
+      const match = SEQ_LINE.exec(data.subarray(offset, Math.min(newline, offset + 40)).toString('utf8'));
+      if (match === null || !isJson(data.subarray(offset, newline))) break;
+      lastSeq = Number(match[1]);
+      entries.push([lastSeq, newline + 1]);
+      offset = newline + 1;
+    }
+    if (offset < data.length) {
+      this.logger.warn({ file: this.file, keptBytes: offset, cutBytes: data.length - offset }, 'audit buffer ended in a torn line (the process was killed mid-write); cut it off');
+      fs.ftruncateSync(this.fd, offset);
+    }
+    const unacked = entries.filter(([seq]) => seq > this.ackedSeq);
+    const firstUnacked = entries.length - unacked.length;
+    this.seqs = entries.map(([seq]) => seq);
+    this.ends = entries.map(([, end]) => end);
+    this.head = firstUnacked;
+    this.start = firstUnacked === 0 ? 0 : this.ends[firstUnacked - 1];
+    this.size = offset;
+    this.lastSeq = Math.max(this.ackedSeq, usedSeq, lastSeq);
+    this.syncedSeq = lastSeq;
+    if (unacked.length > 0) this.logger.info({ entries: unacked.length, from: unacked[0][0], to: lastSeq }, 'audit entries buffered by a previous run will be forwarded');
+    this.compact();
+  }
+}
+
+function makeGroup(): Group {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+function isJson(line: Buffer): boolean {
+  try {
+    JSON.parse(line.toString('utf8'));
+    return true;
+  } catch {
+    return false;
+  }
+}
