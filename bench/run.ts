@@ -9,11 +9,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
+import { runSidecarBench } from './sidecar.bench';
 import type { BenchReport, BenchRow } from './report';
 
 const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   policy: runPolicyBench,
   proxy: runProxyBench,
+  sidecar: runSidecarBench,
 };
 
 const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');

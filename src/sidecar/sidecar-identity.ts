@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import type { SidecarConfig } from '../config/sidecar-config';
 import { readFileIfExists, writeFileAtomic } from './atomic-file';
@@ -12,6 +13,7 @@ const ID_FILE = 'sidecar-id';
  */
 export function sidecarIdentity(config: SidecarConfig): string {
   if (config.sidecarId !== undefined) return config.sidecarId;
+  fs.mkdirSync(config.cacheDir, { recursive: true });
   const file = path.join(config.cacheDir, ID_FILE);
   const kept = readFileIfExists(file)?.trim();
   if (kept) return kept;
