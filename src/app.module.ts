@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
+import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { ClusterModule } from './cluster/cluster.module';
@@ -33,6 +34,7 @@ export class AppModule {
         OrganizationsModule,
         IdentityModule,
         AgentsModule,
+        ApiKeysModule,
         AuthModule,
         HealthModule,
         PoliciesModule,
