@@ -28,6 +28,9 @@ const ROUNDS = positiveNumber('BENCH_POLICY_ROUNDS', 8);
 const ROUND_MS = positiveNumber('BENCH_POLICY_ROUND_MS', 750);
 /** The engine may take at most this many times the hand-written function's time per decision. */
 const MAX_SLOWDOWN = 1.5;
+/** Rounds pricing the sync-or-promise plumbing (fewer: informative, not a target). */
+const PLUMBING_ROUNDS = positiveNumber('BENCH_POLICY_PLUMBING_ROUNDS', 4);
+const PLUMBING_ROUND_MS = positiveNumber('BENCH_POLICY_PLUMBING_ROUND_MS', 500);
 const CEDAR_POLICY_SET_ID = 'policy-bench';
 
 interface Timing {
@@ -70,35 +73,39 @@ async function timeLoopAsync<T>(pool: readonly T[], decide: (item: T) => Promise
   return { opsPerSec: Math.round(ops / seconds), ops, seconds };
 }
 
-async function measureAsync<T>(pool: readonly T[], decide: (item: T) => Promise<number>): Promise<Timing> {
-  await timeLoopAsync(pool, decide, WARMUP_MS);
-  return timeLoopAsync(pool, decide, MEASURE_MS);
-}
+/** Times one subject for about `durationMs`. */
+type Runner = (durationMs: number) => Timing | Promise<Timing>;
 
+/** Decisions/s of each subject, round by round. */
 interface Rounds {
-  readonly engine: number[];
-  readonly reference: number[];
+  readonly first: number[];
+  readonly second: number[];
 }
 
-/** ROUNDS rounds of ROUND_MS for each, alternating which goes first; both warmed up before. */
-function alternate<T>(pool: readonly T[], engine: (item: T) => number, reference: (item: T) => number): Rounds {
-  timeLoop(pool, engine, WARMUP_MS);
-  timeLoop(pool, reference, WARMUP_MS);
-  const rounds = { engine: [] as number[], reference: [] as number[] };
-  for (let round = 0; round < ROUNDS; round++) {
-    const order: Array<keyof Rounds> = round % 2 === 0 ? ['engine', 'reference'] : ['reference', 'engine'];
-    for (const which of order) rounds[which].push(timeLoop(pool, which === 'engine' ? engine : reference, ROUND_MS).opsPerSec);
+/** `rounds` rounds of `roundMs` for each subject, alternating which goes first; both warmed up before. */
+async function alternate(first: Runner, second: Runner, rounds: number, roundMs: number): Promise<Rounds> {
+  await first(WARMUP_MS);
+  await second(WARMUP_MS);
+  const result: Rounds = { first: [], second: [] };
+  for (let round = 0; round < rounds; round++) {
+    const order: Array<keyof Rounds> = round % 2 === 0 ? ['first', 'second'] : ['second', 'first'];
+    for (const which of order) result[which].push((await (which === 'first' ? first : second)(roundMs)).opsPerSec);
   }
-  return rounds;
+  return result;
 }
 
 function sum(values: readonly number[]): number {
   return values.reduce((total, value) => total + value, 0);
 }
 
-/** One row per side of the alternating rounds: the mean of its rounds. */
-function roundsRow(subject: string, opsPerRound: readonly number[], extra: Record<string, number | string>): BenchRow {
-  return { subject, opsPerSec: Math.round(sum(opsPerRound) / opsPerRound.length), extra: { rounds: opsPerRound.length, roundMs: ROUND_MS, ...extra } };
+/** How many times faster the first subject was, over all rounds. */
+function speedup(rounds: Rounds): number {
+  return sum(rounds.first) / sum(rounds.second);
+}
+
+/** A row for one side of alternating rounds: the mean of its rounds. */
+function roundsRow(subject: string, opsPerRound: readonly number[], roundMs: number, extra?: Record<string, number | string>): BenchRow {
+  return { subject, opsPerSec: Math.round(sum(opsPerRound) / opsPerRound.length), extra: { rounds: opsPerRound.length, roundMs, ...extra } };
 }
 
 function measure<T>(pool: readonly T[], decide: (item: T) => number, durationMs = MEASURE_MS): Timing {
@@ -169,16 +176,21 @@ export async function runPolicyBench(): Promise<BenchReport> {
   const denies = pool.filter((input) => syncDecision(set, input, env).effect === 'deny').length;
   const applicable = pool.map((input) => set.applicable(input));
 
-  const engineDecide = (input: DecisionInput) => isDeny(set.evaluate(input, env));
-  const rounds = alternate(pool, engineDecide, (input) => (handwrittenDecide(input).charCodeAt(0) === 100 ? 1 : 0));
+  const engine: Runner = (ms) => timeLoop(pool, (input) => isDeny(set.evaluate(input, env)), ms);
+  const reference: Runner = (ms) => timeLoop(pool, (input) => (handwrittenDecide(input).charCodeAt(0) === 100 ? 1 : 0), ms);
+  const target = await alternate(reference, engine, ROUNDS, ROUND_MS);
   const indexes = pool.map((_, index) => index);
   const withApplicable = measure(indexes, (index) => isDeny(set.evaluate(pool[index], env, applicable[index])));
-  const withRateLimit = measure(pool, (input) => isDeny(rated.evaluate(input, ratedEnv)));
   const explained = measure(pool, (input) => ((set.explain(input, env) as Explanation).decision.effect === 'deny' ? 1 : 0));
+
+  // What the sync-or-promise plumbing gains: the same evaluations, once through a Promise each.
   const asyncEvaluate = async (input: DecisionInput) => set.evaluate(input, env);
-  const awaited = await measureAsync(pool, async (input) => isDeny(await asyncEvaluate(input)));
+  const awaited: Runner = (ms) => timeLoopAsync(pool, async (input) => isDeny(await asyncEvaluate(input)), ms);
+  const syncOverAsync = await alternate(engine, awaited, PLUMBING_ROUNDS, PLUMBING_ROUND_MS);
   const promisedEnv: EvaluationEnv = { limiter: promising(new SlidingWindowLimiter()), nowMs: Date.now() };
-  const withPromisedLimit = await measureAsync(pool, async (input) => isDeny(await rated.evaluate(input, promisedEnv)));
+  const rateLimited: Runner = (ms) => timeLoop(pool, (input) => isDeny(rated.evaluate(input, ratedEnv)), ms);
+  const rateLimitedPromised: Runner = (ms) => timeLoopAsync(pool, async (input) => isDeny(await rated.evaluate(input, promisedEnv)), ms);
+  const syncLimiterOverAsync = await alternate(rateLimited, rateLimitedPromised, PLUMBING_ROUNDS, PLUMBING_ROUND_MS);
 
   cedarSetUp();
   const cedarCalls = pool.map((input) => toStatefulCedarRequest(input, CEDAR_POLICY_SET_ID));
@@ -189,18 +201,20 @@ export async function runPolicyBench(): Promise<BenchReport> {
   const oursSubset = measure(pool, (input) => isDeny(subset.evaluate(input, env)));
   const cedarTiming = measure(cedarCalls, (call) => (cedarDecision(call) === 'deny' ? 1 : 0), CEDAR_MEASURE_MS);
 
-  const slowdown = sum(rounds.reference) / sum(rounds.engine);
-  const perRound = rounds.engine.map((ops, index) => (rounds.reference[index] / ops).toFixed(2)).join(', ');
-  const engineMean = Math.round(sum(rounds.engine) / ROUNDS);
+  const slowdown = speedup(target);
+  const perRound = target.first.map((ops, index) => (ops / target.second[index]).toFixed(2)).join(', ');
   const rows: BenchRow[] = [
-    roundsRow('engine: 20 policies / 60 rules (match inline)', rounds.engine, { denies, allows: POOL_SIZE - denies }),
-    roundsRow('hand-written JavaScript, same rules (reference)', rounds.reference, { 'handwritten/engine': Number(slowdown.toFixed(2)) }),
+    roundsRow('engine: 20 policies / 60 rules (match inline)', target.second, ROUND_MS, { denies, allows: POOL_SIZE - denies }),
+    roundsRow('hand-written JavaScript, same rules (reference)', target.first, ROUND_MS, { 'handwritten/engine': Number(slowdown.toFixed(2)) }),
     row('engine: applicable() precomputed, evaluate(input, env, applicable)', withApplicable),
-    row('engine: explain(input, env) (traced dry run, builds the Explanation)', explained, { 'engine/explain': Number((engineMean / explained.opsPerSec).toFixed(1)) }),
-    row('engine, every decision awaited (as if evaluate were async)', awaited, { 'engine/awaited': Number((engineMean / awaited.opsPerSec).toFixed(2)) }),
-    row('engine + rate_limit(per_agent) with in-process SlidingWindowLimiter', withRateLimit),
-    row('engine + rate_limit(per_agent), limiter answering with Promises', withPromisedLimit, {
-      'sync/promised': Number((withRateLimit.opsPerSec / withPromisedLimit.opsPerSec).toFixed(2)),
+    row('engine: explain(input, env) (traced dry run, builds the Explanation)', explained),
+    roundsRow('engine, alternating with the next row', syncOverAsync.first, PLUMBING_ROUND_MS),
+    roundsRow('engine, every decision through an async function, awaited', syncOverAsync.second, PLUMBING_ROUND_MS, {
+      'sync/awaited': Number(speedup(syncOverAsync).toFixed(2)),
+    }),
+    roundsRow('engine + rate_limit(per_agent), in-process SlidingWindowLimiter', syncLimiterOverAsync.first, PLUMBING_ROUND_MS),
+    roundsRow('engine + rate_limit(per_agent), same limiter answering Promises, awaited', syncLimiterOverAsync.second, PLUMBING_ROUND_MS, {
+      'sync/promised': Number(speedup(syncLimiterOverAsync).toFixed(2)),
     }),
     row(`engine: Cedar-expressible subset (${CEDAR_SUBSET.length} policies)`, oursSubset, { denies: subsetDenies }),
     row('@cedar-policy/cedar-wasm statefulIsAuthorized, same subset', cedarTiming, {
@@ -212,7 +226,7 @@ export async function runPolicyBench(): Promise<BenchReport> {
     {
       description: `engine within ${MAX_SLOWDOWN}x of the hand-written function (handwritten/engine <= ${MAX_SLOWDOWN}, ${ROUNDS} alternating rounds summed)`,
       measured:
-        `${ROUNDS} rounds of ${ROUND_MS} ms: ${sum(rounds.reference).toLocaleString('en-US')} / ${sum(rounds.engine).toLocaleString('en-US')} decisions/s summed = ${slowdown.toFixed(2)}x ` +
+        `${ROUNDS} rounds of ${ROUND_MS} ms: ${sum(target.first).toLocaleString('en-US')} / ${sum(target.second).toLocaleString('en-US')} decisions/s summed = ${slowdown.toFixed(2)}x ` +
         `(rounds: ${perRound})`,
       pass: slowdown <= MAX_SLOWDOWN,
     },
@@ -232,8 +246,8 @@ export async function runPolicyBench(): Promise<BenchReport> {
     rows,
     targets,
     notes: [
-      `Node ${process.version}; single thread; pool of ${POOL_SIZE} pre-built inputs; engine and reference: ${ROUNDS} alternating rounds of ${ROUND_MS} ms after ${WARMUP_MS} ms warm-up each, rows show their mean; other rows ${WARMUP_MS} ms warm-up, ${MEASURE_MS} ms timed (Cedar ${CEDAR_MEASURE_MS} ms).`,
-      'The awaited rows price the sync-or-promise plumbing: evaluation as if it always went through a Promise (docs/architecture.md, Policy engine).',
+      `Node ${process.version}; single thread; pool of ${POOL_SIZE} pre-built inputs; rows measured in alternating rounds show the mean of their rounds; other rows ${WARMUP_MS} ms warm-up, ${MEASURE_MS} ms timed (Cedar ${CEDAR_MEASURE_MS} ms).`,
+      `The awaited rows price the sync-or-promise plumbing (${PLUMBING_ROUNDS} alternating rounds of ${PLUMBING_ROUND_MS} ms with the row above each): evaluation as if it always went through a Promise (docs/architecture.md, "Policy engine").`,
       'Cedar requests are built before timing; only statefulIsAuthorized calls (policy set pre-parsed) are timed.',
       'The rate-limit row adds one per-agent limit on write:* that never trips during the run (one limiter hit per write).',
     ],
