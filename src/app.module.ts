@@ -16,6 +16,7 @@ import { ProxyModule } from './proxy/proxy.module';
 import { IdentityModule } from './identity/identity.module';
 import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
+import { PdpModule } from './pdp/pdp.module';
 import { GatewayBootstrap } from './gateway-bootstrap';
 
 /** The gateway: every domain module, on one configuration, logger and database. */
@@ -40,6 +41,7 @@ export class AppModule {
         PoliciesModule,
         DecisionsModule,
         ProxyModule,
+        PdpModule,
       ],
       providers: [GatewayBootstrap],
     };

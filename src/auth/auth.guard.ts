@@ -1,8 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { Metadata } from '@grpc/grpc-js';
+import { Metadata } from '@grpc/grpc-js';
 import type { Request } from 'express';
-import { AdapterPrincipal, ApiKeysService } from '../api-keys/api-keys.service';
+import { AdapterAuthenticator } from '../api-keys/adapter-authenticator';
 import { AppError } from '../common/app-error';
 import { AUTH_KIND, AuthKind } from '../common/auth-decorators';
 import { ErrorCode } from '../common/error-code';
@@ -29,7 +29,7 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly organizations: OrganizationsService,
     private readonly agents: AgentAuthenticator,
-    private readonly apiKeys: ApiKeysService,
+    private readonly adapters: AdapterAuthenticator,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -38,7 +38,7 @@ export class AuthGuard implements CanActivate {
       case 'http':
         return this.http(kind, context.switchToHttp().getRequest<Request>());
       case 'rpc':
-        return this.grpc(kind, context.switchToRpc().getContext<Metadata>());
+        return this.grpc(kind, callMetadata(context));
       default:
         throw new AppError(ErrorCode.Unauthorized, `No authentication is defined for ${context.getType()} requests`);
     }
@@ -56,7 +56,7 @@ export class AuthGuard implements CanActivate {
         request.agent = await this.agents.authenticate(credentials.authorization);
         return true;
       case AuthKind.Adapter:
-        request.adapter = await this.adapter(credentials);
+        request.adapter = await this.adapters.authenticate(credentials);
         return true;
       default:
         throw new AppError(ErrorCode.Unauthorized, 'This route requires authentication');
@@ -65,7 +65,7 @@ export class AuthGuard implements CanActivate {
 
   private async grpc(kind: AuthKind | undefined, metadata: Metadata): Promise<boolean> {
     if (kind !== AuthKind.Adapter) throw new AppError(ErrorCode.Unauthorized, 'This method requires authentication');
-    setGrpcPrincipal(metadata, await this.adapter({ apiKey: first(metadata.get('x-api-key')), authorization: first(metadata.get('authorization')) }));
+    setGrpcPrincipal(metadata, await this.adapters.authenticate({ apiKey: first(metadata.get('x-api-key')), authorization: first(metadata.get('authorization')) }));
     return true;
   }
 
@@ -75,18 +75,14 @@ export class AuthGuard implements CanActivate {
     if (principal === null) throw new AppError(ErrorCode.Unauthorized, 'Invalid admin token');
     return principal;
   }
+}
 
-  private async adapter({ apiKey, authorization }: Credentials): Promise<AdapterPrincipal> {
-    if (apiKey !== undefined && apiKey !== '') {
-      const principal = await this.apiKeys.authenticate(apiKey);
-      if (principal === null) throw new AppError(ErrorCode.Unauthorized, 'Invalid or revoked API key');
-      return principal;
-    }
-    if (authorization !== undefined && authorization !== '') {
-      throw new AppError(ErrorCode.Unauthorized, 'Managed-identity bearer tokens are not enabled (OIDC_ISSUER is not set)');
-    }
-    throw new AppError(ErrorCode.Unauthorized, 'Missing X-Api-Key (or a managed-identity bearer token)');
-  }
+/** The call's metadata: the handler's second argument, or for a raw stream call (`@GrpcStreamCall`) the call's own. */
+function callMetadata(context: ExecutionContext): Metadata {
+  const rpc = context.switchToRpc();
+  const metadata = rpc.getContext<Metadata | undefined>();
+  if (metadata instanceof Metadata) return metadata;
+  return rpc.getData<{ metadata: Metadata }>().metadata;
 }
 
 function first(values: Array<string | Buffer>): string | undefined {

@@ -1,3 +1,5 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+
 /** Every error code the HTTP API answers with, and its status. */
 export enum ErrorCode {
   InvalidRequest = 'invalid_request',
@@ -57,5 +59,39 @@ export function httpStatusOf(code: ErrorCode): number {
       return 503;
     case ErrorCode.GatewayTimeout:
       return 504;
+  }
+}
+
+/** gRPC status of each code, beside the HTTP mapping; exhaustive like it. */
+export function grpcStatusOf(code: ErrorCode): GrpcStatus {
+  switch (code) {
+    case ErrorCode.InvalidRequest:
+    case ErrorCode.InvalidJson:
+    case ErrorCode.InvalidPolicy:
+    case ErrorCode.InvalidPeriod:
+    case ErrorCode.PayloadTooLarge:
+    case ErrorCode.UnsupportedMediaType:
+      return GrpcStatus.INVALID_ARGUMENT;
+    case ErrorCode.Unauthorized:
+      return GrpcStatus.UNAUTHENTICATED;
+    case ErrorCode.Forbidden:
+    case ErrorCode.PlanLimitExceeded:
+    case ErrorCode.AgentRevoked:
+      return GrpcStatus.PERMISSION_DENIED;
+    case ErrorCode.NotFound:
+      return GrpcStatus.NOT_FOUND;
+    case ErrorCode.Conflict:
+      return GrpcStatus.ALREADY_EXISTS;
+    case ErrorCode.RateLimited:
+    case ErrorCode.QuotaExceeded:
+      return GrpcStatus.RESOURCE_EXHAUSTED;
+    case ErrorCode.InternalError:
+    case ErrorCode.BadGateway:
+    case ErrorCode.NoUpstream:
+      return GrpcStatus.INTERNAL;
+    case ErrorCode.ServiceUnavailable:
+    case ErrorCode.BillingDisabled:
+    case ErrorCode.GatewayTimeout:
+      return GrpcStatus.UNAVAILABLE;
   }
 }

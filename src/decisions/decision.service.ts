@@ -54,6 +54,8 @@ export interface Verdict {
   /** False when MODE=audit lets a denial through. */
   enforced: boolean;
   policyVersion: number;
+  /** False when a rate limit took part: the same input may be decided otherwise a moment later. */
+  cacheable: boolean;
   nowMs: number;
   decisionMs: number;
 }
@@ -131,6 +133,7 @@ export class DecisionService {
       decision,
       enforced: decision.effect === 'allow' || this.enforcing,
       policyVersion: policies.version,
+      cacheable: !applicable.some((policy) => policy.usesRateLimit),
       nowMs,
       decisionMs: performance.now() - started,
     };
