@@ -21,6 +21,9 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-shutdown-'));
 const launched: GatewayProcess[] = [];
 let upstream: TestUpstream;
 let traceSeq = 0;
+/** 64 MiB: more than the socket buffers hold, so the answer is in flight until the client reads it. */
+const STREAM_CHUNKS = 1024;
+const STREAM_BYTES = STREAM_CHUNKS * 64 * 1024;
 
 beforeAll(async () => {
   upstream = await startUpstream();
@@ -79,6 +82,33 @@ function send(agent: http.Agent, gateway: GatewayProcess, token: string, proxyPa
   });
 }
 
+interface UnreadAnswer {
+  status: number;
+  connection: string | undefined;
+  socket: Socket;
+  /** Reads the body to its end; resolves with its length. */
+  read(): Promise<number>;
+}
+
+/** The same, resolved at the response's headers: the client reads the body only when told, so the answer stays in flight. */
+function sendUnread(agent: http.Agent, gateway: GatewayProcess, token: string, proxyPath: string, traceId: string): Promise<UnreadAnswer> {
+  const { hostname, port } = new URL(gateway.url);
+  return new Promise((resolve, reject) => {
+    const request = http.request({ hostname, port, path: `/proxy${proxyPath}`, agent, headers: { authorization: `Bearer ${token}`, 'x-trace-id': traceId } }, (response) => {
+      const read = () =>
+        new Promise<number>((done, failed) => {
+          let bytes = 0;
+          response.on('data', (chunk: Buffer) => (bytes += chunk.length));
+          response.on('end', () => done(bytes));
+          response.on('error', failed);
+        });
+      resolve({ status: response.statusCode ?? 0, connection: response.headers.connection, socket: request.socket!, read });
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
 function nextTrace(label: string): string {
   return `shutdown-${process.pid}-${label}-${++traceSeq}`;
 }
@@ -119,11 +149,15 @@ describe(`SIGTERM with keep-alive connections and requests in flight (${kind})`,
     const sockets = new Set(warm.map((answer) => answer.socket));
     expect(sockets.size).toBe(6);
 
-    // Four requests the upstream holds for 2 s, on four of the six connections; two stay idle.
+    // Four requests the upstream holds for 2 s and one long answer whose headers are sent, on
+    // five of the six connections; one stays idle.
     const heldPath = `/slow/2000?run=${process.pid}`;
     const held = [0, 1, 2, 3].map(() => send(client, gateway, token, heldPath, recorded(traces, 'held')));
+    const streamPath = `/stream/${STREAM_CHUNKS}?run=${process.pid}`;
+    const streaming = await sendUnread(client, gateway, token, streamPath, recorded(traces, 'stream'));
+    expect(streaming).toMatchObject({ status: 200, connection: 'keep-alive' });
     await until(() => upstream.received(heldPath).length === 4);
-    expect(Object.values(client.freeSockets).flat()).toHaveLength(2);
+    expect(Object.values(client.freeSockets).flat()).toHaveLength(1);
 
     const sigtermAtMs = Date.now();
     gateway.child.kill('SIGTERM');
@@ -133,6 +167,10 @@ describe(`SIGTERM with keep-alive connections and requests in flight (${kind})`,
       expect(answer.answeredAtMs).toBeGreaterThan(sigtermAtMs);
       expect(sockets.has(answer.socket)).toBe(true);
     }
+    // Still in flight at SIGTERM (the client had not read it): answered whole, then its connection closes.
+    expect(upstream.received(streamPath)[0].streamed!.written).toBeLessThan(STREAM_BYTES);
+    expect(await streaming.read()).toBe(STREAM_BYTES);
+    expect(sockets.has(streaming.socket)).toBe(true);
 
     const exit = await within(gateway.exit, timeoutMs + 5_000);
     expect(exit).toMatchObject({ code: 0, signal: null });
@@ -144,7 +182,7 @@ describe(`SIGTERM with keep-alive connections and requests in flight (${kind})`,
   });
 
   it('has every decision made before the shutdown in the audit log after a restart', async () => {
-    expect(traces).toHaveLength(10);
+    expect(traces).toHaveLength(11);
     const gateway = await start();
     const audit = await call<{ entries: Array<{ traceId: string; decision: string; status: number | null }> }>(
       gateway.url,
