@@ -157,17 +157,22 @@ describe(`SIGTERM with keep-alive connections and requests in flight (${kind})`,
     const streaming = await sendUnread(client, gateway, token, streamPath, recorded(traces, 'stream'));
     expect(streaming).toMatchObject({ status: 200, connection: 'keep-alive' });
     await until(() => upstream.received(heldPath).length === 4);
-    expect(Object.values(client.freeSockets).flat()).toHaveLength(1);
+    const idle = Object.values(client.freeSockets).flat() as Socket[];
+    expect(idle).toHaveLength(1);
 
     const sigtermAtMs = Date.now();
     gateway.child.kill('SIGTERM');
+    // The idle connection closes at once, while the requests in flight still wait for the upstream.
+    await closed(idle[0]);
+    const idleClosedAtMs = Date.now();
     const answers = await Promise.all(held);
     for (const answer of answers) {
       expect(answer).toMatchObject({ status: 200, connection: 'close' });
-      expect(answer.answeredAtMs).toBeGreaterThan(sigtermAtMs);
+      expect(answer.answeredAtMs).toBeGreaterThan(idleClosedAtMs);
       expect(sockets.has(answer.socket)).toBe(true);
     }
-    // Still in flight at SIGTERM (the client had not read it): answered whole, then its connection closes.
+    // Still in flight at SIGTERM (the client had not read it): answered whole. Its connection must
+    // then close, or the server never closes and the exit below is the forced one (1).
     expect(upstream.received(streamPath)[0].streamed!.written).toBeLessThan(STREAM_BYTES);
     expect(await streaming.read()).toBe(STREAM_BYTES);
     expect(sockets.has(streaming.socket)).toBe(true);
@@ -175,7 +180,6 @@ describe(`SIGTERM with keep-alive connections and requests in flight (${kind})`,
     const exit = await within(gateway.exit, timeoutMs + 5_000);
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(exit !== 'timeout' && exit.atMs - sigtermAtMs).toBeLessThan(timeoutMs);
-    expect(await within(Promise.all([...sockets].map(closed)), 1_000)).not.toBe('timeout');
     expect(gateway.output().stdout).toContain('shutdown complete');
     expect(gateway.output().stdout).not.toMatch(/"level":"error"/);
     client.destroy();
