@@ -35,6 +35,10 @@ export class AppConfig {
     /** RATE_LIMIT_RPM: per-client request rate for billing endpoints. */
     rateLimitRpm: number;
   };
+  readonly shutdown: {
+    /** SHUTDOWN_TIMEOUT_MS: longest a SIGTERM/SIGINT shutdown may take before the process is forced out (exit 1). */
+    timeoutMs: number;
+  };
   readonly grpc: {
     /** PDP_GRPC_PORT: gRPC PDP port; 0 disables it. */
     port: number;
@@ -134,6 +138,8 @@ export class AppConfig {
         maxJsonBytes: read.int('MAX_JSON_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
         rateLimitRpm: read.int('RATE_LIMIT_RPM', 600, 1, 1_000_000),
       },
+      // 25 s: inside the 30 s Kubernetes gives between SIGTERM and SIGKILL.
+      shutdown: { timeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000) },
       grpc: { port: read.int('PDP_GRPC_PORT', 50051, 0, 65535) },
       database: {
         url: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),
