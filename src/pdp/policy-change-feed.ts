@@ -1,6 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Observable } from 'rxjs';
+import { Observable, Subscriber } from 'rxjs';
 import { DataSource } from 'typeorm';
 import { PolicyChangeEvents } from '../policies/policy-change-events';
 
@@ -17,10 +17,13 @@ export interface PolicyChangeView {
  * The organization's changes as a stream for Subscribe: first every version after
  * `sinceVersion` from the stored history (policy_versions), then each new one as any instance
  * announces it. Live events that arrive during the catch-up are held and sent after it, once
- * each and in version order, so a subscriber sees every version exactly once.
+ * each and in version order, so a subscriber sees every version exactly once. On shutdown the
+ * streams end (status OK): the gRPC server's graceful close waits for open calls, and a
+ * subscriber reconnects to another instance with the last version it saw.
  */
 @Injectable()
-export class PolicyChangeFeed {
+export class PolicyChangeFeed implements BeforeApplicationShutdown {
+  private readonly open = new Set<Subscriber<PolicyChangeView>>();
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly changes: PolicyChangeEvents,
@@ -28,6 +31,7 @@ export class PolicyChangeFeed {
 
   changesOf(orgId: string, sinceVersion: number): Observable<PolicyChangeView> {
     return new Observable<PolicyChangeView>((subscriber) => {
+      this.open.add(subscriber);
       let last = sinceVersion;
       let held: PolicyChangeView[] | null = [];
       const emit = (change: PolicyChangeView) => {
@@ -49,8 +53,15 @@ export class PolicyChangeFeed {
           live.forEach(emit);
         })
         .catch((error: unknown) => subscriber.error(error));
-      return stop;
+      return () => {
+        stop();
+        this.open.delete(subscriber);
+      };
     });
+  }
+
+  beforeApplicationShutdown(): void {
+    for (const subscriber of [...this.open]) subscriber.complete();
   }
 
   private async history(orgId: string, sinceVersion: number): Promise<PolicyChangeView[]> {
