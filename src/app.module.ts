@@ -4,6 +4,7 @@ import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
+import { BillingModule } from './billing/billing.module';
 import { ClusterModule } from './cluster/cluster.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -38,6 +39,7 @@ export class AppModule {
         PoliciesModule,
         DecisionsModule,
         ProxyModule,
+        BillingModule,
       ],
       providers: [GatewayBootstrap],
     };

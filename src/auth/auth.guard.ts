@@ -8,7 +8,7 @@ import { OrganizationsService } from '../organizations/organizations.service';
 
 /**
  * The one global guard of the HTTP API, deny by default: a route passes only if it declares
- * how it authenticates (`@Public()`, `@AdminAuth()`) and the request proves it.
+ * how it authenticates (`@Public()`, `@AdminAuth()`, `@AdminBearerAuth()`) and the request proves it.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -25,17 +25,26 @@ export class AuthGuard implements CanActivate {
       case AuthKind.Public:
         return true;
       case AuthKind.Admin:
-        request.admin = await this.admin(request.header('x-admin-token'));
+        request.admin = await this.admin(request.header('x-admin-token'), 'Missing X-Admin-Token header');
+        return true;
+      case AuthKind.AdminBearer:
+        request.admin = await this.admin(bearerToken(request.header('authorization')), 'Missing Authorization: Bearer <admin token> header');
         return true;
       default:
         throw new AppError(ErrorCode.Unauthorized, 'This route requires authentication');
     }
   }
 
-  private async admin(token: string | undefined) {
-    if (token === undefined || token === '') throw new AppError(ErrorCode.Unauthorized, 'Missing X-Admin-Token header');
+  private async admin(token: string | undefined, missing: string) {
+    if (token === undefined || token === '') throw new AppError(ErrorCode.Unauthorized, missing);
     const principal = await this.organizations.authenticate(token);
     if (principal === null) throw new AppError(ErrorCode.Unauthorized, 'Invalid admin token');
     return principal;
   }
+}
+
+/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else undefined. */
+function bearerToken(header: string | undefined): string | undefined {
+  const match = header === undefined ? null : /^Bearer +(\S+)\s*$/i.exec(header);
+  return match?.[1];
 }

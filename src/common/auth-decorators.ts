@@ -7,6 +7,8 @@ import { ServiceHeader } from './service-header';
 export enum AuthKind {
   Public = 'public',
   Admin = 'admin',
+  /** An admin token sent as `Authorization: Bearer <token>` (SPEC.md: POST /billing/portal). */
+  AdminBearer = 'admin-bearer',
 }
 
 export const AUTH_KIND = 'auth:kind';
@@ -14,6 +16,7 @@ export const AUTH_KIND = 'auth:kind';
 /** Swagger security scheme names. */
 export const ADMIN_TOKEN_SCHEME = 'admin-token';
 export const AGENT_TOKEN_SCHEME = 'agent-token';
+export const ADMIN_BEARER_SCHEME = 'admin-bearer';
 
 /** The route is open to everyone. */
 export const Public = () => SetMetadata(AUTH_KIND, AuthKind.Public);
@@ -24,6 +27,14 @@ export const AdminAuth = () =>
     SetMetadata(AUTH_KIND, AuthKind.Admin),
     ApiSecurity(ADMIN_TOKEN_SCHEME),
     ApiUnauthorizedResponse({ description: `Missing or invalid ${ServiceHeader.AdminToken}`, type: ErrorBody }),
+  );
+
+/** The route needs an organization's admin token as `Authorization: Bearer <token>`. */
+export const AdminBearerAuth = () =>
+  applyDecorators(
+    SetMetadata(AUTH_KIND, AuthKind.AdminBearer),
+    ApiSecurity(ADMIN_BEARER_SCHEME),
+    ApiUnauthorizedResponse({ description: 'Missing or invalid admin token in Authorization: Bearer', type: ErrorBody }),
   );
 
 /** Documents the optional client trace id header on a route. */

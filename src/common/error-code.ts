@@ -4,6 +4,7 @@ export enum ErrorCode {
   InvalidJson = 'invalid_json',
   InvalidPolicy = 'invalid_policy',
   InvalidPeriod = 'invalid_period',
+  InvalidSignature = 'invalid_signature',
   Unauthorized = 'unauthorized',
   Forbidden = 'forbidden',
   PlanLimitExceeded = 'plan_limit_exceeded',
@@ -15,6 +16,7 @@ export enum ErrorCode {
   RateLimited = 'rate_limited',
   QuotaExceeded = 'quota_exceeded',
   InternalError = 'internal_error',
+  PaymentProviderError = 'payment_provider_error',
   BadGateway = 'bad_gateway',
   NoUpstream = 'no_upstream',
   ServiceUnavailable = 'service_unavailable',
@@ -29,6 +31,7 @@ export function httpStatusOf(code: ErrorCode): number {
     case ErrorCode.InvalidJson:
     case ErrorCode.InvalidPolicy:
     case ErrorCode.InvalidPeriod:
+    case ErrorCode.InvalidSignature:
       return 400;
     case ErrorCode.Unauthorized:
       return 401;
@@ -48,6 +51,7 @@ export function httpStatusOf(code: ErrorCode): number {
     case ErrorCode.QuotaExceeded:
       return 429;
     case ErrorCode.InternalError:
+    case ErrorCode.PaymentProviderError:
       return 500;
     case ErrorCode.BadGateway:
     case ErrorCode.NoUpstream:
