@@ -3,8 +3,11 @@ import { ThrottlerGuard, ThrottlerLimitDetail } from '@nestjs/throttler';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 
-/** Name of the billing throttler (RATE_LIMIT_RPM per client address). */
-export const BILLING_THROTTLER = 'billing';
+/**
+ * The billing throttler (RATE_LIMIT_RPM per client address). Named `default` because the
+ * throttler suffixes its headers with any other name (`Retry-After-billing`).
+ */
+export const BILLING_THROTTLER = 'default';
 
 /**
  * RATE_LIMIT_RPM for the billing endpoints: one budget per client address that all of them
@@ -12,8 +15,8 @@ export const BILLING_THROTTLER = 'billing';
  */
 @Injectable()
 export class BillingThrottlerGuard extends ThrottlerGuard {
-  protected override generateKey(_context: ExecutionContext, tracker: string, throttlerName: string): string {
-    return `${throttlerName}:${tracker}`;
+  protected override generateKey(_context: ExecutionContext, tracker: string): string {
+    return `billing:${tracker}`;
   }
 
   protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {

@@ -33,9 +33,9 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
     this.redis.defineCommand('agentgovFixedWindow', { numberOfKeys: 1, lua: FIXED_WINDOW });
   }
 
-  async increment(key: string, ttl: number, limit: number, _blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
+  async increment(key: string, ttl: number, limit: number): Promise<ThrottlerStorageRecord> {
     const command = (this.redis as unknown as Record<string, (...args: unknown[]) => Promise<[number, number]>>).agentgovFixedWindow;
-    const [hits, leftMs] = await command.call(this.redis, `${KEY_PREFIX}${throttlerName}:${key}`, ttl);
+    const [hits, leftMs] = await command.call(this.redis, KEY_PREFIX + key, ttl);
     const secondsLeft = Math.max(1, Math.ceil(Number(leftMs) / 1000));
     const isBlocked = Number(hits) > limit;
     return { totalHits: Number(hits), timeToExpire: secondsLeft, isBlocked, timeToBlockExpire: isBlocked ? secondsLeft : 0 };
