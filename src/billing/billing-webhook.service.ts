@@ -12,7 +12,7 @@ import { PLAN_IDS, PLANS, PlanId } from '../organizations/plans';
 import { BillingMail, BillingMailer } from './billing-mailer';
 import { PaymentProvider, ProviderEvent } from './payment-provider';
 import { PlanPrices } from './plan-prices';
-import { BillingEventType, LIVE_STATUSES, readCheckoutCompleted, readSubscriptionChange } from './subscription-events';
+import { BillingEventType, CheckoutCompleted, LIVE_STATUSES, readCheckoutCompleted, readSubscriptionChange } from './subscription-events';
 
 /** What applying an event did, acted on once its transaction has committed. */
 interface EventOutcome {
@@ -24,6 +24,8 @@ interface EventOutcome {
   /** Set when the checkout created the organization: its admin token went (only) into the mail. */
   createdOrgId?: string;
 }
+
+type ResolvedCheckout = CheckoutCompleted & { customerId: string };
 
 interface SubscriptionRow {
   id: string;
@@ -58,13 +60,15 @@ export class BillingWebhookService {
   async receive(rawBody: Buffer | undefined, signature: string | undefined): Promise<void> {
     if (rawBody === undefined) throw AppError.invalid('The event must be sent as application/json');
     const event = this.provider.verifyEvent(rawBody, signature);
+    // Provider calls happen before the transaction: none holds a connection while it waits.
+    const checkout = event.type === BillingEventType.CheckoutCompleted ? await this.resolveCheckout(event) : null;
     const outcome = await this.dataSource.transaction(async (manager) => {
       const fresh: unknown[] = await manager.query(
         `INSERT INTO billing_events (id, type, outcome) VALUES ($1, $2, 'processing') ON CONFLICT (id) DO NOTHING RETURNING id`,
         [event.id, event.type],
       );
       if (fresh.length === 0) return null;
-      const result = await this.apply(manager, event);
+      const result = checkout === null ? await this.apply(manager, event) : await this.checkoutCompleted(manager, event, checkout);
       await manager.query('UPDATE billing_events SET outcome = $2, org_id = $3 WHERE id = $1', [event.id, result.outcome, result.orgId]);
       return result;
     });
@@ -78,8 +82,6 @@ export class BillingWebhookService {
 
   private async apply(manager: EntityManager, event: ProviderEvent): Promise<EventOutcome> {
     switch (event.type) {
-      case BillingEventType.CheckoutCompleted:
-        return this.checkoutCompleted(manager, event);
       case BillingEventType.SubscriptionUpdated:
       case BillingEventType.SubscriptionDeleted:
         return this.subscriptionChanged(manager, event);
@@ -89,11 +91,17 @@ export class BillingWebhookService {
     }
   }
 
-  /** Links the customer to its organization (found or created) and sets the plan bought. */
-  private async checkoutCompleted(manager: EntityManager, event: ProviderEvent): Promise<EventOutcome> {
+  /** The checkout's fields, with the customer looked up or created and its email filled in where the event lacks them. */
+  private async resolveCheckout(event: ProviderEvent): Promise<ResolvedCheckout> {
     const checkout = readCheckoutCompleted(event);
     const customerId = checkout.customerId ?? (await this.provider.findOrCreateCustomer(checkout.email!));
     const email = checkout.email ?? (this.provider.enabled ? await this.provider.customerEmail(customerId) : null);
+    return { ...checkout, customerId, email };
+  }
+
+  /** Links the customer to its organization (found or created) and sets the plan bought. */
+  private async checkoutCompleted(manager: EntityManager, event: ProviderEvent, checkout: ResolvedCheckout): Promise<EventOutcome> {
+    const { customerId, email } = checkout;
     let organization = await this.findOrganization(manager, customerId, email);
     let adminToken: string | null = null;
     if (organization === null) {
