@@ -559,6 +559,24 @@ describe('plan limits', () => {
     await expect(check(starter.id)).resolves.toBeUndefined();
   });
 
+  it('a cancellation brings the free monthly policy-check quota into force on the proxy', async () => {
+    const org = await subscribedOrganization('starter');
+    const agent = (await createAgent(org, 'busy')).body as { token: string };
+    const period = new Date().toISOString().slice(0, 7);
+    await gateway.app.get(DataSource).query(
+      `INSERT INTO usage_counters (org_id, period, policy_checks) VALUES ($1, $2, 1000)
+       ON CONFLICT (org_id, period) DO UPDATE SET policy_checks = 1000`,
+      [org.id, period],
+    );
+    expect((await call(gateway.url, 'GET', '/proxy/work', { bearer: agent.token })).status).toBe(200);
+    expect((await deliver(subscriptionEvent('customer.subscription.deleted', { ...org, status: 'canceled', created: nowSeconds() }))).status).toBe(200);
+    // The usage meter picks up plan changes at its next flush (every second).
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const refused = await call(gateway.url, 'GET', '/proxy/work', { bearer: agent.token });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toBe('quota_exceeded');
+  });
+
   it('the audit retention follows the plan', async () => {
     const org = await subscribedOrganization('professional');
     expect((await organization(org.adminToken)).limits.auditRetentionDays).toBe(90);
