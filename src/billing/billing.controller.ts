@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, Post, Req, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Post, type RawBodyRequest, Req, UseGuards } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
@@ -12,7 +12,6 @@ import {
   ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
 import { SkipThrottle } from '@nestjs/throttler';
-import type { RawBodyRequest } from '@nestjs/common';
 import type { Request } from 'express';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminBearerAuth, CurrentAdmin, Public } from '../common/auth-decorators';
@@ -25,9 +24,12 @@ import { BillingService } from './billing.service';
 /** Header carrying the webhook signature (`t=<ts>,v1=<sig>`). */
 export const PROVIDER_SIGNATURE_HEADER = 'provider-signature';
 
+/** Documents the shared billing rate limit on a route. */
+const ApiRateLimited = () =>
+  ApiTooManyRequestsResponse({ description: 'RATE_LIMIT_RPM per client address exceeded (all billing endpoints but the webhook share it)', type: RateLimitedBody });
+
 @ApiTags('billing')
 @UseGuards(BillingThrottlerGuard)
-@ApiTooManyRequestsResponse({ description: 'RATE_LIMIT_RPM per client address exceeded (all billing endpoints but the webhook share it)', type: RateLimitedBody })
 @ApiInternalServerErrorResponse({ description: 'Payment provider error or server failure; no provider detail or secret', type: ErrorBody })
 @Controller('billing')
 export class BillingController {
@@ -37,6 +39,7 @@ export class BillingController {
   ) {}
 
   @Get('plans')
+  @ApiRateLimited()
   @Public()
   @ApiOperation({ summary: 'The four plans (free, starter, professional, enterprise) with limits, prices and features' })
   @ApiOkResponse({ type: PlansView })
@@ -45,6 +48,7 @@ export class BillingController {
   }
 
   @Post('checkout')
+  @ApiRateLimited()
   @Public()
   @HttpCode(200)
   @ApiOperation({ summary: 'Starts a subscription checkout; redirect the user to checkoutUrl' })
@@ -56,6 +60,7 @@ export class BillingController {
   }
 
   @Post('portal')
+  @ApiRateLimited()
   @AdminBearerAuth()
   @HttpCode(200)
   @ApiOperation({ summary: 'A customer-portal session (payment method, address, invoices, plan changes, cancellation)' })
@@ -78,6 +83,7 @@ export class BillingController {
   @ApiOkResponse({ type: WebhookReceivedView, description: 'Processed, or a replay of an event already processed (nothing changes)' })
   @ApiBadRequestResponse({ description: 'Invalid signature or malformed event', type: ErrorBody })
   @ApiNotFoundResponse({ description: 'The subscription\'s customer is not linked to any organization yet (the provider retries)', type: ErrorBody })
+  @ApiServiceUnavailableResponse({ description: '`billing_disabled`: PAYMENT_WEBHOOK_SECRET is not set', type: ErrorBody })
   async webhook(@Req() request: RawBodyRequest<Request>, @Headers(PROVIDER_SIGNATURE_HEADER) signature: string | undefined): Promise<WebhookReceivedView> {
     await this.webhooks.receive(request.rawBody, signature);
     return { received: true };

@@ -15,7 +15,7 @@ export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIO
     .setVersion(config.version)
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.AdminToken }, ADMIN_TOKEN_SCHEME)
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, AGENT_TOKEN_SCHEME)
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An admin token (POST /billing/portal)' }, ADMIN_BEARER_SCHEME)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'admin token', description: 'An admin token (POST /billing/portal)' }, ADMIN_BEARER_SCHEME)
     .build();
   const document = SwaggerModule.createDocument(app, builder);
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json', yamlDocumentUrl: 'docs-yaml' });
