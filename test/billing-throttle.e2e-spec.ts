@@ -1,44 +1,58 @@
-import Redis from 'ioredis';
-import { call, TestResponse } from './support/http-client';
+import http from 'node:http';
+import { randomInt } from 'node:crypto';
 import { startGateway, TestGateway } from './support/test-gateway';
 
 /**
  * RATE_LIMIT_RPM (SPEC.md "Limits"): one budget per client address shared by the billing
  * endpoints, the webhook exempt, 429 with SPEC.md's body; shared by every instance through
- * Redis when REDIS_URL is set.
+ * Redis when REDIS_URL is set. Each test calls from its own loopback address (127.x.y.z), so
+ * runs sharing the Redis server never share a budget.
  */
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
-const THROTTLE_KEYS = 'agentgov:throttle:*';
 
-interface RateLimitedBody {
-  error: string;
-  message: string;
-  retry_after: number;
-  limit: string;
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Record<string, unknown>;
 }
 
-async function clearThrottleKeys(): Promise<void> {
-  const redis = new Redis(REDIS_URL);
-  try {
-    const keys = await redis.keys(THROTTLE_KEYS);
-    if (keys.length > 0) await redis.del(...keys);
-  } finally {
-    redis.disconnect();
-  }
+function randomLoopback(): string {
+  return `127.${randomInt(1, 255)}.${randomInt(0, 256)}.${randomInt(1, 255)}`;
 }
 
-const plans = (gateway: TestGateway) => call(gateway.url, 'GET', '/billing/plans');
-const badCheckout = (gateway: TestGateway) => call(gateway.url, 'POST', '/billing/checkout', { body: { email: 'x' } });
-const unsignedWebhook = (gateway: TestGateway) => call(gateway.url, 'POST', '/billing/webhook', { body: { id: 'evt_1' } });
+/** One request sent from `from`, a loopback address: the client address the gateway sees. */
+function callFrom(from: string, gateway: TestGateway, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const url = new URL(path, gateway.url);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      { host: url.hostname, port: url.port, path: url.pathname, method, localAddress: from, headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...headers } },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} });
+        });
+      },
+    );
+    request.on('error', reject);
+    request.end(payload);
+  });
+}
 
-function expectRateLimited(response: TestResponse, rpm: number): void {
-  expect(response.status).toBe(429);
-  const body = response.body as unknown as RateLimitedBody;
-  expect(body).toEqual({ error: 'rate_limited', message: expect.stringContaining('Too Many Requests'), retry_after: expect.any(Number), limit: `${rpm}/1m per client address` });
-  expect(body.retry_after).toBeGreaterThan(0);
-  expect(body.retry_after).toBeLessThanOrEqual(60);
-  expect(Number(response.headers.get('retry-after'))).toBe(body.retry_after);
+const plans = (from: string, gateway: TestGateway) => callFrom(from, gateway, 'GET', '/billing/plans');
+const badCheckout = (from: string, gateway: TestGateway) => callFrom(from, gateway, 'POST', '/billing/checkout', { email: 'x' });
+const unsignedWebhook = (from: string, gateway: TestGateway) => callFrom(from, gateway, 'POST', '/billing/webhook', { id: 'evt_1' });
+
+function expectRateLimited(answer: Answer, rpm: number): void {
+  expect(answer.status).toBe(429);
+  expect(answer.body).toEqual({ error: 'rate_limited', message: expect.stringContaining('Too Many Requests'), retry_after: expect.any(Number), limit: `${rpm}/1m per client address` });
+  const retryAfter = answer.body.retry_after as number;
+  expect(retryAfter).toBeGreaterThan(0);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+  expect(Number(answer.headers['retry-after'])).toBe(retryAfter);
 }
 
 describe('shared through Redis by two gateway instances', () => {
@@ -47,7 +61,6 @@ describe('shared through Redis by two gateway instances', () => {
   let second: TestGateway;
 
   beforeAll(async () => {
-    await clearThrottleKeys();
     const env = { REDIS_URL, RATE_LIMIT_RPM: String(RPM), PAYMENT_WEBHOOK_SECRET: 'whsec_throttle_test' };
     first = await startGateway(env);
     second = await startGateway(env);
@@ -55,28 +68,30 @@ describe('shared through Redis by two gateway instances', () => {
 
   afterAll(async () => {
     await Promise.all([first?.close(), second?.close()]);
-    await clearThrottleKeys();
   });
 
-  it('counts every billing endpoint on either instance against one budget, and exempts the webhook', async () => {
+  it('counts every billing endpoint on either instance against one budget per client, and exempts the webhook', async () => {
+    const client = randomLoopback();
     const statuses = [
-      (await plans(first)).status,
-      (await badCheckout(second)).status,
-      (await plans(second)).status,
-      (await call(first.url, 'POST', '/billing/portal', { bearer: 'adm_nobody', body: {} })).status,
-      (await plans(first)).status,
+      (await plans(client, first)).status,
+      (await badCheckout(client, second)).status,
+      (await plans(client, second)).status,
+      (await callFrom(client, first, 'POST', '/billing/portal', {}, { authorization: 'Bearer adm_nobody' })).status,
+      (await plans(client, first)).status,
     ];
     // The portal call is refused by authentication before it is counted.
     expect(statuses).toEqual([200, 400, 200, 401, 200]);
-    expect((await badCheckout(second)).status).toBe(400);
-    expectRateLimited(await plans(second), RPM);
-    expectRateLimited(await plans(first), RPM);
-    expectRateLimited(await badCheckout(first), RPM);
+    expect((await badCheckout(client, second)).status).toBe(400);
+    expectRateLimited(await plans(client, second), RPM);
+    expectRateLimited(await plans(client, first), RPM);
+    expectRateLimited(await badCheckout(client, first), RPM);
     for (let i = 0; i < RPM + 2; i++) {
-      const webhook = await unsignedWebhook(i % 2 === 0 ? first : second);
+      const webhook = await unsignedWebhook(client, i % 2 === 0 ? first : second);
       expect(webhook.status).toBe(400);
       expect(webhook.body.error).toBe('invalid_signature');
     }
+    // Another client address has its own budget.
+    expect((await plans(randomLoopback(), second)).status).toBe(200);
   });
 });
 
@@ -95,8 +110,9 @@ describe('in memory without REDIS_URL', () => {
   });
 
   it('limits each instance on its own', async () => {
-    for (let i = 0; i < RPM; i++) expect((await plans(first)).status).toBe(200);
-    expectRateLimited(await plans(first), RPM);
-    expect((await plans(second)).status).toBe(200);
+    const client = randomLoopback();
+    for (let i = 0; i < RPM; i++) expect((await plans(client, first)).status).toBe(200);
+    expectRateLimited(await plans(client, first), RPM);
+    expect((await plans(client, second)).status).toBe(200);
   });
 });
