@@ -337,6 +337,13 @@ describe('POST /billing/webhook: signature', () => {
     }
     const notJson = await deliver({}, { body: '{"id": ' });
     expect(notJson.status).toBe(400);
+    const payload = JSON.stringify(cases[0]);
+    const notJsonType = await call(gateway.url, 'POST', '/billing/webhook', {
+      body: payload,
+      headers: { 'content-type': 'text/plain', 'provider-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }) },
+    });
+    expect(notJsonType.status).toBe(400);
+    expect(notJsonType.body.message).toContain('application/json');
   });
 
   it('acknowledges an unknown event type with 200 and changes nothing', async () => {
@@ -410,6 +417,21 @@ describe('POST /billing/webhook: checkout.session.completed', () => {
     expect(count[0].n).toBe(1);
     expect(smtp.messages.filter((message) => message.to.includes(email))).toHaveLength(1);
     expect((await billingAudit(token, 2)).map((entry) => entry.action)).toEqual(['admin:billing.subscription_updated', 'admin:billing.checkout_completed']);
+  });
+});
+
+describe('POST /billing/webhook: concurrent deliveries', () => {
+  it('applies an event delivered twice at once exactly once', async () => {
+    const email = uniqueEmail('concurrent');
+    const customer = provider.addCustomer(email);
+    const checkout = checkoutCompleted({ customer, email, subscription: id('sub'), plan: 'professional' });
+    const responses = await Promise.all([deliver(checkout), deliver(checkout), deliver(checkout)]);
+    expect(responses.map((response) => response.status)).toEqual([200, 200, 200]);
+    const rows = await gateway.app.get(DataSource).query('SELECT plan FROM organizations WHERE customer_id = $1', [customer]);
+    expect(rows).toEqual([{ plan: 'professional' }]);
+    await smtp.waitFor(email);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(smtp.messages.filter((message) => message.to.includes(email))).toHaveLength(1);
   });
 });
 
