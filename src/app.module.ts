@@ -5,6 +5,7 @@ import { AgentsModule } from './agents/agents.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
+import { BillingModule } from './billing/billing.module';
 import { ClusterModule } from './cluster/cluster.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -42,6 +43,7 @@ export class AppModule {
         DecisionsModule,
         ProxyModule,
         PdpModule,
+        BillingModule,
       ],
       providers: [GatewayBootstrap],
     };

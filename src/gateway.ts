@@ -25,6 +25,8 @@ export const YAML_MEDIA_TYPES = ['application/yaml', 'application/x-yaml', 'text
 export async function createGateway(config: AppConfig, logger: Logger = createLogger(config.logLevel)): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, logger), {
     bodyParser: false,
+    // The JSON parser keeps the bytes as request.rawBody: webhook signatures are over the raw body.
+    rawBody: true,
     logger: new NestPinoLogger(logger),
     abortOnError: false,
   });

@@ -104,12 +104,8 @@ export class ApiKeysService implements OnModuleInit {
 
   /** Active credentials people and adapters hold: admin tokens and API keys. */
   private async credentialCount(manager: DataSource['manager'], orgId: string): Promise<number> {
-    const rows: Array<{ count: string }> = await manager.query(
-      `SELECT (SELECT count(*) FROM api_keys WHERE org_id = $1 AND revoked_at IS NULL)
-            + (SELECT count(*) FROM admin_tokens WHERE org_id = $1 AND revoked_at IS NULL) AS count`,
-      [orgId],
-    );
-    return Number(rows[0].count);
+    const keys = await manager.getRepository(ApiKey).count({ where: { orgId, revokedAt: IsNull() } });
+    return keys + (await this.organizations.countTeamCredentials(manager, orgId));
   }
 }
 

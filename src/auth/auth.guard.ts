@@ -10,18 +10,11 @@ import { setGrpcPrincipal } from '../common/grpc-principal';
 import { AgentAuthenticator } from '../identity/agent-authenticator';
 import { OrganizationsService } from '../organizations/organizations.service';
 
-/** The credentials a request presents, whatever its transport. */
-interface Credentials {
-  adminToken?: string;
-  apiKey?: string;
-  authorization?: string;
-}
-
 /**
  * The one global guard, deny by default on every transport: an HTTP route or gRPC method passes
- * only if it declares how it authenticates (`@Public()`, `@AdminAuth()`, `@AgentAuth()`,
- * `@AdapterAuth()`) and the request proves it; any other context (a transport this guard does
- * not know) is refused.
+ * only if it declares how it authenticates (`@Public()`, `@AdminAuth()`, `@AdminBearerAuth()`,
+ * `@AgentAuth()`, `@AdapterAuth()`) and the request proves it; any other context (a transport
+ * this guard does not know) is refused.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -45,18 +38,20 @@ export class AuthGuard implements CanActivate {
   }
 
   private async http(kind: AuthKind | undefined, request: Request): Promise<boolean> {
-    const credentials: Credentials = { adminToken: request.header('x-admin-token'), apiKey: request.header('x-api-key'), authorization: request.header('authorization') };
     switch (kind) {
       case AuthKind.Public:
         return true;
       case AuthKind.Admin:
-        request.admin = await this.admin(credentials.adminToken);
+        request.admin = await this.admin(request.header('x-admin-token'), 'Missing X-Admin-Token header');
+        return true;
+      case AuthKind.AdminBearer:
+        request.admin = await this.admin(bearerToken(request.header('authorization')), 'Missing Authorization: Bearer <admin token> header');
         return true;
       case AuthKind.Agent:
-        request.agent = await this.agents.authenticate(credentials.authorization);
+        request.agent = await this.agents.authenticate(request.header('authorization'));
         return true;
       case AuthKind.Adapter:
-        request.adapter = await this.adapters.authenticate(credentials);
+        request.adapter = await this.adapters.authenticate({ apiKey: request.header('x-api-key'), authorization: request.header('authorization') });
         return true;
       default:
         throw new AppError(ErrorCode.Unauthorized, 'This route requires authentication');
@@ -69,8 +64,8 @@ export class AuthGuard implements CanActivate {
     return true;
   }
 
-  private async admin(token: string | undefined) {
-    if (token === undefined || token === '') throw new AppError(ErrorCode.Unauthorized, 'Missing X-Admin-Token header');
+  private async admin(token: string | undefined, missing: string) {
+    if (token === undefined || token === '') throw new AppError(ErrorCode.Unauthorized, missing);
     const principal = await this.organizations.authenticate(token);
     if (principal === null) throw new AppError(ErrorCode.Unauthorized, 'Invalid admin token');
     return principal;
@@ -88,4 +83,10 @@ function callMetadata(context: ExecutionContext): Metadata {
 function first(values: Array<string | Buffer>): string | undefined {
   const value = values[0];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else undefined. */
+function bearerToken(header: string | undefined): string | undefined {
+  const match = header === undefined ? null : /^Bearer +(\S+)\s*$/i.exec(header);
+  return match?.[1];
 }

@@ -6,6 +6,7 @@ export enum ErrorCode {
   InvalidJson = 'invalid_json',
   InvalidPolicy = 'invalid_policy',
   InvalidPeriod = 'invalid_period',
+  InvalidSignature = 'invalid_signature',
   Unauthorized = 'unauthorized',
   Forbidden = 'forbidden',
   PlanLimitExceeded = 'plan_limit_exceeded',
@@ -17,6 +18,7 @@ export enum ErrorCode {
   RateLimited = 'rate_limited',
   QuotaExceeded = 'quota_exceeded',
   InternalError = 'internal_error',
+  PaymentProviderError = 'payment_provider_error',
   BadGateway = 'bad_gateway',
   NoUpstream = 'no_upstream',
   ServiceUnavailable = 'service_unavailable',
@@ -31,6 +33,7 @@ export function httpStatusOf(code: ErrorCode): number {
     case ErrorCode.InvalidJson:
     case ErrorCode.InvalidPolicy:
     case ErrorCode.InvalidPeriod:
+    case ErrorCode.InvalidSignature:
       return 400;
     case ErrorCode.Unauthorized:
       return 401;
@@ -50,6 +53,7 @@ export function httpStatusOf(code: ErrorCode): number {
     case ErrorCode.QuotaExceeded:
       return 429;
     case ErrorCode.InternalError:
+    case ErrorCode.PaymentProviderError:
       return 500;
     case ErrorCode.BadGateway:
     case ErrorCode.NoUpstream:
@@ -69,6 +73,7 @@ export function grpcStatusOf(code: ErrorCode): GrpcStatus {
     case ErrorCode.InvalidJson:
     case ErrorCode.InvalidPolicy:
     case ErrorCode.InvalidPeriod:
+    case ErrorCode.InvalidSignature:
     case ErrorCode.PayloadTooLarge:
     case ErrorCode.UnsupportedMediaType:
       return GrpcStatus.INVALID_ARGUMENT;
@@ -86,6 +91,7 @@ export function grpcStatusOf(code: ErrorCode): GrpcStatus {
     case ErrorCode.QuotaExceeded:
       return GrpcStatus.RESOURCE_EXHAUSTED;
     case ErrorCode.InternalError:
+    case ErrorCode.PaymentProviderError:
     case ErrorCode.BadGateway:
     case ErrorCode.NoUpstream:
       return GrpcStatus.INTERNAL;

@@ -88,9 +88,13 @@ export class AppConfig {
     queueMax: number;
   };
   readonly payment: {
+    /** PAYMENT_SECRET_KEY: payment-provider secret key; unset, checkout and portal answer 503 billing_disabled. */
     secretKey?: string;
+    /** PAYMENT_WEBHOOK_SECRET: signing secret of POST /billing/webhook. */
     webhookSecret?: string;
+    /** PAYMENT_API_URL: provider API base URL (the SDK's default when unset; tests use a local fake). */
     apiUrl?: string;
+    /** PAYMENT_PRICE_STARTER_MONTHLY, _STARTER_ANNUAL, _PROFESSIONAL_MONTHLY, _PROFESSIONAL_ANNUAL: provider price ids. */
     prices: { starterMonthly: string; starterAnnual: string; professionalMonthly: string; professionalAnnual: string };
   };
   readonly alerts: {
