@@ -41,6 +41,12 @@ policies:
       - condition: context.data_class == "pii" and not ("pii" in agent.tags)
         action: deny
         reason: PII needs the pii tag
+  - name: plan-aware
+    match: { plugin: ExportPlugin }
+    rules:
+      - condition: org.plan == "enterprise" and org.usage.agents >= 2 and org.usage.policy_checks > 0
+        action: deny
+        reason: Bulk exports are reviewed on large accounts
   - name: search-rate
     match: { plugin: SearchPlugin }
     rules:
@@ -179,6 +185,7 @@ describe('the same decision through every transport', () => {
     ['a write by a trusted agent', () => ({ agentId: trustedId, plugin: 'FilePlugin', function: 'WriteFile', args: { path: '/tmp/a' }, context: {} }), ['allow', 'trusted-writes', '']],
     ['pii context without the tag', () => ({ agentId, plugin: 'CrmPlugin', function: 'Lookup', args: {}, context: { data_class: 'pii' } }), ['deny', 'pii-guard', 'pii-guard#0']],
     ['pii context with the tag', () => ({ agentId: trustedId, plugin: 'CrmPlugin', function: 'Lookup', args: {}, context: { data_class: 'pii' } }), ['allow', 'pii-guard', '']],
+    ['a plan-aware condition on org.plan and org.usage', () => ({ agentId, plugin: 'ExportPlugin', function: 'Bulk', args: {}, context: {} }), ['deny', 'plan-aware', 'plan-aware#0']],
   ];
   describe.each(transports)('%s', (_name, ask) => {
     it.each(cases)('%s', async (_label, question, expected) => {

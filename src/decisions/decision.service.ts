@@ -122,6 +122,7 @@ export class DecisionService {
       args,
       context: request.context,
       delegation: principal.delegation,
+      org: this.usage.orgFacts?.(orgId),
     };
     const started = performance.now();
     const decision = await policies.set.evaluate(input, this.env(nowMs), applicable);
