@@ -1,4 +1,4 @@
-import { createPublicKey } from 'node:crypto';
+import { createHash, createPublicKey } from 'node:crypto';
 import { bundleSignatureProblem, SignedBundle } from '../src/bundles/bundle-format';
 import { call } from './support/http-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
@@ -85,6 +85,20 @@ describe('GET /api/v1/bundle', () => {
     const signer = jwks.body.keys.find((key) => key.kid === bundle.signature.kid)!;
     expect(signer).toBeDefined();
     expect(bundleSignatureProblem(bundle, createPublicKey({ key: signer as never, format: 'jwk' }))).toBeNull();
+  });
+
+  it('carries the hashes of live API keys, never the keys, and drops a revoked one', async () => {
+    const key = await admin<{ id: string; key: string }>('POST', '/admin/api-keys', { body: { name: 'edge' } });
+    expect(key.status).toBe(201);
+    const hash = createHash('sha256').update(key.body.key).digest('hex');
+    const withKey = await admin<SignedBundle>('GET', '/api/v1/bundle');
+    expect(withKey.body.apiKeys).toContainEqual({ id: key.body.id, hash });
+    expect(withKey.text).not.toContain(key.body.key);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect((await admin('DELETE', `/admin/api-keys/${key.body.id}`)).status).toBeLessThan(300);
+    const revoked = await admin<SignedBundle>('GET', '/api/v1/bundle');
+    expect(revoked.body.apiKeys).not.toContainEqual(expect.objectContaining({ id: key.body.id }));
+    expect(Date.parse(revoked.body.version)).toBeGreaterThan(Date.parse(withKey.body.version));
   });
 
   it('answers 304 to If-None-Match while nothing changed, and a newer version after a change', async () => {

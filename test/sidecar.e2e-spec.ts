@@ -229,6 +229,40 @@ describe('decisions at the edge', () => {
     expect(badJson.status).toBe(400);
   });
 
+  it('serves /v1/check, /api/v1/pdp/evaluate and /v1/audit like the gateway, with the same API key', async () => {
+    const key = await admin<{ id: string; key: string }>('POST', '/admin/api-keys', { name: 'edge-adapter' });
+    expect(key.status).toBe(201);
+    const adapter = { 'x-api-key': key.body.key };
+    const check = (url: string, body: Record<string, unknown>) => call(url, 'POST', '/v1/check', { headers: adapter, body });
+    const personal = { agentId: agents.reader.id, plugin: 'EmailPlugin', function: 'SendMail', arguments: { to: 'someone@gmail.com' } };
+    await eventually(async () => (await check(sidecar.url, personal)).status === 200, 15_000, 'the API key at the edge');
+    for (const body of [personal, { ...personal, arguments: { to: 'team@corp.example' } }]) {
+      const viaGateway = await check(gateway.url, body);
+      const atEdge = await check(sidecar.url, body);
+      expect(atEdge.status).toBe(200);
+      expect({ decision: atEdge.body.decision, policy: atEdge.body.policy, reason: atEdge.body.reason }).toEqual({ decision: viaGateway.body.decision, policy: viaGateway.body.policy, reason: viaGateway.body.reason });
+    }
+    const evaluate = { agent_id: agents.reader.id, plugin: 'EmailPlugin', function: 'SendMail', args: { to: 'x@yahoo.com' } };
+    const pdpGateway = await call(gateway.url, 'POST', '/api/v1/pdp/evaluate', { headers: adapter, body: evaluate });
+    const pdpEdge = await call(sidecar.url, 'POST', '/api/v1/pdp/evaluate', { headers: adapter, body: evaluate });
+    expect(pdpEdge.status).toBe(200);
+    expect(pdpEdge.body).toMatchObject({ decision: pdpGateway.body.decision, policy: pdpGateway.body.policy });
+    expect((await call(sidecar.url, 'POST', '/v1/check', { headers: { 'x-api-key': 'ak_wrong' }, body: personal })).status).toBe(401);
+
+    const outcome = { agentId: agents.reader.id, plugin: 'EmailPlugin', function: 'SendMail', decision: 'allow', durationMs: 12.5, resultSummary: 'sent', eventId: 'edge-event-1' };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const recorded = await call(sidecar.url, 'POST', '/v1/audit', { headers: adapter, body: outcome });
+      expect(recorded.status).toBe(202);
+    }
+    await eventually(async () => {
+      const audit = await admin<{ entries: Array<{ kind: string; action: string }> }>('GET', `/admin/audit?agentId=${agents.reader.id}&source=sidecar&limit=1000`);
+      return audit.body.entries.some((entry) => entry.kind === 'outcome');
+    }, 20_000, 'the outcome at the gateway');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const audit = await admin<{ entries: Array<{ kind: string; action: string }> }>('GET', `/admin/audit?agentId=${agents.reader.id}&source=sidecar&limit=1000`);
+    expect(audit.body.entries.filter((entry) => entry.kind === 'outcome')).toEqual([expect.objectContaining({ action: 'EmailPlugin.SendMail' })]);
+  });
+
   it('proxies /proxy/* to its own upstream, with the decision headers', async () => {
     const allowed = await call(sidecar.url, 'GET', '/proxy/docs/a?x=1', { bearer: agents.reader.token });
     expect(allowed.status).toBe(200);

@@ -14,6 +14,12 @@ export interface BundleAgent {
   revoked: boolean;
 }
 
+/** An adapter API key as the edge checks it: `X-Api-Key` hashed must equal `hash`. */
+export interface BundleApiKey {
+  id: string;
+  hash: string;
+}
+
 /** Trust tier definitions: the order of the rungs and every alias's rung. */
 export interface BundleTiers {
   order: string[];
@@ -37,6 +43,8 @@ export interface BundleContent {
   /** Ids of the revoked agents (also flagged in `agents`). */
   revoked: string[];
   keys: JWK[];
+  /** The organization's live adapter API keys, as SHA-256 hex of the key (never the key). */
+  apiKeys?: BundleApiKey[];
   tokenIssuer: string;
   /** The gateway's own MODE, for information: the sidecar's MODE is its own. */
   gatewayMode: 'enforce' | 'audit';
@@ -142,5 +150,6 @@ function bundleShapeProblem(value: unknown): string | null {
   if (typeof bundle.version !== 'string' || Number.isNaN(Date.parse(bundle.version))) return 'version is not a timestamp';
   if (typeof bundle.orgId !== 'string' || typeof bundle.tokenIssuer !== 'string') return 'orgId or tokenIssuer missing';
   if (!Array.isArray(bundle.policies) || !Array.isArray(bundle.agents) || !Array.isArray(bundle.keys) || !Array.isArray(bundle.revoked)) return 'policies, agents, keys or revoked missing';
+  if (bundle.apiKeys !== undefined && !Array.isArray(bundle.apiKeys)) return 'apiKeys is not a list';
   return null;
 }

@@ -46,10 +46,10 @@ export class IngestedEntryDto {
   @IsString()
   source?: string;
 
-  @ApiPropertyOptional({ description: 'Ignored: recorded as `decision`' })
+  @ApiPropertyOptional({ enum: ['decision', 'outcome'], default: 'decision', description: '`outcome`: an adapter’s /v1/audit event made at the edge' })
   @IsOptional()
-  @IsString()
-  kind?: string;
+  @IsIn(['decision', 'outcome'])
+  kind?: 'decision' | 'outcome';
 
   @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) traceId?: string | null;
   @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) agentId?: string | null;
@@ -70,7 +70,7 @@ export class IngestedEntryDto {
   @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsInt() upstreamStatus?: number | null;
   @ApiPropertyOptional({ type: [String], nullable: true }) @IsOptional() @IsArray() @IsString({ each: true }) delegationChain?: string[] | null;
   @ApiPropertyOptional({ description: 'The decision input (redacted at the edge and again here)' }) @IsOptional() input?: unknown;
-  @ApiPropertyOptional({ nullable: true }) @IsOptional() details?: unknown;
+  @ApiPropertyOptional({ nullable: true, description: 'Outcomes: eventId, decisionId, durationMs, resultSummary' }) @IsOptional() details?: unknown;
 }
 
 export class AuditIngestDto {

@@ -33,7 +33,7 @@ const TIERS: BundleTiers = {
 /**
  * Builds an organization's signed bundle for edge sidecars (SPEC.md "Edge sidecar policy
  * bundle") from the same rows the gateway decides on. Its version is the time of the newest
- * change it reflects (policy version, agent update or revocation, signing key), so it only
+ * change it reflects (policy version, agent update or revocation, signing key, API key), so it only
  * grows and is the same for the same content; the ETag is a hash of the content.
  */
 @Injectable()
@@ -53,9 +53,20 @@ export class BundlesService {
   }
 
   private async content(orgId: string): Promise<BundleContent> {
-    const [policies, policyVersion, agents, keys] = await Promise.all([this.policies(orgId), this.policyVersion(orgId), this.agents(orgId), this.keyRing.publishedKeys()]);
+    const [policies, policyVersion, agents, keys, apiKeys] = await Promise.all([
+      this.policies(orgId),
+      this.policyVersion(orgId),
+      this.agents(orgId),
+      this.keyRing.publishedKeys(),
+      this.apiKeys(orgId),
+    ]);
     const keyTimes = await this.keyTimes(keys.map((key) => key.kid).filter((kid): kid is string => typeof kid === 'string'));
-    const times = [policyVersion.at, ...agents.flatMap((agent) => [agent.updated_at, agent.revoked_at]), ...keyTimes];
+    const times = [
+      policyVersion.at,
+      ...agents.flatMap((agent) => [agent.updated_at, agent.revoked_at]),
+      ...keyTimes,
+      ...apiKeys.flatMap((key) => [key.created_at, key.revoked_at]),
+    ];
     return {
       format: BUNDLE_FORMAT,
       orgId,
@@ -66,6 +77,7 @@ export class BundlesService {
       agents: agents.map(toBundleAgent),
       revoked: agents.filter((agent) => agent.revoked_at !== null).map((agent) => agent.id),
       keys: [...keys].sort((a, b) => String(a.kid).localeCompare(String(b.kid))),
+      apiKeys: apiKeys.filter((key) => key.revoked_at === null).map((key) => ({ id: key.id, hash: key.key_hash })),
       tokenIssuer: this.config.http.publicUrl,
       gatewayMode: this.config.mode,
     };
@@ -86,6 +98,11 @@ export class BundlesService {
 
   private agents(orgId: string): Promise<AgentRow[]> {
     return this.dataSource.query('SELECT id, name, trust_tier, tags, updated_at, revoked_at FROM agents WHERE org_id = $1 ORDER BY id', [orgId]);
+  }
+
+  /** Revoked keys too: their revocation time is a change the version must reflect. */
+  private apiKeys(orgId: string): Promise<Array<{ id: string; key_hash: string; created_at: Date; revoked_at: Date | null }>> {
+    return this.dataSource.query('SELECT id, key_hash, created_at, revoked_at FROM api_keys WHERE org_id = $1 ORDER BY id', [orgId]);
   }
 
   private async keyTimes(kids: string[]): Promise<Date[]> {

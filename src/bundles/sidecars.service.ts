@@ -71,16 +71,34 @@ export class SidecarsService {
     const received = mergeRanges((await this.ranges.find({ where: { orgId: admin.orgId, sidecarId: dto.sidecarId } })).map(toRange));
     const fresh = firstOfEachSeq(dto.entries).filter((entry) => !covers(received, entry.seq));
     const written = await this.alreadyWritten(admin.orgId, fresh);
-    const toWrite = fresh.filter((entry) => !written.has(entry.id));
+    const toWrite: IngestedEntryDto[] = [];
+    for (const entry of fresh) if (!written.has(entry.id) && (await this.claimOutcome(admin.orgId, entry))) toWrite.push(entry);
     for (const entry of toWrite) {
       const record = toRecord(admin.orgId, entry);
       this.writer.record(record);
-      this.events.emit({ entry: record, decision: { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '' } });
+      if (record.kind === 'decision') this.events.emit({ entry: record, decision: { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '' } });
     }
     if (toWrite.length > 0) await this.writer.drain();
     const all = mergeRanges([...received, ...rangesOf(fresh.map((entry) => entry.seq).sort((a, b) => a - b))]);
     await this.saveRanges(admin.orgId, dto.sidecarId, received, all);
     return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length, lastSeq: all.at(-1)?.last ?? 0 };
+  }
+
+  /**
+   * An adapter outcome with an eventId is recorded once per organization, at the edge as on the
+   * gateway (the same ledger as /v1/audit); false when it was recorded before.
+   */
+  private async claimOutcome(orgId: string, entry: IngestedEntryDto): Promise<boolean> {
+    const eventId = entry.kind === 'outcome' ? (entry.details as { eventId?: unknown } | null | undefined)?.eventId : undefined;
+    if (typeof eventId !== 'string') return true;
+    const rows: unknown[] = await this.dataSource.query(
+      'INSERT INTO adapter_audit_events (org_id, event_id, audit_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING event_id',
+      [orgId, eventId, entry.id],
+    );
+    if (rows.length === 1) return true;
+    // Claimed by this very entry in an attempt that failed before writing it: write it now.
+    const claimed: Array<{ audit_id: string }> = await this.dataSource.query('SELECT audit_id FROM adapter_audit_events WHERE org_id = $1 AND event_id = $2', [orgId, eventId]);
+    return claimed[0]?.audit_id === entry.id;
   }
 
   /** Ids of entries a previous attempt wrote without recording their numbers. */
@@ -129,7 +147,7 @@ function toRecord(orgId: string, entry: IngestedEntryDto): AuditRecord & { id: s
     ts: entry.ts,
     orgId,
     source: 'sidecar',
-    kind: 'decision',
+    kind: entry.kind ?? 'decision',
     traceId: entry.traceId ?? null,
     agentId: entry.agentId ?? null,
     agentName: entry.agentName ?? null,
@@ -149,7 +167,7 @@ function toRecord(orgId: string, entry: IngestedEntryDto): AuditRecord & { id: s
     upstreamStatus: entry.upstreamStatus ?? null,
     delegationChain: entry.delegationChain ?? null,
     input: entry.input ?? null,
-    details: null,
+    details: entry.kind === 'outcome' ? (entry.details ?? null) : null,
   };
 }
 

@@ -20,6 +20,8 @@ interface ActiveBundle {
   policies: LoadedPolicies;
   agents: ReadonlyMap<string, AgentSnapshot>;
   keys: JwkSet;
+  /** SHA-256 hex of the organization's live adapter API keys. */
+  apiKeyHashes: ReadonlySet<string>;
   /** When this sidecar applied it (from the cache: when it was loaded). */
   appliedAtMs: number;
 }
@@ -122,6 +124,11 @@ export class BundleStore implements PolicySource, VerificationKeySource {
   /** The agent source, apart from the policy source's `get`. */
   readonly agentSource: AgentSource = { get: (agentId: string) => this.active?.agents.get(agentId) ?? null };
 
+  /** True when `hash` (SHA-256 hex of an X-Api-Key) is one of the bundle's live API keys. */
+  hasApiKey(hash: string): boolean {
+    return this.active?.apiKeyHashes.has(hash) ?? false;
+  }
+
   verificationKey(kid: string | undefined): KeyObject | undefined {
     return this.active?.keys.verificationKey(kid);
   }
@@ -171,7 +178,8 @@ async function activate(bundle: SignedBundle, etag: string | null): Promise<Acti
   for (const agent of bundle.agents) {
     agents.set(agent.id, agentSnapshot({ ...agent, orgId: bundle.orgId, revoked: agent.revoked || revoked.has(agent.id) }));
   }
-  return { bundle, etag, policies: { set, version: bundle.policyVersion }, agents, keys: await JwkSet.of(bundle.keys), appliedAtMs: Date.now() };
+  const apiKeyHashes = new Set((bundle.apiKeys ?? []).map((key) => key.hash));
+  return { bundle, etag, policies: { set, version: bundle.policyVersion }, agents, keys: await JwkSet.of(bundle.keys), apiKeyHashes, appliedAtMs: Date.now() };
 }
 
 function parseKey(text: string, origin: string): KeyObject {

@@ -35,9 +35,10 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
+  /** The cached bundle before the first request; the first fetch runs at once, without holding up the start. */
   async onApplicationBootstrap(): Promise<void> {
     await this.store.loadCached();
-    await this.syncAndSchedule();
+    void this.syncAndSchedule();
   }
 
   onApplicationShutdown(): void {

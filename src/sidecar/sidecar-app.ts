@@ -10,6 +10,7 @@ import { NestPinoLogger } from '../logging/logger';
 import { isProxyUrl } from '../proxy/proxy-path';
 import { ProxyHandler } from '../proxy/proxy-handler';
 import { BundleStore } from './bundle-store';
+import { SIDECAR_ADAPTER_PATHS, SidecarAdapterHandler } from './sidecar-adapter-handler';
 import { SidecarHandler } from './sidecar-handler';
 import { SidecarModule } from './sidecar.module';
 
@@ -17,8 +18,9 @@ type RequestListener = (request: IncomingMessage, response: ServerResponse) => v
 
 /**
  * Builds the sidecar application (not yet listening). Its routes are served on the lean path,
- * ahead of express (as the gateway's proxy is): `/enforce`, `/enforce/batch`, `/health` and
- * `/proxy/*`; express answers the rest (404s).
+ * ahead of express (as the gateway's proxy is): `/enforce`, `/enforce/batch`, `/health`, the
+ * adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`) and `/proxy/*`; express
+ * answers the rest (404s).
  */
 export async function createSidecar(config: SidecarConfig, logger: Logger): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(SidecarModule.forRoot(config, logger), {
@@ -43,10 +45,13 @@ function mountSidecarRoutes(app: NestExpressApplication): void {
   const sidecar = app.get(SidecarHandler);
   const proxy = app.get(ProxyHandler);
   const store = app.get(BundleStore);
+  const adapters = app.get(SidecarAdapterHandler);
   const [express] = server.listeners('request') as RequestListener[];
   server.removeAllListeners('request');
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     if (sidecar.serves(request)) return sidecar.handle(request, response);
+    const path = pathOf(request.url);
+    if (SIDECAR_ADAPTER_PATHS.has(path)) return adapters.handle(request, response, path);
     if (!isProxyUrl(request.url)) return express(request, response);
     const failure = store.failure;
     if (failure === null) return proxy.handle(request, response);
@@ -55,6 +60,12 @@ function mountSidecarRoutes(app: NestExpressApplication): void {
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+}
+
+function pathOf(url: string | undefined): string {
+  if (url === undefined) return '';
+  const query = url.indexOf('?');
+  return query < 0 ? url : url.slice(0, query);
 }
 
 function single(value: string | string[] | undefined): string | undefined {

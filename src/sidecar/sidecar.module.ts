@@ -15,11 +15,13 @@ import {
 } from '../decisions/decision-sources';
 import { LOGGER, LoggingModule } from '../logging/logging.module';
 import { SlidingWindowLimiter } from '../policy-engine/sliding-window-limiter';
+import { PdpService } from '../pdp/pdp.service';
 import { ProxyHandler } from '../proxy/proxy-handler';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
 import { BundleSync } from './bundle-sync';
+import { SidecarAdapterHandler } from './sidecar-adapter-handler';
 import { SidecarHandler } from './sidecar-handler';
 import { SidecarHealth } from './sidecar-health';
 import { SidecarStateModule } from './sidecar-state.module';
@@ -77,7 +79,7 @@ export class SidecarModule {
           ],
         }),
       ],
-      providers: [AuditWalCloser, AuditForwarder, BundleSync, SidecarHealth, SidecarHandler, ProxyHandler],
+      providers: [AuditWalCloser, AuditForwarder, BundleSync, SidecarHealth, SidecarHandler, SidecarAdapterHandler, PdpService, ProxyHandler],
     };
   }
 }
