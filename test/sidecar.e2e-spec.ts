@@ -289,7 +289,7 @@ describe('with the gateway away', () => {
   it('keeps enforcing, restarts from its cache after kill -9, and forwards every decision once when the gateway returns', async () => {
     const before = (await waitFor(sidecar, '/health', (status) => status === 200)) as { bundleVersion: string };
     await gateway.kill();
-    await waitFor(sidecar, '/health', (status, body) => body.gatewayReachable === false, 20_000);
+    await waitFor(sidecar, '/health', (_status, body) => body.gatewayReachable === false && body.lastSyncSuccess === false, 20_000);
 
     for (let index = 0; index < OFFLINE_BEFORE; index++) {
       const answer = await enforce(agents.offline, { action: index % 5 === 0 ? 'read:etc/passwd' : `read:docs/${index}`, context: { args: { path: index % 5 === 0 ? '/etc/passwd' : `/docs/${index}` } } });
