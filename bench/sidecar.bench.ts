@@ -7,10 +7,11 @@
  *
  * The sidecar is the built one (`node dist/src/sidecar/main.js`), fed by a stand-in gateway in
  * this process that serves a signed bundle and acknowledges forwarded audit entries; every
- * /enforce answer waits for its audit entry's group commit (write + fdatasync) as in production.
+ * /enforce answer waits for its audit entry to be written (the default AUDIT_DURABILITY=write)
+ * as in production.
  *
  * Environment: BENCH_SIDECAR_ROUNDS (6), BENCH_SIDECAR_ROUND_SECONDS (5),
- * BENCH_SIDECAR_WARMUP_SECONDS (2), BENCH_SIDECAR_DECISION_MS (1500).
+ * BENCH_SIDECAR_WARMUP_SECONDS (2), BENCH_SIDECAR_DECISION_MS (1500), BENCH_CPU_PROFILE_DIR.
  */
 import autocannon from 'autocannon';
 import { generateKeyPairSync } from 'node:crypto';
@@ -38,6 +39,8 @@ const ROUNDS = positive('BENCH_SIDECAR_ROUNDS', 6);
 const ROUND_SECONDS = positive('BENCH_SIDECAR_ROUND_SECONDS', 5);
 const WARMUP_SECONDS = positive('BENCH_SIDECAR_WARMUP_SECONDS', 2);
 const DECISION_MS = positive('BENCH_SIDECAR_DECISION_MS', 1500);
+/** Profiles the sidecar (slows it down: numbers not comparable). */
+const PROFILE_DIR = process.env.BENCH_CPU_PROFILE_DIR;
 const MIN_RATIO = 0.6;
 const MAX_P99_MS = 5;
 const ORG = 'org_bench';
@@ -91,7 +94,8 @@ export async function runSidecarBench(): Promise<BenchReport> {
       .setExpirationTime('2h')
       .sign(keys.privateKey);
     const port = await freePort();
-    const sidecar = children.spawn('sidecar', process.execPath, [path.join(ROOT, 'dist', 'src', 'sidecar', 'main.js')], {
+    const profileArgs = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+    const sidecar = children.spawn('sidecar', process.execPath, [...profileArgs, path.join(ROOT, 'dist', 'src', 'sidecar', 'main.js')], {
       env: {
         ...baseEnv(),
         GATEWAY_URL: gateway.url,
@@ -147,7 +151,7 @@ export async function runSidecarBench(): Promise<BenchReport> {
       targets,
       notes: [
         `Node ${process.version}; ${os.cpus().length} CPUs; loopback; autocannon ${CONNECTIONS} connections in this process, sidecar and bare server in their own processes; ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s after ${WARMUP_SECONDS} s warm-up each.`,
-        'Every /enforce answer waits for its audit entry to be written and fdatasynced (group commit per event-loop turn); forwarding to the stand-in gateway runs meanwhile.',
+        'Every /enforce answer waits for its audit entry to be written to the write-ahead file (AUDIT_DURABILITY=write, the default: one write(2) per event-loop turn, fdatasync in the background); forwarding to the stand-in gateway runs meanwhile.',
         'p50/p99 are autocannon’s (1 ms resolution); the ratio is summed throughput over the rounds.',
       ],
     };

@@ -31,6 +31,8 @@ export class SidecarConfig {
   readonly sidecarId?: string;
   /** AUDIT_BUFFER_MAX_BYTES: largest size of the audit write-ahead file while the gateway is away. */
   readonly auditBufferMaxBytes: number;
+  /** AUDIT_DURABILITY: `write` (answer once the audit entry is written: survives kill -9) or `sync` (once fdatasynced: survives power loss). */
+  readonly auditDurability: 'write' | 'sync';
   /** AUDIT_FORWARD_INTERVAL_MS: pause between forwarding batches once the buffer is empty. */
   readonly auditForwardIntervalMs: number;
   /** The gateway configuration of the proxy and audit-redaction code the sidecar shares. */
@@ -59,6 +61,7 @@ export class SidecarConfig {
       bundlePublicKey: read.optionalString('BUNDLE_PUBLIC_KEY'),
       sidecarId: read.optionalString('SIDECAR_ID'),
       auditBufferMaxBytes: read.int('AUDIT_BUFFER_MAX_BYTES', 256 * 1024 * 1024, 4096, Number.MAX_SAFE_INTEGER),
+      auditDurability: read.oneOf('AUDIT_DURABILITY', ['write', 'sync'] as const, 'write'),
       auditForwardIntervalMs: read.int('AUDIT_FORWARD_INTERVAL_MS', 1000, 10, 3_600_000),
     };
     if (values.sidecarId !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(values.sidecarId)) read.errors.push('SIDECAR_ID: 1-128 letters, digits, or . _ : -');

@@ -77,7 +77,7 @@ export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShut
       this.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(500, this.backoffMs * 2));
       return false;
     }
-    this.wal.acknowledge(batch.lastSeq);
+    await this.wal.acknowledge(batch.lastSeq);
     this.lastError = null;
     this.lastForwardMs = Date.now();
     this.backoffMs = 0;

@@ -49,6 +49,7 @@ describe('AuditWal', () => {
   async function recordAll(wal: AuditWal, actions: string[]): Promise<void> {
     for (const action of actions) wal.record(record(action));
     await wal.durable();
+    await wal.synced();
   }
 
   it('numbers entries from 1, has them on disk once durable, redacted, and batches them in order', async () => {
@@ -63,10 +64,19 @@ describe('AuditWal', () => {
     wal.close();
   });
 
+  it('in sync mode, resolves durable() only once the entries are synced, and forwards only synced entries', async () => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger, 'sync');
+    wal.record(record('read:a'));
+    expect(wal.batch(10, 1 << 20)).toBeNull();
+    await wal.durable();
+    expect(wal.batch(10, 1 << 20)).toMatchObject({ firstSeq: 1, lastSeq: 1 });
+    wal.close();
+  });
+
   it('recovers unacknowledged entries after a restart and continues the numbering', async () => {
     const first = AuditWal.open(dir, 1 << 20, clean, logger);
     await recordAll(first, ['read:a', 'read:b', 'read:c']);
-    first.acknowledge(1);
+    await first.acknowledge(1);
     // No close: as after kill -9.
     const second = AuditWal.open(dir, 1 << 20, clean, logger);
     expect(second.state()).toMatchObject({ lastSeq: 3, ackedSeq: 1, pendingEntries: 2 });
@@ -92,7 +102,7 @@ describe('AuditWal', () => {
   it('empties the file once everything is acknowledged, and never reuses a number', async () => {
     const wal = AuditWal.open(dir, 1 << 20, clean, logger);
     await recordAll(wal, ['read:a', 'read:b']);
-    wal.acknowledge(2);
+    await wal.acknowledge(2);
     expect(fs.statSync(path.join(dir, 'audit.wal')).size).toBe(0);
     expect(wal.batch(10, 1 << 20)).toBeNull();
     wal.close();
@@ -104,10 +114,10 @@ describe('AuditWal', () => {
 
   it('rewrites the file without its acknowledged head once that head is large', async () => {
     const wal = AuditWal.open(dir, 64 << 20, clean, logger);
-    const actions = Array.from({ length: 6000 }, (_, index) => `read:${'x'.repeat(200)}/${index}`);
+    const actions = Array.from({ length: 6000 }, (_, index) => `read:${'x'.repeat(2000)}/${index}`);
     await recordAll(wal, actions);
     const before = fs.statSync(path.join(dir, 'audit.wal')).size;
-    wal.acknowledge(5000);
+    await wal.acknowledge(5000);
     const after = fs.statSync(path.join(dir, 'audit.wal')).size;
     expect(after).toBeLessThan(before / 4);
     expect(wal.batch(10_000, 64 << 20)).toMatchObject({ firstSeq: 5001, lastSeq: 6000 });
@@ -124,7 +134,7 @@ describe('AuditWal', () => {
     expect(state.overflowing).toBe(true);
     expect(state.lastSeq).toBe(20);
     const kept = state.pendingEntries;
-    wal.acknowledge(kept);
+    await wal.acknowledge(kept);
     await recordAll(wal, ['read:after']);
     expect(wal.state()).toMatchObject({ overflowing: false, lastSeq: 21 });
     wal.close();

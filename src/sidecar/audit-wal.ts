@@ -5,13 +5,13 @@ import { compactInput } from '../audit/audit-input';
 import type { AuditRecord } from '../audit/audit-record';
 import { AuditSanitizer } from '../audit/audit-sanitizer';
 import type { DecisionLog } from '../decisions/decision-sources';
-import { readFileIfExists, writeFileAtomic } from './atomic-file';
+import { readFileIfExists, writeFileAtomic, writeFileAtomicAsync } from './atomic-file';
 
 const WAL_FILE = 'audit.wal';
 const ACKED_FILE = 'audit.acked';
 const SEQ_FILE = 'audit.seq';
 /** Rewrite the file without its acknowledged head once that head is this large and half the file. */
-const COMPACT_MIN_BYTES = 1024 * 1024;
+const COMPACT_MIN_BYTES = 8 * 1024 * 1024;
 const SEQ_LINE = /^\{"seq":(\d+),/;
 
 /** A batch of entries to forward: their JSON lines and the highest sequence number among them. */
@@ -34,6 +34,13 @@ export interface WalState {
   overflowing: boolean;
 }
 
+/**
+ * When an answer may leave: `write` once its entry is written to the file (survives kill -9; a
+ * power loss can lose what the background fdatasync had not reached, at most one sync behind),
+ * `sync` once it is also fdatasynced (survives a power loss; costs a sync's latency per answer).
+ */
+export type WalDurability = 'write' | 'sync';
+
 interface Group {
   promise: Promise<void>;
   resolve: () => void;
@@ -44,11 +51,14 @@ interface Group {
  * `{"seq":N, ...audit record}`, N counting from 1 per sidecar and never reused.
  *
  * Durability (group commit): `record` only queues the line; at the end of the event loop's turn
- * the turn's lines are written with one write(2) and then one fdatasync covers them (one sync
+ * the turn's lines are written with one write(2), and one fdatasync then covers them (one sync
  * at a time; lines of later turns wait for the next). A transport sends its answer only after
- * `durable()` resolves, so an answered decision is on disk: neither kill -9 nor a power loss
- * loses it. Costs about one fdatasync (≈0.3 ms here) of latency, shared by all the turn's
- * requests.
+ * `durable()` resolves: with AUDIT_DURABILITY=write (the default) once the turn's lines are
+ * written, so a kill -9 of the sidecar loses no answered decision and a power loss at most what
+ * the background fdatasync had not reached; with `sync` once they are synced, so not even a
+ * power loss does, at the price of a sync's latency (≈0.35 ms idle, far more on a busy disk) on
+ * every answer. Only synced entries are forwarded, so the gateway never holds an entry the
+ * sidecar could lose and renumber.
  *
  * The gateway acknowledges forwarded entries by number; the highest acknowledged number goes to
  * `audit.acked` (atomically) and the file is then truncated (everything acknowledged) or
@@ -85,15 +95,16 @@ export class AuditWal implements DecisionLog {
     private readonly maxBytes: number,
     private readonly clean: AuditSanitizer,
     private readonly logger: Logger,
+    private readonly durability: WalDurability,
   ) {
     this.file = path.join(dir, WAL_FILE);
     this.fd = -1;
   }
 
   /** Opens the buffer in `dir`, recovering what a previous run left (a torn last line is cut off). */
-  static open(dir: string, maxBytes: number, clean: AuditSanitizer, logger: Logger): AuditWal {
+  static open(dir: string, maxBytes: number, clean: AuditSanitizer, logger: Logger, durability: WalDurability = 'write'): AuditWal {
     fs.mkdirSync(dir, { recursive: true });
-    const wal = new AuditWal(dir, maxBytes, clean, logger);
+    const wal = new AuditWal(dir, maxBytes, clean, logger, durability);
     wal.recover();
     return wal;
   }
@@ -137,8 +148,16 @@ export class AuditWal implements DecisionLog {
       }
       return this.openGroup.promise;
     }
+    if (this.durability === 'write') return this.settled;
     const last = this.awaitingSync.at(-1) ?? this.inSync;
     return last?.promise ?? this.settled;
+  }
+
+  /** Resolves once every entry recorded so far is written and synced, whatever the durability. */
+  async synced(): Promise<void> {
+    if (this.pending.length > 0) await this.durable();
+    const last = this.awaitingSync.at(-1) ?? this.inSync;
+    if (last !== null && last !== undefined) await last.promise;
   }
 
   /** The oldest synced, unacknowledged entries: at most `maxEntries` and about `maxBytes`. */
@@ -157,10 +176,11 @@ export class AuditWal implements DecisionLog {
     return { lines, firstSeq: this.seqs[this.head], lastSeq: this.seqs[end - 1] };
   }
 
-  /** The gateway has every entry up to `seq`: remember it, then drop them from the file. */
-  acknowledge(seq: number): void {
+  /** The gateway has every entry up to `seq`: remember it (off the event loop), then drop them from the file. */
+  async acknowledge(seq: number): Promise<void> {
     if (seq <= this.ackedSeq) return;
-    writeFileAtomic(path.join(this.dir, ACKED_FILE), String(seq));
+    await writeFileAtomicAsync(path.join(this.dir, ACKED_FILE), String(seq));
+    if (seq <= this.ackedSeq) return;
     this.ackedSeq = seq;
     while (this.head < this.seqs.length && this.seqs[this.head] <= seq) {
       this.start = this.ends[this.head];
@@ -236,8 +256,15 @@ export class AuditWal implements DecisionLog {
       this.ends.push(offset);
     }
     this.size += data.length;
-    (group as Group & { seq?: number }).seq = seqs.at(-1);
-    this.awaitingSync.push(group);
+    if (this.durability === 'write') {
+      group.resolve();
+      const syncGroup = makeGroup();
+      (syncGroup as Group & { seq?: number }).seq = seqs.at(-1);
+      this.awaitingSync.push(syncGroup);
+    } else {
+      (group as Group & { seq?: number }).seq = seqs.at(-1);
+      this.awaitingSync.push(group);
+    }
     this.startSync();
   };
 

@@ -27,7 +27,7 @@ export class SidecarStateModule {
         {
           provide: AuditWal,
           inject: [LOGGER],
-          useFactory: (logger: Logger) => AuditWal.open(config.cacheDir, config.auditBufferMaxBytes, new AuditSanitizer(config.shared.audit.redact), logger),
+          useFactory: (logger: Logger) => AuditWal.open(config.cacheDir, config.auditBufferMaxBytes, new AuditSanitizer(config.shared.audit.redact), logger, config.auditDurability),
         },
         { provide: GatewayLink, useFactory: () => new GatewayLink(config, sidecarIdentity(config)) },
       ],
