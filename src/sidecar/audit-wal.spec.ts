@@ -4,7 +4,7 @@ import path from 'node:path';
 import pino from 'pino';
 import type { AuditRecord } from '../audit/audit-record';
 import { AuditSanitizer } from '../audit/audit-sanitizer';
-import { AuditWal } from './audit-wal';
+import { AuditWal, WalBatch } from './audit-wal';
 
 const logger = pino({ level: 'silent' });
 const clean = new AuditSanitizer(['password']);
@@ -39,6 +39,11 @@ function record(action: string): AuditRecord {
   };
 }
 
+/** The batch's entries as objects. */
+function entriesOf(batch: WalBatch | null): Array<{ seq: number; action: string }> {
+  return batch === null ? [] : (JSON.parse(`[${batch.entries.toString('utf8')}]`) as Array<{ seq: number; action: string }>);
+}
+
 describe('AuditWal', () => {
   let dir: string;
   beforeEach(() => {
@@ -59,8 +64,8 @@ describe('AuditWal', () => {
     expect(onDisk.map((line) => [line.seq, line.action])).toEqual([[1, 'read:a'], [2, 'read:b'], [3, 'read:c']]);
     expect(onDisk[0].input.args).toEqual({ password: '[redacted]', path: '/x' });
     const batch = wal.batch(2, 1 << 20)!;
-    expect([batch.firstSeq, batch.lastSeq, batch.lines.length]).toEqual([1, 2, 2]);
-    expect(JSON.parse(batch.lines[1])).toMatchObject({ seq: 2, action: 'read:b' });
+    expect([batch.firstSeq, batch.lastSeq, batch.count]).toEqual([1, 2, 2]);
+    expect(entriesOf(batch)[1]).toMatchObject({ seq: 2, action: 'read:b' });
     wal.close();
   });
 
@@ -82,7 +87,7 @@ describe('AuditWal', () => {
     expect(second.state()).toMatchObject({ lastSeq: 3, ackedSeq: 1, pendingEntries: 2 });
     expect(second.batch(10, 1 << 20)).toMatchObject({ firstSeq: 2, lastSeq: 3 });
     await recordAll(second, ['read:d']);
-    expect(second.batch(10, 1 << 20)!.lines.map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([2, 3, 4]);
+    expect(entriesOf(second.batch(10, 1 << 20)).map((entry) => entry.seq)).toEqual([2, 3, 4]);
     second.close();
   });
 

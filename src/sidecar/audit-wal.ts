@@ -13,10 +13,12 @@ const SEQ_FILE = 'audit.seq';
 /** Rewrite the file without its acknowledged head once that head is this large and half the file. */
 const COMPACT_MIN_BYTES = 8 * 1024 * 1024;
 const SEQ_LINE = /^\{"seq":(\d+),/;
+const COMMA = 0x2c;
 
-/** A batch of entries to forward: their JSON lines and the highest sequence number among them. */
+/** A batch of entries to forward: their JSON objects joined by commas (a JSON array's inside), and their numbers. */
 export interface WalBatch {
-  lines: string[];
+  entries: Buffer;
+  count: number;
   firstSeq: number;
   lastSeq: number;
 }
@@ -168,12 +170,12 @@ export class AuditWal implements DecisionLog {
       end++;
     }
     if (end === this.head) return null;
-    const length = this.ends[end - 1] - this.start;
-    const buffer = Buffer.alloc(length);
-    fs.readSync(this.fd, buffer, 0, length, this.start);
-    const lines = buffer.toString('utf8').split('\n');
-    lines.pop();
-    return { lines, firstSeq: this.seqs[this.head], lastSeq: this.seqs[end - 1] };
+    // The lines as they are on disk, their newlines turned into the commas of a JSON array.
+    const length = this.ends[end - 1] - this.start - 1;
+    const entries = Buffer.allocUnsafe(length);
+    fs.readSync(this.fd, entries, 0, length, this.start);
+    for (let index = this.head; index < end - 1; index++) entries[this.ends[index] - 1 - this.start] = COMMA;
+    return { entries, count: end - this.head, firstSeq: this.seqs[this.head], lastSeq: this.seqs[end - 1] };
   }
 
   /** The gateway has every entry up to `seq`: remember it (off the event loop), then drop them from the file. */

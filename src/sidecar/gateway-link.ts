@@ -25,11 +25,11 @@ export class GatewayLink {
     return this.call('GET', path, headers);
   }
 
-  async post(path: string, body: string): Promise<GatewayAnswer> {
+  async post(path: string, body: string | Buffer): Promise<GatewayAnswer> {
     return this.call('POST', path, { 'content-type': 'application/json' }, body);
   }
 
-  private async call(method: string, path: string, headers: Record<string, string>, body?: string): Promise<GatewayAnswer> {
+  private async call(method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<GatewayAnswer> {
     try {
       const response = await fetch(`${this.config.gatewayUrl}${path}`, {
         method,
