@@ -136,6 +136,7 @@ export async function runSidecarBench(): Promise<BenchReport> {
         else sidecarRounds.push(await load(`${sidecarUrl}/enforce`, headers, body, ROUND_SECONDS));
       }
     }
+    const catchUpMs = await forwarded(sidecarUrl);
     const pacedBare = await load(bareUrl, headers, body, PACED_SECONDS, PACED_RATE);
     const pacedSidecar = await load(`${sidecarUrl}/enforce`, headers, body, PACED_SECONDS, PACED_RATE);
     const health = (await (await fetch(`${sidecarUrl}/health`)).json()) as { audit: Record<string, number> };
@@ -146,7 +147,7 @@ export async function runSidecarBench(): Promise<BenchReport> {
     const failures = sum(sidecarRounds.map((round) => round.non2xx + round.errors));
     const rows: BenchRow[] = [
       roundsRow(`bare node:http, JSON in and ${Buffer.byteLength(sampleText)} bytes of JSON out (${ROUNDS} rounds)`, bareRounds),
-      roundsRow(`sidecar POST /enforce (${ROUNDS} rounds, alternating)`, sidecarRounds, { 'sidecar/bare': Number(ratio.toFixed(3)), auditEntries: health.audit.lastSeq, auditDropped: health.audit.dropped }),
+      roundsRow(`sidecar POST /enforce (${ROUNDS} rounds, alternating)`, sidecarRounds, { 'sidecar/bare': Number(ratio.toFixed(3)), auditEntries: health.audit.lastSeq, auditDropped: health.audit.dropped, forwardCatchUpMs: catchUpMs }),
       roundRow(`bare node:http, paced ${PACED_RATE} req/s`, pacedBare),
       roundRow(`sidecar POST /enforce, paced ${PACED_RATE} req/s`, pacedSidecar),
       ...decisionRows.rows,
@@ -168,7 +169,7 @@ export async function runSidecarBench(): Promise<BenchReport> {
       notes: [
         `Node ${process.version}; ${os.cpus().length} CPUs; loopback; autocannon ${CONNECTIONS} connections in this process, sidecar and bare server in their own processes; ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s after ${WARMUP_SECONDS} s warm-up each.`,
         'Every /enforce answer waits for its audit entry to be written to the write-ahead file (AUDIT_DURABILITY=write, the default: one write(2) per event-loop turn, fdatasync in the background); forwarding to the stand-in gateway runs meanwhile.',
-        'p50/p99 are autocannon’s (1 ms resolution); the ratio is summed throughput over the rounds.',
+        'p50/p99 are autocannon’s (1 ms resolution); the ratio is summed throughput over the rounds. The paced runs start once the sidecar has forwarded the rounds’ audit backlog (forwardCatchUpMs).',
       ],
     };
   } finally {
@@ -225,6 +226,17 @@ async function load(url: string, headers: Record<string, string>, body: string, 
   const result = await autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, pipelining: 1, duration: seconds, ...(overallRate ? { overallRate } : {}) });
   await sleep(200);
   return { opsPerSec: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors + result.timeouts };
+}
+
+/** Waits (up to 120 s) until the sidecar has forwarded its audit backlog; how long it took. */
+async function forwarded(sidecarUrl: string): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < 120_000) {
+    const health = (await (await fetch(`${sidecarUrl}/health`)).json()) as { audit: { pendingEntries: number } };
+    if (health.audit.pendingEntries === 0) break;
+    await sleep(200);
+  }
+  return Date.now() - started;
 }
 
 function roundRow(subject: string, round: Round): BenchRow {

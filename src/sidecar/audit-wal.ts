@@ -10,8 +10,13 @@ import { readFileIfExists, writeFileAtomic, writeFileAtomicAsync } from './atomi
 const WAL_FILE = 'audit.wal';
 const ACKED_FILE = 'audit.acked';
 const SEQ_FILE = 'audit.seq';
-/** Rewrite the file without its acknowledged head once that head is this large and half the file. */
+/**
+ * Rewrite the file without its acknowledged head once that head is this large and what is left
+ * to copy is at most COMPACT_MAX_COPY_BYTES: the copy runs on the event loop, so it stays short
+ * (about a millisecond); with a longer backlog the file waits until forwarding catches up.
+ */
 const COMPACT_MIN_BYTES = 8 * 1024 * 1024;
+const COMPACT_MAX_COPY_BYTES = 1024 * 1024;
 const SEQ_LINE = /^\{"seq":(\d+),/;
 const COMMA = 0x2c;
 
@@ -296,7 +301,7 @@ export class AuditWal implements DecisionLog {
       this.resetIndex(0, []);
       return;
     }
-    if (this.start < COMPACT_MIN_BYTES || this.start * 2 < this.size) return;
+    if (this.start < COMPACT_MIN_BYTES || this.size - this.start > COMPACT_MAX_COPY_BYTES) return;
     const rest = Buffer.alloc(this.size - this.start);
     fs.readSync(this.fd, rest, 0, rest.length, this.start);
     writeFileAtomic(this.file, rest);
