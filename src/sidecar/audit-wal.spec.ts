@@ -66,7 +66,7 @@ describe('AuditWal', () => {
     const batch = wal.batch(2, 1 << 20)!;
     expect([batch.firstSeq, batch.lastSeq, batch.count]).toEqual([1, 2, 2]);
     expect(entriesOf(batch)[1]).toMatchObject({ seq: 2, action: 'read:b' });
-    wal.close();
+    await wal.close();
   });
 
   it('in sync mode, resolves durable() only once the entries are synced, and forwards only synced entries', async () => {
@@ -75,7 +75,7 @@ describe('AuditWal', () => {
     expect(wal.batch(10, 1 << 20)).toBeNull();
     await wal.durable();
     expect(wal.batch(10, 1 << 20)).toMatchObject({ firstSeq: 1, lastSeq: 1 });
-    wal.close();
+    await wal.close();
   });
 
   it('recovers unacknowledged entries after a restart and continues the numbering', async () => {
@@ -88,20 +88,20 @@ describe('AuditWal', () => {
     expect(second.batch(10, 1 << 20)).toMatchObject({ firstSeq: 2, lastSeq: 3 });
     await recordAll(second, ['read:d']);
     expect(entriesOf(second.batch(10, 1 << 20)).map((entry) => entry.seq)).toEqual([2, 3, 4]);
-    second.close();
+    await second.close();
   });
 
   it('cuts off a torn last line left by a kill mid-write', async () => {
     const wal = AuditWal.open(dir, 1 << 20, clean, logger);
     await recordAll(wal, ['read:a', 'read:b']);
-    wal.close();
+    await wal.close();
     fs.appendFileSync(path.join(dir, 'audit.wal'), '{"seq":3,"id":"aud_tor');
     const recovered = AuditWal.open(dir, 1 << 20, clean, logger);
     expect(recovered.state()).toMatchObject({ lastSeq: 2, pendingEntries: 2 });
     await recordAll(recovered, ['read:c']);
     const lines = fs.readFileSync(path.join(dir, 'audit.wal'), 'utf8').trim().split('\n');
     expect(lines.map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([1, 2, 3]);
-    recovered.close();
+    await recovered.close();
   });
 
   it('empties the file once everything is acknowledged, and never reuses a number', async () => {
@@ -110,11 +110,11 @@ describe('AuditWal', () => {
     await wal.acknowledge(2);
     expect(fs.statSync(path.join(dir, 'audit.wal')).size).toBe(0);
     expect(wal.batch(10, 1 << 20)).toBeNull();
-    wal.close();
+    await wal.close();
     const reopened = AuditWal.open(dir, 1 << 20, clean, logger);
     await recordAll(reopened, ['read:c']);
     expect(reopened.batch(10, 1 << 20)).toMatchObject({ firstSeq: 3, lastSeq: 3 });
-    reopened.close();
+    await reopened.close();
   });
 
   it('rewrites the file without its acknowledged head once that head is large and the rest is short to copy', async () => {
@@ -129,7 +129,7 @@ describe('AuditWal', () => {
     const after = fs.statSync(path.join(dir, 'audit.wal')).size;
     expect(after).toBeLessThan(before / 20);
     expect(wal.batch(10_000, 64 << 20)).toMatchObject({ firstSeq: 5801, lastSeq: 6000 });
-    wal.close();
+    await wal.close();
     expect(AuditWal.open(dir, 64 << 20, clean, logger).state()).toMatchObject({ lastSeq: 6000, ackedSeq: 5800, pendingEntries: 200 });
   });
 
@@ -145,7 +145,9 @@ describe('AuditWal', () => {
     await wal.acknowledge(kept);
     await recordAll(wal, ['read:after']);
     expect(wal.state()).toMatchObject({ overflowing: false, lastSeq: 21 });
-    wal.close();
-    expect(AuditWal.open(dir, 4096, clean, logger).state().lastSeq).toBe(21);
+    await wal.close();
+    const last = AuditWal.open(dir, 4096, clean, logger);
+    expect(last.state().lastSeq).toBe(21);
+    await last.close();
   });
 });

@@ -58,7 +58,8 @@ interface Group {
  * `{"seq":N, ...audit record}`, N counting from 1 per sidecar and never reused.
  *
  * Durability (group commit): `record` only queues the line; at the end of the event loop's turn
- * the turn's lines are written with one write(2), and one fdatasync then covers them (one sync
+ * the turn's lines are written with one write(2) in the thread pool (one write at a time: lines
+ * queued meanwhile go with the next), and one fdatasync then covers them (one sync
  * at a time; lines of later turns wait for the next). A transport sends its answer only after
  * `durable()` resolves: with AUDIT_DURABILITY=write (the default) once the turn's lines are
  * written, so a kill -9 of the sidecar loses no answered decision and a power loss at most what
@@ -95,6 +96,8 @@ export class AuditWal implements DecisionLog {
   private awaitingSync: Group[] = [];
   private syncing = false;
   private scheduled = false;
+  /** The group whose lines are being written, if a write is in flight. */
+  private writing: Group | null = null;
   private readonly settled = Promise.resolve();
 
   private constructor(
@@ -136,7 +139,7 @@ export class AuditWal implements DecisionLog {
     this.pendingBytes += bytes;
     if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(this.writePending);
+      setImmediate(() => this.writePending());
     }
   }
 
@@ -155,6 +158,7 @@ export class AuditWal implements DecisionLog {
       }
       return this.openGroup.promise;
     }
+    if (this.writing !== null) return this.writing.promise;
     if (this.durability === 'write') return this.settled;
     const last = this.awaitingSync.at(-1) ?? this.inSync;
     return last?.promise ?? this.settled;
@@ -162,7 +166,7 @@ export class AuditWal implements DecisionLog {
 
   /** Resolves once every entry recorded so far is written and synced, whatever the durability. */
   async synced(): Promise<void> {
-    if (this.pending.length > 0) await this.durable();
+    while (this.pending.length > 0 || this.writing !== null) await this.durable();
     const last = this.awaitingSync.at(-1) ?? this.inSync;
     if (last !== null && last !== undefined) await last.promise;
   }
@@ -209,13 +213,13 @@ export class AuditWal implements DecisionLog {
   }
 
   /** Writes and syncs what is queued, then closes the file (shutdown). */
-  close(): void {
-    this.writePending();
-    if (this.fd >= 0) {
-      fs.fdatasyncSync(this.fd);
-      fs.closeSync(this.fd);
-      this.fd = -1;
-    }
+  async close(): Promise<void> {
+    if (this.fd < 0) return;
+    await this.synced();
+    this.writePending(true);
+    fs.fdatasyncSync(this.fd);
+    fs.closeSync(this.fd);
+    this.fd = -1;
     for (const group of this.awaitingSync) group.resolve();
     this.awaitingSync = [];
   }
@@ -238,9 +242,14 @@ export class AuditWal implements DecisionLog {
     if (this.dropped % 100 === 1) fs.writeFileSync(path.join(this.dir, SEQ_FILE), String(this.lastSeq));
   }
 
-  private readonly writePending = (): void => {
+  /**
+   * Writes the queued lines with one write(2) in libuv's thread pool, one write at a time (lines
+   * queued meanwhile go with the next), so a disk that makes writes wait never stalls the event
+   * loop. `sync` is for shutdown: it writes on this thread.
+   */
+  private readonly writePending = (sync = false): void => {
     this.scheduled = false;
-    if (this.pending.length === 0) return;
+    if (this.pending.length === 0 || (this.writing !== null && !sync)) return;
     const data = Buffer.from(this.pending.join(''));
     const seqs = this.pendingSeqs;
     const group = this.openGroup ?? makeGroup();
@@ -248,21 +257,42 @@ export class AuditWal implements DecisionLog {
     this.pendingSeqs = [];
     this.pendingBytes = 0;
     this.openGroup = null;
-    try {
-      fs.writeSync(this.fd, data, 0, data.length, this.size);
-    } catch (error) {
+    const position = this.size;
+    this.size += data.length;
+    if (sync) {
+      let failure: unknown = null;
+      try {
+        fs.writeSync(this.fd, data, 0, data.length, position);
+      } catch (error) {
+        failure = error;
+      }
+      this.written(data, seqs, group, position, failure);
+      return;
+    }
+    this.writing = group;
+    fs.write(this.fd, data, 0, data.length, position, (error) => {
+      this.writing = null;
+      this.written(data, seqs, group, position, error);
+      if (this.pending.length > 0 && !this.scheduled) this.writePending();
+      else this.compact();
+    });
+  };
+
+  private written(data: Buffer, seqs: number[], group: Group, position: number, error: unknown): void {
+    if (error) {
+      // Nothing after `position` was written: later writes start there again.
+      this.size = position;
       this.dropped += seqs.length;
       this.logger.error({ err: error, entries: seqs.length }, 'audit entries could not be written to the buffer file');
       group.resolve();
       return;
     }
-    let offset = this.size;
+    let offset = position;
     for (let index = 0; index < seqs.length; index++) {
-      offset = data.indexOf(10, offset - this.size) + 1 + this.size;
+      offset = data.indexOf(10, offset - position) + 1 + position;
       this.seqs.push(seqs[index]);
       this.ends.push(offset);
     }
-    this.size += data.length;
     if (this.durability === 'write') {
       group.resolve();
       const syncGroup = makeGroup();
@@ -273,7 +303,7 @@ export class AuditWal implements DecisionLog {
       this.awaitingSync.push(group);
     }
     this.startSync();
-  };
+  }
 
   private startSync(): void {
     if (this.syncing || this.awaitingSync.length === 0) return;
@@ -295,7 +325,7 @@ export class AuditWal implements DecisionLog {
 
   /** Truncates (all acknowledged) or rewrites the file without its acknowledged head. */
   private compact(): void {
-    if (this.syncing || this.pending.length > 0 || this.start === 0) return;
+    if (this.syncing || this.writing !== null || this.pending.length > 0 || this.start === 0) return;
     if (this.head === this.seqs.length) {
       fs.ftruncateSync(this.fd, 0);
       this.resetIndex(0, []);

@@ -36,8 +36,8 @@ class AuditWalCloser implements OnApplicationShutdown {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
-  onApplicationShutdown(): void {
-    this.wal.close();
+  async onApplicationShutdown(): Promise<void> {
+    await this.wal.close();
     this.logger.info(this.wal.state(), 'audit buffer closed');
   }
 }
