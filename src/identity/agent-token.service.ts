@@ -25,13 +25,17 @@ export class AgentTokenService {
     private readonly keyRing: KeyRing,
   ) {}
 
-  /** Signs a new token for an agent with the configured lifetime (or `ttlMs`). */
-  async issue(subject: TokenSubject, ttlMs = this.config.auth.agentTokenTtlMs, act?: ActorClaim): Promise<IssuedToken> {
+  /**
+   * Signs a new token for an agent with the configured lifetime (or `ttlMs`); a delegated token
+   * also carries the `act` chain and, when narrowed, its `scope` of action globs.
+   */
+  async issue(subject: TokenSubject, ttlMs = this.config.auth.agentTokenTtlMs, act?: ActorClaim, scope?: readonly string[]): Promise<IssuedToken> {
     const key = this.keyRing.signingKey();
     const nowSeconds = Math.floor(Date.now() / 1000);
     const exp = nowSeconds + Math.max(1, Math.round(ttlMs / 1000));
     const claims: Record<string, unknown> = { name: subject.name, trust: subject.trustTier, tier: subject.trustTier, tags: [...subject.tags], org: subject.orgId };
     if (act) claims.act = act;
+    if (scope) claims.scope = [...scope];
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
       .setSubject(subject.id)
