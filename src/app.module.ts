@@ -13,6 +13,7 @@ import { HealthModule } from './health/health.module';
 import { PoliciesModule } from './policies/policies.module';
 import { ProxyModule } from './proxy/proxy.module';
 import { IdentityModule } from './identity/identity.module';
+import { AgentIdentityModule } from './identity/agent-identity.module';
 import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
 import { GatewayBootstrap } from './gateway-bootstrap';
@@ -38,6 +39,7 @@ export class AppModule {
         PoliciesModule,
         DecisionsModule,
         ProxyModule,
+        AgentIdentityModule,
       ],
       providers: [GatewayBootstrap],
     };
