@@ -9,6 +9,7 @@ import { AgentTokenGuard } from './agent-token-auth';
 import { DelegationService } from './delegation.service';
 import { IdentityController } from './identity.controller';
 import { IdentityModule } from './identity.module';
+import { OidcClient } from './oidc-client.entity';
 import { OidcClientsController } from './oidc-clients.controller';
 import { OidcClientsService } from './oidc-clients.service';
 
@@ -18,7 +19,7 @@ import { OidcClientsService } from './oidc-clients.service';
  * the agents and the decision core themselves depend on.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Agent]), IdentityModule, AgentsModule, AuditModule, DecisionsModule],
+  imports: [TypeOrmModule.forFeature([Agent, OidcClient]), IdentityModule, AgentsModule, AuditModule, DecisionsModule],
   controllers: [IdentityController, OidcClientsController],
   providers: [AgentIdentityService, DelegationService, OidcClientsService, AgentTokenGuard],
 })
