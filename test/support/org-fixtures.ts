@@ -21,6 +21,7 @@ export interface PolicySpec {
 }
 
 export interface AuditEntryView {
+  seq: number;
   agentId: string | null;
   action: string;
   decision: string;
@@ -69,13 +70,16 @@ export function proxy(gateway: TestGateway, token: string | undefined, method: s
   return call(gateway.url, method, `/proxy${path}`, { bearer: token, headers });
 }
 
-/** Polls the audit trail until `count` entries match the query (entries are written asynchronously). */
+/**
+ * Polls the audit trail until `count` entries match the query (entries are written
+ * asynchronously); newest first by their place in the hash chain, which is recording order.
+ */
 export async function auditEntries(gateway: TestGateway, org: TestOrganization, query: string, count: number): Promise<AuditEntryView[]> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const response = await call<{ entries: AuditEntryView[] }>(gateway.url, 'GET', `/admin/audit?limit=1000&${query}`, { adminToken: org.adminToken });
     expect(response.status).toBe(200);
-    if (response.body.entries.length >= count || Date.now() > deadline) return response.body.entries;
+    if (response.body.entries.length >= count || Date.now() > deadline) return response.body.entries.sort((a, b) => b.seq - a.seq);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
