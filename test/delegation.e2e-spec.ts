@@ -27,8 +27,11 @@ afterAll(async () => {
   await upstream.close();
 });
 
-function delegate(token: string | undefined, body: Record<string, unknown>): Promise<TestResponse<Delegated>> {
-  return call<Delegated>(gateway.url, 'POST', '/api/v1/identity/delegate', { bearer: token, body });
+/** A delegation's answer: the token, or an error body. */
+type DelegateAnswer = Delegated & { error?: string; message?: string };
+
+function delegate(token: string | undefined, body: Record<string, unknown>): Promise<TestResponse<DelegateAnswer>> {
+  return call<DelegateAnswer>(gateway.url, 'POST', '/api/v1/identity/delegate', { bearer: token, body });
 }
 
 async function delegated(token: string, body: Record<string, unknown>): Promise<Delegated> {
