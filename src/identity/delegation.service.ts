@@ -61,7 +61,8 @@ export class DelegationService {
     const parentExpMs = caller.claims.exp * 1000;
     if (ttl === undefined) {
       if (parentExpMs - nowMs < 1000) throw AppError.invalid('the delegating token expires in less than a second');
-      return parentExpMs - nowMs;
+      // A second more than is left, so whole-second rounding cannot land short; `notAfter` caps it at the parent's expiry.
+      return parentExpMs - nowMs + 1000;
     }
     const ttlMs = parseDuration(ttl);
     if (ttlMs < 1000) throw AppError.invalid('ttl must be at least 1s');
