@@ -1,4 +1,26 @@
-import { decodeJwt } from 'jose';
+import { Test } from '@nestjs/testing';
+import { decodeJwt, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import pino from 'pino';
+import type { AuditRecord } from '../src/audit/audit-record';
+import { DecisionCoreModule } from '../src/decisions/decision-core.module';
+import {
+  AGENT_SOURCE,
+  agentSnapshot,
+  AgentSnapshot,
+  DECISION_LOG,
+  DECISION_SETTINGS,
+  LoadedPolicies,
+  POLICY_SOURCE,
+  RATE_LIMITER,
+  USAGE_GATE,
+  VERIFICATION_KEYS,
+} from '../src/decisions/decision-sources';
+import { DecisionService } from '../src/decisions/decision.service';
+import { AgentAuthenticator } from '../src/identity/agent-authenticator';
+import { JwkSet } from '../src/identity/jwk-set';
+import { LoggingModule } from '../src/logging/logging.module';
+import { compilePolicies } from '../src/policy-engine/compile-policies';
+import { SlidingWindowLimiter } from '../src/policy-engine/sliding-window-limiter';
 import { call, TestResponse } from './support/http-client';
 import { auditEntries, createAgent, proxy, putPolicies, revokeAgent, TestAgent } from './support/org-fixtures';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
@@ -281,5 +303,85 @@ describe('revocation', () => {
     const refused = await proxy(gateway, toC.token, 'GET', '/x');
     expect(refused.status).toBe(401);
     expect(refused.body.message).toBe(`Delegating agent ${b.id} has been revoked`);
+  });
+});
+
+/**
+ * The same limits offline: the decision core on in-memory sources and a bundle's public key,
+ * as the edge sidecar runs it. The token alone proves the chain and its scope.
+ */
+describe('offline, on the decision core without a database', () => {
+  const ORG = 'org_edge';
+  const ISSUER = 'https://gateway.example';
+  const agents = new Map<string, AgentSnapshot>();
+  const log: AuditRecord[] = [];
+  let policyLookups = 0;
+  let sign: (subject: string, claims: Record<string, unknown>) => Promise<string>;
+  let authenticator: AgentAuthenticator;
+  let decisions: DecisionService;
+
+  beforeAll(async () => {
+    const { privateKey, publicKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'bundle-key', alg: 'EdDSA' };
+    sign = (subject, claims) =>
+      new SignJWT({ org: ORG, ...claims }).setProtectedHeader({ alg: 'EdDSA', kid: 'bundle-key' }).setSubject(subject).setIssuer(ISSUER).setIssuedAt().setExpirationTime('1h').sign(privateKey);
+    const policies: LoadedPolicies = {
+      version: 3,
+      set: compilePolicies([{ name: 'max-depth', rules: [{ condition: 'delegation.depth > 2', action: 'deny', reason: 'too deep' }] }], { namespace: ORG }),
+    };
+    for (const id of ['agent_a', 'agent_b', 'agent_c']) agents.set(id, agentSnapshot({ id, orgId: ORG, name: id, trustTier: 'verified', tags: [], revoked: false }));
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        LoggingModule.forRoot(pino({ level: 'silent' })),
+        DecisionCoreModule.register({
+          sources: [
+            { provide: POLICY_SOURCE, useValue: { get: () => (policyLookups++, policies) } },
+            { provide: AGENT_SOURCE, useValue: { get: (id: string) => agents.get(id) ?? null } },
+            { provide: VERIFICATION_KEYS, useValue: await JwkSet.of([jwk]) },
+            { provide: USAGE_GATE, useValue: { tryConsume: () => true } },
+            { provide: DECISION_LOG, useValue: { record: (entry: AuditRecord) => log.push(entry), whenWritable: () => undefined } },
+            { provide: RATE_LIMITER, useValue: new SlidingWindowLimiter() },
+            { provide: DECISION_SETTINGS, useValue: { mode: 'enforce', tokenIssuer: ISSUER } },
+          ],
+        }),
+      ],
+    }).compile();
+    authenticator = moduleRef.get(AgentAuthenticator);
+    decisions = moduleRef.get(DecisionService);
+  });
+
+  function request(action: string) {
+    const [verb, resource] = action.split(':');
+    return { source: 'sidecar' as const, traceId: 't', action, resource, plugin: 'http', function: verb, args: {}, context: {} };
+  }
+
+  it('denies outside the scope without a policy lookup, reads the depth, and records the chain', async () => {
+    const scoped = await authenticator.authenticate(`Bearer ${await sign('agent_b', { act: { sub: 'agent_a' }, scope: ['read:*'] })}`);
+    expect(scoped.delegation).toEqual({ depth: 2, chain: ['agent_a', 'agent_b'], scope: ['read:*'] });
+    const outside = await decisions.check(scoped, request('write:files/1'));
+    expect(outside.decision).toEqual({ effect: 'deny', policy: 'delegation-scope', rule: null, reason: 'action write:files/1 is outside the delegated scope (read:*)' });
+    expect(outside.policyVersion).toBe(0);
+    expect(policyLookups).toBe(0);
+    expect((await decisions.check(scoped, request('read:files/1'))).decision.effect).toBe('allow');
+    expect(policyLookups).toBe(1);
+
+    const deep = await authenticator.authenticate(`Bearer ${await sign('agent_c', { act: { sub: 'agent_b', act: { sub: 'agent_a' } } })}`);
+    expect((await decisions.check(deep, request('read:files/1'))).decision).toMatchObject({ effect: 'deny', policy: 'max-depth' });
+    expect(log.map((entry) => [entry.action, entry.policyName, entry.status, entry.delegationChain])).toEqual([
+      ['write:files/1', 'delegation-scope', 403, ['agent_a', 'agent_b']],
+      ['read:files/1', 'max-depth', 200, ['agent_a', 'agent_b']],
+      ['read:files/1', 'max-depth', 403, ['agent_a', 'agent_b', 'agent_c']],
+    ]);
+  });
+
+  it('refuses a token whose delegator the bundle shows revoked, or does not know', async () => {
+    agents.set('agent_a', agentSnapshot({ id: 'agent_a', orgId: ORG, name: 'a', trustTier: 'verified', tags: [], revoked: true }));
+    const token = await sign('agent_b', { act: { sub: 'agent_a' } });
+    await expect(authenticator.authenticate(`Bearer ${token}`)).rejects.toMatchObject({ code: 'unauthorized', message: 'Delegating agent agent_a has been revoked' });
+    const unknown = await sign('agent_b', { act: { sub: 'agent_elsewhere' } });
+    await expect(authenticator.authenticate(`Bearer ${unknown}`)).rejects.toMatchObject({ code: 'unauthorized', message: 'Invalid or expired token' });
+    // A malformed scope claim limits to nothing rather than to no limit.
+    const malformed = await authenticator.authenticate(`Bearer ${await sign('agent_c', { scope: 'read:*' })}`);
+    expect((await decisions.check(malformed, request('read:files/1'))).decision.policy).toBe('delegation-scope');
   });
 });
