@@ -37,6 +37,8 @@ describe('AppConfig.fromEnv defaults', () => {
     ['REDIS_URL', config.redis.url, undefined],
     ['ALERT_ON', config.alerts.on, []],
     ['ALERT_RATE_LIMIT', config.alerts.ratePerMinute, 10],
+    ['OIDC_ISSUER', config.oidc.issuer, undefined],
+    ['OIDC_JWKS_COOLDOWN (30s)', config.oidc.jwksCooldownMs, 30_000],
   ])('%s', (_name, actual, expected) => {
     expect(actual).toEqual(expected);
   });
@@ -133,6 +135,8 @@ describe('AppConfig.fromEnv rejects bad values, naming the variable and what it 
     ['MAX_JSON_BYTES', 'lots', /whole number/],
     ['RATE_LIMIT_RPM', '0', /whole number from 1/],
     ['ALERT_EMAIL_ENABLED', 'maybe', /true or false/],
+    ['OIDC_ISSUER', 'login.example.com', /http:.*https:/],
+    ['OIDC_JWKS_COOLDOWN', '500ms', /duration like/],
   ])('%s=%s', (name, value, accepts) => {
     const error = configError({ [name]: value });
     expect(error.problems).toHaveLength(1);

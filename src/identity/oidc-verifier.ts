@@ -78,10 +78,13 @@ export class OidcVerifier {
     this.clients.delete(clientId);
   }
 
-  /** The discovery document, fetched once; a failed fetch is tried again on the next token. */
+  /**
+   * The discovery document, fetched once. A failed fetch is tried again after the JWKS cooldown;
+   * until then tokens fail fast with the same error rather than each waiting on the provider.
+   */
   private discover(issuer: string): Promise<Provider> {
     this.provider ??= this.fetchProvider(issuer).catch((error: unknown) => {
-      this.provider = undefined;
+      setTimeout(() => (this.provider = undefined), this.config.oidc.jwksCooldownMs).unref();
       throw error;
     });
     return this.provider;
