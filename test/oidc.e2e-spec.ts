@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { AppError } from '../src/common/app-error';
 import { ManagedIdentity, OidcVerifier } from '../src/identity/oidc-verifier';
@@ -12,6 +13,11 @@ import { createOrganization, startGateway, TestGateway, TestOrganization } from 
  */
 
 const AUDIENCE = 'api://agentgov';
+// Client ids are unique across organizations, and a PostgreSQL test database outlives a run.
+const RUN = randomBytes(4).toString('hex');
+const BILLING = `billing-worker-${RUN}`;
+const REPORTING = `reporting-worker-${RUN}`;
+const AZURE_APP = `5b1f-app-${RUN}`;
 
 let issuer: TestOidcIssuer;
 let gateway: TestGateway;
@@ -26,7 +32,7 @@ beforeAll(async () => {
   gateway = await startGateway({ OIDC_ISSUER: issuer.url, OIDC_AUDIENCE: AUDIENCE, OIDC_JWKS_COOLDOWN: '1s' });
   verifier = gateway.app.get(OidcVerifier);
   org = await createOrganization(gateway, 'enterprise', 'Managed identity org');
-  await register(org, 'billing-worker');
+  await register(org, BILLING);
 });
 afterAll(async () => {
   await gateway.close();
@@ -51,34 +57,34 @@ async function rejection(token: string): Promise<[number, string]> {
 
 describe('managed identity tokens', () => {
   it('accepts a valid token and maps its client id to the registering organization', async () => {
-    const token = await issuer.sign(key, { sub: 'mi-object-1', azp: 'billing-worker', aud: AUDIENCE });
-    const expected: ManagedIdentity = { orgId: org.id, subject: 'mi-object-1', clientId: 'billing-worker' };
+    const token = await issuer.sign(key, { sub: 'mi-object-1', azp: BILLING, aud: AUDIENCE });
+    const expected: ManagedIdentity = { orgId: org.id, subject: 'mi-object-1', clientId: BILLING };
     expect(await verifier.verify(token)).toEqual(expected);
     expect(await verifier.verify(`Bearer ${token}`)).toEqual(expected);
     // Entra ID v1 tokens name the client `appid`; client-credentials tokens elsewhere `client_id`.
-    expect(await verifier.verify(await issuer.sign(key, { sub: 'mi-object-2', appid: 'billing-worker', aud: [AUDIENCE, 'other'] }))).toEqual({ ...expected, subject: 'mi-object-2' });
-    expect(await verifier.verify(await issuer.sign(key, { sub: 'svc', client_id: 'billing-worker', aud: AUDIENCE }))).toEqual({ ...expected, subject: 'svc' });
+    expect(await verifier.verify(await issuer.sign(key, { sub: 'mi-object-2', appid: BILLING, aud: [AUDIENCE, 'other'] }))).toEqual({ ...expected, subject: 'mi-object-2' });
+    expect(await verifier.verify(await issuer.sign(key, { sub: 'svc', client_id: BILLING, aud: AUDIENCE }))).toEqual({ ...expected, subject: 'svc' });
   });
 
   it('refuses a wrong audience, an expired token, another issuer, a bad signature and an HMAC token', async () => {
-    expect(await rejection(await issuer.sign(key, { sub: 's', azp: 'billing-worker', aud: 'api://someone-else' }))).toEqual([
+    expect(await rejection(await issuer.sign(key, { sub: 's', azp: BILLING, aud: 'api://someone-else' }))).toEqual([
       401,
       `Managed identity token audience is not ${AUDIENCE}`,
     ]);
     const now = Math.floor(Date.now() / 1000);
-    expect(await rejection(await issuer.sign(key, { sub: 's', azp: 'billing-worker', aud: AUDIENCE, iat: now - 7200, exp: now - 3600 }))).toEqual([
+    expect(await rejection(await issuer.sign(key, { sub: 's', azp: BILLING, aud: AUDIENCE, iat: now - 7200, exp: now - 3600 }))).toEqual([
       401,
       'Managed identity token has expired',
     ]);
-    expect(await rejection(await issuer.sign(key, { sub: 's', azp: 'billing-worker', aud: AUDIENCE, iss: 'https://login.example.com' }))).toEqual([
+    expect(await rejection(await issuer.sign(key, { sub: 's', azp: BILLING, aud: AUDIENCE, iss: 'https://login.example.com' }))).toEqual([
       401,
       `Managed identity token issuer is not ${issuer.url}`,
     ]);
-    const valid = await issuer.sign(key, { sub: 's', azp: 'billing-worker', aud: AUDIENCE });
+    const valid = await issuer.sign(key, { sub: 's', azp: BILLING, aud: AUDIENCE });
     const [header, payload] = valid.split('.');
     const forged = `${header}.${Buffer.from(JSON.stringify({ ...decode(payload), azp: 'someone' })).toString('base64url')}.${valid.split('.')[2]}`;
     expect(await rejection(forged)).toEqual([401, 'Managed identity token signature is invalid']);
-    const hmac = await new SignJWT({ sub: 's', azp: 'billing-worker', aud: AUDIENCE, iss: issuer.url })
+    const hmac = await new SignJWT({ sub: 's', azp: BILLING, aud: AUDIENCE, iss: issuer.url })
       .setProtectedHeader({ alg: 'HS256', kid: 'key-1' })
       .setExpirationTime('1h')
       .sign(new TextEncoder().encode('a-shared-secret-of-32-characters!'));
@@ -88,7 +94,7 @@ describe('managed identity tokens', () => {
 
   it('refuses a key the issuer does not publish, then accepts it once the issuer rotates it in, fetching the JWKS once per cooldown', async () => {
     const rotated = await issuer.newKey('key-2');
-    const token = await issuer.sign(rotated, { sub: 'mi-object-3', azp: 'billing-worker', aud: AUDIENCE });
+    const token = await issuer.sign(rotated, { sub: 'mi-object-3', azp: BILLING, aud: AUDIENCE });
     // Past the cooldown, an unknown kid makes the gateway fetch the JWKS again: still not there.
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const fetchesBefore = issuer.requests.filter((path) => path === '/jwks').length;
@@ -101,31 +107,31 @@ describe('managed identity tokens', () => {
 
     issuer.publish(rotated);
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect(await verifier.verify(token)).toEqual({ orgId: org.id, subject: 'mi-object-3', clientId: 'billing-worker' });
+    expect(await verifier.verify(token)).toEqual({ orgId: org.id, subject: 'mi-object-3', clientId: BILLING });
     expect(issuer.requests.filter((path) => path === '/jwks').length).toBe(fetchesBefore + 2);
     // Known keys need no fetch; the discovery document was read once.
-    await verifier.verify(await issuer.sign(key, { sub: 'mi-object-1', azp: 'billing-worker', aud: AUDIENCE }));
+    await verifier.verify(await issuer.sign(key, { sub: 'mi-object-1', azp: BILLING, aud: AUDIENCE }));
     expect(issuer.requests.filter((path) => path === '/jwks').length).toBe(fetchesBefore + 2);
     expect(issuer.requests.filter((path) => path === '/.well-known/openid-configuration')).toHaveLength(1);
   });
 
   it('refuses a client no organization registered, and stops mapping one when it is removed', async () => {
-    const token = await issuer.sign(key, { sub: 'mi-object-4', azp: 'reporting-worker', aud: AUDIENCE });
-    expect(await rejection(token)).toEqual([401, 'Managed identity client reporting-worker is not registered with an organization (POST /admin/oidc-clients)']);
+    const token = await issuer.sign(key, { sub: 'mi-object-4', azp: REPORTING, aud: AUDIENCE });
+    expect(await rejection(token)).toEqual([401, `Managed identity client ${REPORTING} is not registered with an organization (POST /admin/oidc-clients)`]);
 
     const owner = await createOrganization(gateway, 'enterprise', 'Reporting org');
-    await register(owner, 'reporting-worker', 'nightly reports');
+    await register(owner, REPORTING, 'nightly reports');
     expect((await verifier.verify(token)).orgId).toBe(owner.id);
 
-    const removed = await call(gateway.url, 'DELETE', '/admin/oidc-clients/reporting-worker', { adminToken: owner.adminToken });
+    const removed = await call(gateway.url, 'DELETE', `/admin/oidc-clients/${REPORTING}`, { adminToken: owner.adminToken });
     expect(removed.status).toBe(200);
-    expect(await rejection(token)).toEqual([401, 'Managed identity client reporting-worker is not registered with an organization (POST /admin/oidc-clients)']);
+    expect(await rejection(token)).toEqual([401, `Managed identity client ${REPORTING} is not registered with an organization (POST /admin/oidc-clients)`]);
   });
 
   it('says so when managed identity is not configured', async () => {
     const plain = await startGateway();
     try {
-      const token = await issuer.sign(key, { sub: 's', azp: 'billing-worker', aud: AUDIENCE });
+      const token = await issuer.sign(key, { sub: 's', azp: BILLING, aud: AUDIENCE });
       await expect(plain.app.get(OidcVerifier).verify(token)).rejects.toMatchObject({
         status: 401,
         message: 'Managed identity is not configured on this gateway (OIDC_ISSUER and OIDC_AUDIENCE)',
@@ -138,7 +144,7 @@ describe('managed identity tokens', () => {
   it('answers 503 when the identity provider cannot be reached', async () => {
     const unreachable = await startGateway({ OIDC_ISSUER: 'http://127.0.0.1:1', OIDC_AUDIENCE: AUDIENCE });
     try {
-      const token = await issuer.sign(key, { sub: 's', azp: 'billing-worker', aud: AUDIENCE });
+      const token = await issuer.sign(key, { sub: 's', azp: BILLING, aud: AUDIENCE });
       await expect(unreachable.app.get(OidcVerifier).verify(token)).rejects.toMatchObject({
         status: 503,
         message: expect.stringMatching(/^The managed identity provider is unavailable: its discovery document http:\/\/127\.0\.0\.1:1\/\.well-known\/openid-configuration could not be read/),
@@ -152,20 +158,20 @@ describe('managed identity tokens', () => {
 describe('/admin/oidc-clients', () => {
   it('registers, lists and removes an organization’s clients; a client id belongs to one organization', async () => {
     const owner = await createOrganization(gateway, 'enterprise', 'Clients org');
-    const created = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId: '5b1f-app', description: 'Azure MI' } });
+    const created = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId: AZURE_APP, description: 'Azure MI' } });
     expect(created.status).toBe(201);
-    expect(created.body).toEqual({ clientId: '5b1f-app', description: 'Azure MI', createdAt: expect.stringMatching(/Z$/) });
+    expect(created.body).toEqual({ clientId: AZURE_APP, description: 'Azure MI', createdAt: expect.stringMatching(/Z$/) });
 
     const listed = await call(gateway.url, 'GET', '/admin/oidc-clients', { adminToken: owner.adminToken });
     expect(listed.body).toEqual({ clients: [created.body] });
     expect((await call(gateway.url, 'GET', '/admin/oidc-clients', { adminToken: org.adminToken })).body).toEqual({
-      clients: [expect.objectContaining({ clientId: 'billing-worker' })],
+      clients: [expect.objectContaining({ clientId: BILLING })],
     });
 
-    const taken = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: org.adminToken, body: { clientId: '5b1f-app' } });
+    const taken = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: org.adminToken, body: { clientId: AZURE_APP } });
     expect(taken.status).toBe(409);
-    expect(taken.body).toEqual({ error: 'conflict', message: 'managed identity client 5b1f-app is already registered' });
-    const notYours = await call(gateway.url, 'DELETE', '/admin/oidc-clients/5b1f-app', { adminToken: org.adminToken });
+    expect(taken.body).toEqual({ error: 'conflict', message: `managed identity client ${AZURE_APP} is already registered` });
+    const notYours = await call(gateway.url, 'DELETE', `/admin/oidc-clients/${AZURE_APP}`, { adminToken: org.adminToken });
     expect(notYours.status).toBe(404);
 
     const bad = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId: 42 } });
@@ -173,7 +179,7 @@ describe('/admin/oidc-clients', () => {
     expect(bad.body.message).toContain('clientId must be a string');
     expect((await call(gateway.url, 'GET', '/admin/oidc-clients')).status).toBe(401);
 
-    const removed = await call(gateway.url, 'DELETE', '/admin/oidc-clients/5b1f-app', { adminToken: owner.adminToken });
+    const removed = await call(gateway.url, 'DELETE', `/admin/oidc-clients/${AZURE_APP}`, { adminToken: owner.adminToken });
     expect(removed.body).toEqual(created.body);
     expect((await call(gateway.url, 'GET', '/admin/oidc-clients', { adminToken: owner.adminToken })).body).toEqual({ clients: [] });
   });
