@@ -2,8 +2,10 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
+import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
+import { BillingModule } from './billing/billing.module';
 import { ClusterModule } from './cluster/cluster.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -16,6 +18,7 @@ import { IdentityModule } from './identity/identity.module';
 import { AgentIdentityModule } from './identity/agent-identity.module';
 import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
+import { PdpModule } from './pdp/pdp.module';
 import { GatewayBootstrap } from './gateway-bootstrap';
 
 /** The gateway: every domain module, on one configuration, logger and database. */
@@ -34,11 +37,14 @@ export class AppModule {
         OrganizationsModule,
         IdentityModule,
         AgentsModule,
+        ApiKeysModule,
         AuthModule,
         HealthModule,
         PoliciesModule,
         DecisionsModule,
         ProxyModule,
+        PdpModule,
+        BillingModule,
         AgentIdentityModule,
       ],
       providers: [GatewayBootstrap],

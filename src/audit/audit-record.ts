@@ -7,8 +7,8 @@ import type { AuditSanitizer } from './audit-sanitizer';
 export const AUDIT_SOURCES = ['proxy', 'pdp', 'check', 'sidecar', 'mcp', 'admin'] as const;
 export type AuditSource = (typeof AUDIT_SOURCES)[number];
 
-/** `decision`: a policy decision; `admin`: a change made through the admin API or CLI. */
-export type AuditKind = 'decision' | 'admin';
+/** `decision`: a policy decision; `outcome`: what an adapter reported of a call after it ran (`/v1/audit`); `admin`: a change made through the admin API or CLI. */
+export type AuditKind = 'decision' | 'outcome' | 'admin';
 
 /**
  * What callers hand to the AuditWriter. Plain data, built once per request; the writer cleans

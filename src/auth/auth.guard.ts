@@ -1,41 +1,92 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { Metadata } from '@grpc/grpc-js';
 import type { Request } from 'express';
+import { AdapterAuthenticator } from '../api-keys/adapter-authenticator';
 import { AppError } from '../common/app-error';
 import { AUTH_KIND, AuthKind } from '../common/auth-decorators';
 import { ErrorCode } from '../common/error-code';
+import { setGrpcPrincipal } from '../common/grpc-principal';
+import { AgentAuthenticator } from '../identity/agent-authenticator';
 import { OrganizationsService } from '../organizations/organizations.service';
 
 /**
- * The one global guard of the HTTP API, deny by default: a route passes only if it declares
- * how it authenticates (`@Public()`, `@AdminAuth()`) and the request proves it.
+ * The one global guard, deny by default on every transport: an HTTP route or gRPC method passes
+ * only if it declares how it authenticates (`@Public()`, `@AdminAuth()`, `@AdminBearerAuth()`,
+ * `@AgentAuth()`, `@AdapterAuth()`) and the request proves it; any other context (a transport
+ * this guard does not know) is refused.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly organizations: OrganizationsService,
+    private readonly agents: AgentAuthenticator,
+    private readonly adapters: AdapterAuthenticator,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    if (context.getType() !== 'http') return true;
     const kind = this.reflector.getAllAndOverride<AuthKind | undefined>(AUTH_KIND, [context.getHandler(), context.getClass()]);
-    const request = context.switchToHttp().getRequest<Request>();
+    switch (context.getType()) {
+      case 'http':
+        return this.http(kind, context.switchToHttp().getRequest<Request>());
+      case 'rpc':
+        return this.grpc(kind, callMetadata(context));
+      default:
+        throw new AppError(ErrorCode.Unauthorized, `No authentication is defined for ${context.getType()} requests`);
+    }
+  }
+
+  private async http(kind: AuthKind | undefined, request: Request): Promise<boolean> {
     switch (kind) {
       case AuthKind.Public:
         return true;
       case AuthKind.Admin:
-        request.admin = await this.admin(request.header('x-admin-token'));
+        request.admin = await this.admin(request.header('x-admin-token'), 'Missing X-Admin-Token header');
+        return true;
+      case AuthKind.AdminBearer:
+        request.admin = await this.admin(bearerToken(request.header('authorization')), 'Missing Authorization: Bearer <admin token> header');
+        return true;
+      case AuthKind.Agent:
+        request.agent = await this.agents.authenticate(request.header('authorization'));
+        return true;
+      case AuthKind.Adapter:
+        request.adapter = await this.adapters.authenticate({ apiKey: request.header('x-api-key'), authorization: request.header('authorization') });
         return true;
       default:
         throw new AppError(ErrorCode.Unauthorized, 'This route requires authentication');
     }
   }
 
-  private async admin(token: string | undefined) {
-    if (token === undefined || token === '') throw new AppError(ErrorCode.Unauthorized, 'Missing X-Admin-Token header');
+  private async grpc(kind: AuthKind | undefined, metadata: Metadata): Promise<boolean> {
+    if (kind !== AuthKind.Adapter) throw new AppError(ErrorCode.Unauthorized, 'This method requires authentication');
+    setGrpcPrincipal(metadata, await this.adapters.authenticate({ apiKey: first(metadata.get('x-api-key')), authorization: first(metadata.get('authorization')) }));
+    return true;
+  }
+
+  private async admin(token: string | undefined, missing: string) {
+    if (token === undefined || token === '') throw new AppError(ErrorCode.Unauthorized, missing);
     const principal = await this.organizations.authenticate(token);
     if (principal === null) throw new AppError(ErrorCode.Unauthorized, 'Invalid admin token');
     return principal;
   }
+}
+
+/** The call's metadata: the handler's second argument, or for a raw stream call (`@GrpcStreamCall`) the call's own. */
+function callMetadata(context: ExecutionContext): Metadata {
+  const rpc = context.switchToRpc();
+  const metadata = rpc.getContext<Metadata | undefined>();
+  if (metadata instanceof Metadata) return metadata;
+  return rpc.getData<{ metadata: Metadata }>().metadata;
+}
+
+function first(values: Array<string | Buffer>): string | undefined {
+  const value = values[0];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else undefined. */
+function bearerToken(header: string | undefined): string | undefined {
+  const match = header === undefined ? null : /^Bearer +(\S+)\s*$/i.exec(header);
+  return match?.[1];
 }

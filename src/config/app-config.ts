@@ -35,6 +35,10 @@ export class AppConfig {
     /** RATE_LIMIT_RPM: per-client request rate for billing endpoints. */
     rateLimitRpm: number;
   };
+  readonly shutdown: {
+    /** SHUTDOWN_TIMEOUT_MS: longest a SIGTERM/SIGINT shutdown may take before the process is forced out (exit 1). */
+    timeoutMs: number;
+  };
   readonly grpc: {
     /** PDP_GRPC_PORT: gRPC PDP port; 0 disables it. */
     port: number;
@@ -84,9 +88,13 @@ export class AppConfig {
     queueMax: number;
   };
   readonly payment: {
+    /** PAYMENT_SECRET_KEY: payment-provider secret key; unset, checkout and portal answer 503 billing_disabled. */
     secretKey?: string;
+    /** PAYMENT_WEBHOOK_SECRET: signing secret of POST /billing/webhook. */
     webhookSecret?: string;
+    /** PAYMENT_API_URL: provider API base URL (the SDK's default when unset; tests use a local fake). */
     apiUrl?: string;
+    /** PAYMENT_PRICE_STARTER_MONTHLY, _STARTER_ANNUAL, _PROFESSIONAL_MONTHLY, _PROFESSIONAL_ANNUAL: provider price ids. */
     prices: { starterMonthly: string; starterAnnual: string; professionalMonthly: string; professionalAnnual: string };
   };
   readonly alerts: {
@@ -141,6 +149,8 @@ export class AppConfig {
         maxJsonBytes: read.int('MAX_JSON_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
         rateLimitRpm: read.int('RATE_LIMIT_RPM', 600, 1, 1_000_000),
       },
+      // 25 s: inside the 30 s Kubernetes gives between SIGTERM and SIGKILL.
+      shutdown: { timeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000) },
       grpc: { port: read.int('PDP_GRPC_PORT', 50051, 0, 65535) },
       database: {
         url: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),

@@ -55,6 +55,8 @@ export interface Verdict {
   /** False when MODE=audit lets a denial through. */
   enforced: boolean;
   policyVersion: number;
+  /** False when a rate limit took part: the same input may be decided otherwise a moment later. */
+  cacheable: boolean;
   nowMs: number;
   decisionMs: number;
 }
@@ -123,6 +125,7 @@ export class DecisionService {
       args,
       context: request.context,
       delegation: principal.delegation,
+      org: this.usage.orgFacts?.(orgId),
     };
     const started = performance.now();
     const decision = await policies.set.evaluate(input, this.env(nowMs), applicable);
@@ -134,6 +137,7 @@ export class DecisionService {
       decision,
       enforced: decision.effect === 'allow' || this.enforcing,
       policyVersion: policies.version,
+      cacheable: !applicable.some((policy) => policy.usesRateLimit),
       nowMs,
       decisionMs: performance.now() - started,
     };
