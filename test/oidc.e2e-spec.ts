@@ -3,6 +3,7 @@ import { SignJWT } from 'jose';
 import { AppError } from '../src/common/app-error';
 import { ManagedIdentity, OidcVerifier } from '../src/identity/oidc-verifier';
 import { call } from './support/http-client';
+import { createAgent, putPolicies } from './support/org-fixtures';
 import { IssuerKey, startOidcIssuer, TestOidcIssuer } from './support/oidc-issuer';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 
@@ -152,6 +153,28 @@ describe('managed identity tokens', () => {
     } finally {
       await unreachable.close();
     }
+  });
+});
+
+describe('adapters with a managed identity', () => {
+  it('decide through /v1/check with the token as their credential, for the registering organization only', async () => {
+    await putPolicies(gateway, org, [{ name: 'no-transfers', condition: 'plugin == "payments"', reason: 'no transfers' }]);
+    const agent = await createAgent(gateway, org, { name: 'mi-agent' });
+    const token = await issuer.sign(key, { sub: 'mi-object-5', azp: BILLING, aud: AUDIENCE });
+    const check = (bearer: string, agentId = agent.id) =>
+      call(gateway.url, 'POST', '/v1/check', { bearer, body: { agentId, plugin: 'payments', function: 'transfer' } });
+
+    const decided = await check(token);
+    expect(decided.status).toBe(200);
+    expect(decided.body).toMatchObject({ decision: 'deny', policy: 'no-transfers', reason: 'no transfers' });
+
+    const wrongAudience = await check(await issuer.sign(key, { sub: 'mi-object-5', azp: BILLING, aud: 'api://other' }));
+    expect(wrongAudience.status).toBe(401);
+    expect(wrongAudience.body).toEqual({ error: 'unauthorized', message: `Managed identity token audience is not ${AUDIENCE}` });
+
+    // Another organization's agent is not this identity's to ask about.
+    const stranger = await createAgent(gateway, await createOrganization(gateway, 'enterprise', 'Stranger org'));
+    expect((await check(token, stranger.id)).status).toBe(404);
   });
 });
 

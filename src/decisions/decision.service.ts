@@ -145,12 +145,13 @@ export class DecisionService {
 
   /**
    * A request outside its delegated token's scope: denied by the token alone (so offline too),
-   * before quota and policy, which are not consulted (policy version 0).
+   * before quota and policy, which are not consulted (policy version 0). The token's scope is
+   * fixed, so the same input is always denied: cacheable.
    */
   private scopeVerdict(principal: Principal, request: DecisionRequest, decision: Decision, nowMs: number): Verdict {
     const { action, resource, plugin, args, context } = request;
     const input: DecisionInput = { agent: principal.agent.facts, action, resource, plugin, function: request.function, args, context, delegation: principal.delegation };
-    return { id: newId('aud'), principal, request, input, decision, enforced: this.enforcing, policyVersion: 0, nowMs, decisionMs: 0 };
+    return { id: newId('aud'), principal, request, input, decision, enforced: this.enforcing, policyVersion: 0, cacheable: true, nowMs, decisionMs: 0 };
   }
 
   /** Records the decision's audit entry and emits its event; never blocks. */

@@ -3,9 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { Agent } from '../agents/agent.entity';
 import { AgentsModule } from '../agents/agents.module';
 import { AuditModule } from '../audit/audit.module';
-import { DecisionsModule } from '../decisions/decisions.module';
 import { AgentIdentityService } from './agent-identity.service';
-import { AgentTokenGuard } from './agent-token-auth';
 import { DelegationService } from './delegation.service';
 import { IdentityController } from './identity.controller';
 import { IdentityModule } from './identity.module';
@@ -19,8 +17,8 @@ import { OidcClientsService } from './oidc-clients.service';
  * the agents and the decision core themselves depend on.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Agent, OidcClient]), IdentityModule, AgentsModule, AuditModule, DecisionsModule],
+  imports: [TypeOrmModule.forFeature([Agent, OidcClient]), IdentityModule, AgentsModule, AuditModule],
   controllers: [IdentityController, OidcClientsController],
-  providers: [AgentIdentityService, DelegationService, OidcClientsService, AgentTokenGuard],
+  providers: [AgentIdentityService, DelegationService, OidcClientsService],
 })
 export class AgentIdentityModule {}

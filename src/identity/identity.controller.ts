@@ -1,11 +1,10 @@
 import { Body, Controller, Get, Param, Post } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminPrincipal } from '../common/admin-principal';
-import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
+import { AdminAuth, AgentAuth, CurrentAdmin, CurrentAgent } from '../common/auth-decorators';
 import { ErrorBody } from '../common/error-body.dto';
 import type { AuthenticatedAgent } from './agent-authenticator';
 import { AgentIdentityService } from './agent-identity.service';
-import { AgentTokenAuth, CurrentAgent } from './agent-token-auth';
 import { DelegationService } from './delegation.service';
 import { DelegatedTokenView, DelegateDto, IdentityView, TrustView } from './identity.dto';
 
@@ -18,7 +17,7 @@ export class IdentityController {
   ) {}
 
   @Post('identity/delegate')
-  @AgentTokenAuth()
+  @AgentAuth()
   @ApiOperation({
     summary: 'Delegate: a token for another agent of the organization to act on the caller’s behalf (RFC 8693 `act`, nested for chains)',
     description: 'The token expires no later than the caller’s and its scope (action globs) can only narrow the caller’s; outside it, requests are denied with policy `delegation-scope` before any policy is consulted.',
