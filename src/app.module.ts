@@ -15,6 +15,7 @@ import { HealthModule } from './health/health.module';
 import { PoliciesModule } from './policies/policies.module';
 import { ProxyModule } from './proxy/proxy.module';
 import { IdentityModule } from './identity/identity.module';
+import { AgentIdentityModule } from './identity/agent-identity.module';
 import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
 import { PdpModule } from './pdp/pdp.module';
@@ -44,6 +45,7 @@ export class AppModule {
         ProxyModule,
         PdpModule,
         BillingModule,
+        AgentIdentityModule,
       ],
       providers: [GatewayBootstrap],
     };
