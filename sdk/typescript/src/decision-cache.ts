@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { CheckRequest, GatewayDecision } from './transport';
 
 interface Entry {
@@ -22,10 +22,12 @@ export class DecisionCache {
     return this.currentVersion;
   }
 
-  /** The hash of everything a decision depends on that the SDK sends. */
+  /**
+   * The hash of everything a decision depends on that the SDK sends, over its JSON: the same
+   * question asked with its keys in another order is only a cache miss, never a wrong answer.
+   */
   static hashOf(request: CheckRequest): string {
-    const question = [request.agentId, request.plugin, request.function, request.args, request.context, request.trustTier];
-    return createHash('sha256').update(stableJson(question)).digest('base64url');
+    return hash('sha256', JSON.stringify([request.agentId, request.plugin, request.function, request.args, request.context, request.trustTier]), 'base64url');
   }
 
   /** The cached decision for `hash` on the current policy version, if still fresh. */
@@ -55,15 +57,4 @@ export class DecisionCache {
   get size(): number {
     return this.entries.size;
   }
-}
-
-/** JSON with object keys sorted, so equal questions hash alike whatever their key order. */
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
-    const entries = Object.entries(value).filter(([, item]) => item !== undefined);
-    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${stableJson(item)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }

@@ -3,6 +3,7 @@
  * built SDK (sdk/typescript/dist), prints `written <n>` once every one is on disk, and waits to
  * be killed. Env: GATEWAY_URL, API_KEY, AGENT_ID, WAL, AUDIT_COUNT, AUDIT_FLUSH_MS, AUDIT_BATCH.
  */
+/* global setInterval */
 const path = require('node:path');
 const { GovernanceClient } = require(path.resolve(__dirname, '..', '..', 'dist'));
 
@@ -21,7 +22,7 @@ async function main() {
     await client.audit({ plugin: 'WalPlugin', function: 'Write', decision: 'allow', durationMs: index, resultSummary: `event ${index}` });
   }
   process.stdout.write(`written ${count}\n`);
-  setInterval(() => undefined, 60_000);
+  setInterval(() => undefined, 60_000); // keeps the process alive until the test kills it
 }
 
 main().catch((error) => {
