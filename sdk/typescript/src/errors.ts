@@ -16,6 +16,13 @@ export class GatewayTimeoutError extends Error {
 /** The gateway could not be reached over gRPC nor HTTP, or could not decide (fail-closed). */
 export class GatewayUnavailableError extends Error {
   override readonly name = 'GatewayUnavailableError';
+  constructor(
+    message: string,
+    /** True when the transport could not connect at all (gRPC UNAVAILABLE): the cue for the HTTP fallback. */
+    readonly cannotConnect = false,
+  ) {
+    super(message);
+  }
 }
 
 export type RejectionCode = 'unauthenticated' | 'invalid_argument' | 'not_found' | 'permission_denied' | 'resource_exhausted';

@@ -129,7 +129,7 @@ export class GovernanceClient {
     try {
       return await this.transport.evaluate(request, timeoutMs);
     } catch (error) {
-      if (!(error instanceof GatewayUnavailableError) || this.transport === this.http) throw error;
+      if (!(error instanceof GatewayUnavailableError && error.cannotConnect) || this.transport === this.http) throw error;
       const answer = await this.http.evaluate(request, timeoutMs);
       this.transport = this.http;
       return answer;

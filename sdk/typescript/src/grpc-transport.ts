@@ -86,7 +86,7 @@ function transportError(error: grpc.ServiceError): Error {
   const rejection = REJECTIONS[error.code];
   if (rejection !== undefined) return new GatewayRejectedError(rejection, error.details);
   if (error.code === grpc.status.DEADLINE_EXCEEDED) return new GatewayTimeoutError(`gRPC: ${error.details}`);
-  return new GatewayUnavailableError(`gRPC ${grpc.status[error.code]}: ${error.details}`);
+  return new GatewayUnavailableError(`gRPC ${grpc.status[error.code]}: ${error.details}`, error.code === grpc.status.UNAVAILABLE);
 }
 
 /** A google.protobuf.Struct of a JSON-like object (what the JSON form of the object says). */

@@ -66,7 +66,7 @@ export class HttpTransport implements Transport {
       });
     } catch (error) {
       if (error instanceof Error && error.name === 'TimeoutError') throw new GatewayTimeoutError(`HTTP ${path}: no answer within ${timeoutMs} ms`);
-      throw new GatewayUnavailableError(`HTTP ${path}: ${causeOf(error)}`);
+      throw new GatewayUnavailableError(`HTTP ${path}: ${causeOf(error)}`, true);
     }
     const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
     if (response.ok) return answer;
