@@ -54,6 +54,7 @@ export class DecisionCache {
     this.currentVersion = Math.max(this.currentVersion, version);
   }
 
+  /** How many entries it holds. */
   get size(): number {
     return this.entries.size;
   }

@@ -63,6 +63,7 @@ export class GrpcTransport implements Transport {
     };
   }
 
+  /** Closes the channel (ends every call on it). */
   close(): void {
     this.client.close();
   }

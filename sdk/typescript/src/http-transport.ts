@@ -53,6 +53,7 @@ export class HttpTransport implements Transport {
     await this.post('/v1/audit', event, timeoutMs);
   }
 
+  /** Nothing to close: fetch pools its connections itself. */
   close(): void {}
 
   private async post(path: string, body: object, timeoutMs: number): Promise<Record<string, unknown>> {

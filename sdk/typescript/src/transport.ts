@@ -34,5 +34,6 @@ export interface CheckResult extends GatewayDecision {
 export interface Transport {
   readonly name: 'grpc' | 'http';
   evaluate(request: CheckRequest, timeoutMs: number): Promise<GatewayDecision>;
+  /** Releases the transport's connections. */
   close(): void;
 }

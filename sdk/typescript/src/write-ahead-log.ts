@@ -65,6 +65,7 @@ export class WriteAheadLog {
     });
   }
 
+  /** Closes the file after the writes already asked for. */
   async close(): Promise<void> {
     await this.serially(() => this.handle.close());
   }

@@ -44,10 +44,12 @@ export class SdkGateway {
     private readonly cleanup: () => Promise<void>,
   ) {}
 
+  /** The gateway's HTTP address. */
   get url(): string {
     return this.process.url;
   }
 
+  /** Starts the gateway and creates the fixture agents and an API key. */
   static async start(): Promise<SdkGateway> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-sdk-gw-'));
     const database = await ownDatabase(dataDir);
@@ -101,6 +103,7 @@ export class SdkGateway {
     }
   }
 
+  /** Kills the gateway and removes its database and data directory. */
   async stop(): Promise<void> {
     await this.cleanup();
   }
@@ -136,6 +139,7 @@ async function healthy(gateway: GatewayProcess, timeoutMs = 60_000): Promise<voi
   }
 }
 
+/** Resolves after `ms`. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -180,6 +184,7 @@ export async function forwarder(port: number, target: number): Promise<{ close: 
 }
 
 export { freePort };
+/** A write-ahead file path in a new temp directory. */
 export function tempWal(): string {
   return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-sdk-wal-')), 'audit.wal');
 }
