@@ -14,6 +14,7 @@ import type { BenchReport, BenchRow } from './report';
 const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   policy: runPolicyBench,
   proxy: runProxyBench,
+  sdk: () => import('./sdk.bench').then((bench) => bench.runSdkBench()),
 };
 
 const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');
