@@ -1,7 +1,8 @@
-import { copyText, copyValue, GENESIS_HASH } from './audit-chain';
+import { GENESIS_HASH } from './audit-chain';
+import { COPY_AUDIT_ROWS_SQL, copyText, copyValue, INSERT_AUDIT_ROWS_SQL, jsonRow } from './audit-entry';
 import { createDayPartition, dayStart } from './audit-days';
 import { QueuedAudit, QueuedParts, queuedParts } from './audit-record';
-import { ChainHead, chainRow, COPY_AUDIT_ROWS_SQL, copyLine, INSERT_AUDIT_ROWS_SQL, jsonRow } from './audit-rows';
+import { ChainHead, chainRow, copyLine } from './audit-rows';
 import type { SqlClient } from './sql-client';
 
 /** Entries built between two yields to the event loop, so a big batch never stalls it for long. */
