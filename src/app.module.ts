@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
+import { AnalyticsModule } from './analytics/analytics.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { ClusterModule } from './cluster/cluster.module';
@@ -30,6 +31,7 @@ export class AppModule {
         ClusterModule,
         ScheduleModule.forRoot(),
         AuditModule,
+        AnalyticsModule,
         OrganizationsModule,
         IdentityModule,
         AgentsModule,

@@ -7,6 +7,7 @@ import { LOGGER } from '../logging/logging.module';
 import { PLANS, PlanId, UNLIMITED } from '../organizations/plans';
 import { createDayPartition, dayStart } from './audit-days';
 import { auditSelectList, ChainedAudit, readAudit } from './audit-entry';
+import { ROLLUP_TABLES } from './audit-rollups';
 import { AuditPartition, AuditPartitions } from './audit-partitions';
 
 const DAY_MS = 86_400_000;
@@ -20,7 +21,8 @@ export interface RetentionReport {
  * Enforces each plan's `auditRetentionDays`. A day's partition is dropped whole once every
  * organization with entries in it has passed its retention; where organizations on longer
  * plans share the day, only the expired organizations' rows are deleted. Each chain head
- * records how far retention pruned it, so verification tells pruning from tampering.
+ * records how far retention pruned it, so verification tells pruning from tampering. The
+ * analytics rollups of the removed entries go in the same transaction.
  */
 @Injectable()
 export class AuditRetention {
@@ -59,7 +61,27 @@ export class AuditRetention {
       }
       report.deletedEntries += await this.deleteExpiredRows(partition.name, retention, nowMs);
     }
+    await this.pruneRollups(retention, nowMs);
     return report;
+  }
+
+  /**
+   * Analytics rollups of the hours wholly past each organization's retention, and of
+   * organizations that no longer exist. The hour a cut-off falls in goes on a later run, once
+   * it has passed entirely, so rollups never drop counts of entries still kept.
+   */
+  private async pruneRollups(retention: Map<string, number>, nowMs: number): Promise<void> {
+    const limited = [...retention].filter(([, days]) => days !== UNLIMITED);
+    const params = [[...retention.keys()], limited.map(([orgId]) => orgId), limited.map(([, days]) => new Date(nowMs - days * DAY_MS))];
+    await this.dataSource.transaction(async (manager) => {
+      for (const table of ROLLUP_TABLES) {
+        await manager.query(
+          `DELETE FROM ${table} t WHERE NOT (t.org_id = ANY($1::text[]))
+             OR EXISTS (SELECT 1 FROM unnest($2::text[], $3::timestamptz[]) AS c(org_id, cutoff) WHERE c.org_id = t.org_id AND t.hour + interval '1 hour' <= c.cutoff)`,
+          params,
+        );
+      }
+    });
   }
 
   /** Drops a whole day, first recording in each chain head how far its chain was pruned. */

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AnalyticsService } from '../analytics/analytics.service';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { chainHash } from './audit-chain';
@@ -9,7 +10,6 @@ import { expandInput } from './audit-input';
 import { AuditEntryView, AuditPage, AuditQueryDto, AuditStats, AuditVerification, ChainBreak, Period } from './audit.dto';
 import { AuditWriter } from './audit-writer';
 
-const PERIOD_MS: Record<Period, number> = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
 const VERIFY_PAGE = 2000;
 
 /** What the query API reads of an entry: every stored column. */
@@ -30,6 +30,7 @@ export class AuditService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly writer: AuditWriter,
+    private readonly analytics: AnalyticsService,
   ) {}
 
   /** Records an admin change in the same trail (and hash chain) as decisions. */
@@ -93,17 +94,10 @@ export class AuditService {
     return { entries: page.map(toView), nextCursor: rows.length > limit && last ? encodeCursor(new Date(last.ts), last.id) : null };
   }
 
-  /** Decisions (admin events excluded) of the last period. */
+  /** Decisions (admin events excluded) of the period, from the analytics rollups (the same hours as the Analytics API). */
   async stats(principal: AdminPrincipal, period: Period = '24h', nowMs = Date.now()): Promise<AuditStats> {
-    const rows: Array<{ total: string; allowed: string; denied: string }> = await this.dataSource.query(
-      `SELECT count(*) AS total,
-              count(*) FILTER (WHERE decision = 'allow') AS allowed,
-              count(*) FILTER (WHERE decision = 'deny') AS denied
-       FROM audit_entries WHERE org_id = $1 AND kind = 'decision' AND ts >= $2 AND ts <= $3`,
-      [principal.orgId, new Date(nowMs - PERIOD_MS[period]), new Date(nowMs)],
-    );
-    const row = rows[0];
-    return { total: Number(row.total), allowed: Number(row.allowed), denied: Number(row.denied), period };
+    const counts = await this.analytics.counts(principal.orgId, period, nowMs);
+    return { total: counts.requests, allowed: counts.allowed, denied: counts.denied, period };
   }
 
   /**
