@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { AuditRecord, AUDIT_SOURCES } from '../src/audit/audit-record';
+import { AuditRetention } from '../src/audit/audit-retention';
 import { rollupsFromEntries, ROLLUP_TABLES } from '../src/audit/audit-rollups';
 import { AuditWriter } from '../src/audit/audit-writer';
 import { TIER_NAMES } from '../src/policy-engine/tiers';
@@ -379,6 +380,24 @@ describe('organizations', () => {
     expect((await ok<{ data: Array<{ denied: number }> }>('/admin/analytics/timeseries', other)).data.map((point) => point.denied).reduce((a, b) => a + b)).toBe(1);
     expect((await ok<{ cells: unknown[] }>('/admin/analytics/latency-heatmap', other)).cells).toHaveLength(1);
     expect(await ok('/admin/audit/stats', other)).toEqual({ total: 1, allowed: 0, denied: 1, period: '24h' });
+  });
+});
+
+describe('retention', () => {
+  it('prunes the rollups with the entries', async () => {
+    const free = await createOrganization(gateway, 'free', 'Analytics free org');
+    const writer = gateway.app.get(AuditWriter);
+    const fixture = { agent: 'alpha', tier: 'verified', action: 'read:orders', decision: 'allow', policy: 'orders', rule: 'orders#0', latency: 5 } as const;
+    writer.record(record(free.id, { ...fixture, at: H - 10 * DAY }));
+    writer.record(record(free.id, { ...fixture, at: H - HOUR }));
+    await writer.drain();
+    expect(await ok('/admin/analytics/overview?period=30d', free)).toMatchObject({ totalRequests: 2, activeAgents: 1 });
+    // The free plan keeps 7 days.
+    await gateway.app.get(AuditRetention).enforce(Date.now());
+    expect(await ok('/admin/analytics/overview?period=30d', free)).toMatchObject({ totalRequests: 1, activeAgents: 1 });
+    const entries = await get<{ entries: unknown[] }>('/admin/audit?limit=10', free);
+    expect(entries.body.entries).toHaveLength(1);
+    expect(await ok('/admin/analytics/overview?period=30d')).toMatchObject({ totalRequests: 13 });
   });
 });
 

@@ -60,8 +60,9 @@ export class AnalyticsService {
         [orgId, window.from, window.priorFrom, window.to],
       ),
       this.query(
-        `SELECT count(DISTINCT agent_id) FILTER (WHERE hour >= $2) AS current, count(DISTINCT agent_id) FILTER (WHERE hour < $2) AS prior
-         FROM analytics_agent_hourly WHERE org_id = $1 AND hour >= $3 AND hour < $4`,
+        `SELECT count(*) FILTER (WHERE current) AS current, count(*) FILTER (WHERE prior) AS prior
+         FROM (SELECT bool_or(hour >= $2) AS current, bool_or(hour < $2) AS prior
+               FROM analytics_agent_hourly WHERE org_id = $1 AND hour >= $3 AND hour < $4 GROUP BY agent_id) agents`,
         [orgId, window.from, window.priorFrom, window.to],
       ),
     ]);
@@ -184,8 +185,10 @@ export class AnalyticsService {
   async trustDistribution(orgId: string, period: Period, nowMs = Date.now()): Promise<TrustDistributionView> {
     const { from, to } = analyticsWindow(period, nowMs);
     const rows = await this.query(
-      `SELECT tier, count(DISTINCT agent_id) AS agents, sum(requests) AS requests FROM analytics_agent_hourly
-       WHERE org_id = $1 AND hour >= $2 AND hour < $3 AND tier <> '' GROUP BY tier`,
+      `SELECT tier, count(*) AS agents, sum(requests) AS requests
+       FROM (SELECT tier, agent_id, sum(requests) AS requests FROM analytics_agent_hourly
+             WHERE org_id = $1 AND hour >= $2 AND hour < $3 AND tier <> '' GROUP BY tier, agent_id) per_agent
+       GROUP BY tier`,
       [orgId, from, to],
     );
     const total = rows.reduce((sum, row) => sum + num(row.requests), 0);

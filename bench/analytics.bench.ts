@@ -1,0 +1,218 @@
+/**
+ * Analytics at volume (issue #14): one organization's audit trail loaded in bulk on PostgreSQL
+ * with generate_series (100,000 entries over 30 days, then 10 million), the rollups computed from
+ * those entries in SQL (`fillRollupsSql`, what a rebuild runs), and every Analytics endpoint
+ * timed over HTTP against the gateway (`node dist/src/main.js`) at period 30d, at both volumes.
+ * Targets: each endpoint under 200 ms at 10 M entries, and within 2x of its own time at 100 k.
+ * The bench creates and drops its own database. `node dist/bench/run.js analytics` runs it.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import { createDayPartition, dayStart } from '../src/audit/audit-days';
+import { fillRollupsSql, ROLLUP_TABLES } from '../src/audit/audit-rollups';
+import type { BenchReport, BenchRow, BenchTarget } from './report';
+import { baseEnv, ChildSet, freePort, waitForHttp } from './servers/processes';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+const ORG_ID = 'org_default';
+const DAY_MS = 86_400_000;
+const SMALL = 100_000;
+/** BENCH_ANALYTICS_ENTRIES overrides the large volume (a quick trial run); the targets are for 10 M. */
+const LARGE = Number(process.env.BENCH_ANALYTICS_ENTRIES ?? 10_000_000);
+/** Rows per INSERT … generate_series statement. */
+const LOAD_CHUNK = 1_000_000;
+/** The entries' time span: 30 days less 2 hours, so all lie in the 30 d period (whole hours, the current one included). */
+const SPREAD_MS = 30 * DAY_MS - 2 * 3_600_000;
+const AGENTS = 200;
+const ACTIONS = 50;
+const POLICIES = 20;
+const WARMUP_CALLS = 2;
+const TIMED_CALLS = 7;
+const TARGET_MS = 200;
+const MAX_GROWTH = 2;
+
+const ENDPOINTS = [
+  'overview?period=30d',
+  'timeseries?period=30d',
+  'timeseries?period=30d&bucket=day',
+  'agents?period=30d',
+  'agents?period=30d&sort=latency&limit=100',
+  'policies?period=30d',
+  'delegations?period=30d',
+  'trust-distribution?period=30d',
+  'latency-heatmap?period=30d',
+];
+
+interface Timing {
+  medianMs: number;
+  maxMs: number;
+}
+
+export async function runAnalyticsBench(): Promise<BenchReport> {
+  const children = new ChildSet();
+  const database = `agentgov_analytics_bench_${Date.now()}`;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-analytics-bench-'));
+  await admin((client) => client.query(`CREATE DATABASE ${database}`));
+  const db = new Client({ connectionString: withDatabase(POSTGRES_URL, database) });
+  const notes: string[] = [];
+  try {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const gateway = children.spawn('gateway', process.execPath, [path.join(ROOT, 'dist', 'src', 'main.js')], {
+      cwd: ROOT,
+      env: {
+        ...baseEnv(),
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        PDP_GRPC_PORT: '0',
+        ADMIN_TOKEN,
+        DEFAULT_PLAN: 'enterprise',
+        POLICIES_FILE: '/dev/null',
+        LOG_LEVEL: 'warn',
+        DATA_DIR: dataDir,
+        DATABASE_URL: withDatabase(POSTGRES_URL, database),
+      },
+    });
+    await waitForHttp(`${base}/health`, gateway, 120_000);
+    await db.connect();
+    const nowMs = Date.now();
+
+    const smallLoad = await load(db, nowMs, 0, SMALL);
+    const smallRollup = await rebuildRollups(db);
+    const small = await timeEndpoints(base, SMALL);
+    const largeLoad = await load(db, nowMs, SMALL, LARGE);
+    const largeRollup = await rebuildRollups(db);
+    const large = await timeEndpoints(base, LARGE);
+    const sizes = await rollupSizes(db);
+
+    notes.push(
+      `One organization; ${LARGE.toLocaleString('en-US')} entries spread evenly over the last 30 days; ${AGENTS} agents (tier by agent), ${ACTIONS} actions, ${POLICIES} policies, every 10th request delegated (depth 2), every 5th denied.`,
+      `Load with INSERT … generate_series (chunks of ${LOAD_CHUNK.toLocaleString('en-US')}): ${SMALL.toLocaleString('en-US')} entries in ${seconds(smallLoad)}, then ${(LARGE - SMALL).toLocaleString('en-US')} more in ${seconds(largeLoad)}; ` +
+        `rollups computed from the entries (fillRollupsSql) in ${seconds(smallRollup)} at 100 k and ${seconds(largeRollup)} at 10 M.`,
+      `Rollup rows at 10 M: ${sizes}.`,
+      `Each endpoint: ${WARMUP_CALLS} warm-up calls, then the median (p50 column) and slowest (p99 column) of ${TIMED_CALLS} sequential HTTP calls.`,
+    );
+    const rows: BenchRow[] = [];
+    const targets: BenchTarget[] = [];
+    for (const endpoint of ENDPOINTS) {
+      const a = small.get(endpoint)!;
+      const b = large.get(endpoint)!;
+      rows.push(row(`${endpoint} @100k`, a), row(`${endpoint} @10M`, b));
+      targets.push({ description: `GET /admin/analytics/${endpoint} at 10 M entries under ${TARGET_MS} ms`, measured: `${b.medianMs.toFixed(1)} ms`, pass: b.medianMs < TARGET_MS });
+      targets.push({
+        description: `GET /admin/analytics/${endpoint} at 10 M within ${MAX_GROWTH}x of 100 k`,
+        measured: `${b.medianMs.toFixed(1)} ms vs ${a.medianMs.toFixed(1)} ms (${(b.medianMs / a.medianMs).toFixed(2)}x)`,
+        pass: b.medianMs <= MAX_GROWTH * a.medianMs,
+      });
+    }
+    return { name: 'analytics', rows, targets, notes };
+  } finally {
+    await db.end().catch(() => undefined);
+    await children.stopAll();
+    await admin((client) => client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)).catch((error: unknown) => console.error(`could not drop ${database}:`, error));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Entries `from + 1` … `to` of the data set, in chunks: entry i lies (i - from) / (to - from) of
+ * SPREAD_MS before `nowMs`, so each load alone covers the 30 days evenly.
+ */
+async function load(db: Client, nowMs: number, from: number, to: number): Promise<number> {
+  const started = Date.now();
+  const sql = { query: async <T>(text: string, params?: unknown[]) => (await db.query(text, params)).rows as T[] };
+  for (let day = dayStart(nowMs - 31 * DAY_MS); day <= nowMs; day += DAY_MS) await createDayPartition(sql, day);
+  const span = to - from;
+  for (let first = from + 1; first <= to; first += LOAD_CHUNK) {
+    const last = Math.min(to, first + LOAD_CHUNK - 1);
+    await db.query(
+      `INSERT INTO audit_entries (id, ts, org_id, seq, source, kind, trace_id, agent_id, agent_name, trust_tier, action, method, path, decision,
+         enforced, rate_limited, policy_name, rule, reason, decision_latency_ms, latency_ms, status, upstream_status, delegation_chain, input, details, prev_hash, hash)
+       SELECT 'aud_' || i, $1::timestamptz - ((i - $2) * $3::double precision) * interval '1 millisecond', $4, i,
+         (ARRAY['proxy', 'pdp', 'check', 'sidecar', 'mcp'])[1 + i % 5], 'decision', NULL,
+         'agent_' || (i % ${AGENTS}), 'agent ' || (i % ${AGENTS}), (ARRAY['unverified', 'verified', 'trusted', 'privileged'])[1 + (i % ${AGENTS}) % 4],
+         'read:resource_' || (i % ${ACTIONS}), 'GET', '/resource', CASE WHEN i % 5 = 0 THEN 'deny' ELSE 'allow' END,
+         true, false, 'policy_' || (i % ${POLICIES}), CASE WHEN i % 3 = 0 THEN NULL ELSE 'policy_' || (i % ${POLICIES}) || '#0' END, NULL,
+         0.05, 1 + (i % 1000) / 10.0, 200, 200,
+         CASE WHEN i % 10 = 0 THEN json_build_array('agent_' || ((i + 1) % ${AGENTS}), 'agent_' || (i % ${AGENTS})) END,
+         NULL, NULL, '', ''
+       FROM generate_series($5::bigint, $6::bigint) AS i`,
+      [new Date(nowMs), from, SPREAD_MS / span, ORG_ID, first, last],
+    );
+  }
+  await db.query('ANALYZE audit_entries');
+  return Date.now() - started;
+}
+
+async function rebuildRollups(db: Client): Promise<number> {
+  const started = Date.now();
+  await db.query('BEGIN');
+  for (const table of ROLLUP_TABLES) await db.query(`DELETE FROM ${table} WHERE org_id = $1`, [ORG_ID]);
+  for (const sql of fillRollupsSql(`e.org_id = '${ORG_ID}'`)) await db.query(sql);
+  await db.query('COMMIT');
+  for (const table of ROLLUP_TABLES) await db.query(`VACUUM ANALYZE ${table}`);
+  return Date.now() - started;
+}
+
+async function timeEndpoints(base: string, entries: number): Promise<Map<string, Timing>> {
+  const timings = new Map<string, Timing>();
+  for (const endpoint of ENDPOINTS) {
+    const url = `${base}/admin/analytics/${endpoint}`;
+    const times: number[] = [];
+    for (let call = 0; call < WARMUP_CALLS + TIMED_CALLS; call++) {
+      const started = process.hrtime.bigint();
+      const response = await fetch(url, { headers: { 'x-admin-token': ADMIN_TOKEN } });
+      const body = await response.text();
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      if (response.status !== 200) throw new Error(`GET ${url} answered ${response.status}: ${body}`);
+      if (call === 0 && endpoint.startsWith('overview')) checkTotal(body, entries);
+      if (call >= WARMUP_CALLS) times.push(ms);
+    }
+    times.sort((a, b) => a - b);
+    timings.set(endpoint, { medianMs: times[Math.floor(times.length / 2)], maxMs: times[times.length - 1] });
+  }
+  return timings;
+}
+
+/** The data set is all there: the 30 days hold every entry loaded (the first ones lie in the current hour). */
+function checkTotal(body: string, entries: number): void {
+  const total = (JSON.parse(body) as { totalRequests: number }).totalRequests;
+  if (total !== entries) throw new Error(`overview counts ${total} requests, expected ${entries}`);
+}
+
+async function rollupSizes(db: Client): Promise<string> {
+  const sizes: string[] = [];
+  for (const table of ROLLUP_TABLES) {
+    const { rows } = await db.query<{ count: string }>(`SELECT count(*) AS count FROM ${table}`);
+    sizes.push(`${table} ${Number(rows[0].count).toLocaleString('en-US')}`);
+  }
+  return sizes.join(', ');
+}
+
+function row(subject: string, timing: Timing): BenchRow {
+  return { subject, opsPerSec: Math.round(1000 / timing.medianMs), p50Ms: timing.medianMs, p99Ms: timing.maxMs };
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+async function admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
