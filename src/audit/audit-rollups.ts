@@ -44,25 +44,34 @@ export interface RolledDecision {
   delegationChain: string[] | null;
 }
 
+/** Start offsets of the content fields up to the delegation chain, reused by every call (one thread, no await). */
+const FIELD_STARTS = new Int32Array(CONTENT_INDEX.delegationChain + 2);
+
 /**
  * The fields of a queued entry the rollups need, read from its content (canonical text from
  * `source` on) by column position; null for an admin entry, which analytics do not count.
+ * Only the fields used are cut out of the text (the payloads after them are not touched).
  */
 export function rolledDecision(orgIdText: string, ts: number, content: string): RolledDecision | null {
-  const fields = content.split('\t', CONTENT_INDEX.input);
-  if (fields[CONTENT_INDEX.kind] !== 'decision') return null;
-  const latency = copyValue(fields[CONTENT_INDEX.latencyMs]) ?? copyValue(fields[CONTENT_INDEX.decisionLatencyMs]);
-  const chain = copyValue(fields[CONTENT_INDEX.delegationChain]);
+  if (!content.startsWith('decision\t', content.indexOf('\t') + 1)) return null;
+  let start = 0;
+  for (let i = 0; i < FIELD_STARTS.length; i++) {
+    FIELD_STARTS[i] = start;
+    start = content.indexOf('\t', start) + 1;
+  }
+  const field = (index: number) => content.slice(FIELD_STARTS[index], FIELD_STARTS[index + 1] - 1);
+  const latency = copyValue(field(CONTENT_INDEX.latencyMs)) ?? copyValue(field(CONTENT_INDEX.decisionLatencyMs));
+  const chain = copyValue(field(CONTENT_INDEX.delegationChain));
   return {
     orgId: copyValue(orgIdText)!,
     ts,
-    agentId: copyValue(fields[CONTENT_INDEX.agentId]),
-    agentName: copyValue(fields[CONTENT_INDEX.agentName]),
-    trustTier: copyValue(fields[CONTENT_INDEX.trustTier]),
-    action: copyValue(fields[CONTENT_INDEX.action])!,
-    allowed: fields[CONTENT_INDEX.decision] === 'allow',
-    policyName: copyValue(fields[CONTENT_INDEX.policyName]),
-    ruleMatched: fields[CONTENT_INDEX.rule] !== '\\N',
+    agentId: copyValue(field(CONTENT_INDEX.agentId)),
+    agentName: copyValue(field(CONTENT_INDEX.agentName)),
+    trustTier: copyValue(field(CONTENT_INDEX.trustTier)),
+    action: copyValue(field(CONTENT_INDEX.action))!,
+    allowed: field(CONTENT_INDEX.decision) === 'allow',
+    policyName: copyValue(field(CONTENT_INDEX.policyName)),
+    ruleMatched: field(CONTENT_INDEX.rule) !== '\\N',
     latencyUs: latency === null ? null : Math.round(Number(latency) * 1000),
     delegationChain: chain === null ? null : delegationIds(chain),
   };
@@ -116,78 +125,84 @@ interface PairTotals {
   count: number;
 }
 
+/** An organization's hour in a batch: its totals and its per-key rows, in nested maps (no composite string keys). */
+interface HourBucket extends HourTotals {
+  /** By agent id, then by tier (index in ANALYTICS_TIERS; the last slot for no tier). */
+  agents: Map<string, Array<AgentTotals | undefined>>;
+  /** By policy, then action. */
+  policies: Map<string, Map<string, PolicyTotals>>;
+  /** By delegating agent, then delegate. */
+  pairs: Map<string, Map<string, PairTotals>>;
+}
+
 /** One batch's rollups, aggregated in memory, then written with one upsert per table. */
 export class BatchRollups {
-  private readonly hours = new Map<string, HourTotals>();
-  private readonly agents = new Map<string, AgentTotals>();
-  private readonly policies = new Map<string, PolicyTotals>();
-  private readonly pairs = new Map<string, PairTotals>();
+  private readonly orgs = new Map<string, Map<number, HourBucket>>();
 
   add(entry: RolledDecision): void {
-    const hour = entry.ts - (((entry.ts % HOUR_MS) + HOUR_MS) % HOUR_MS);
-    const hourKey = `${entry.orgId}\u0000${hour}`;
+    const bucket = this.bucket(entry.orgId, entry.ts - (((entry.ts % HOUR_MS) + HOUR_MS) % HOUR_MS));
     const depth = entry.delegationChain === null || entry.delegationChain.length === 0 ? 1 : entry.delegationChain.length;
-    const totals = getOr(this.hours, hourKey, () => ({ ...zeroCounts(), orgId: entry.orgId, hour, ruleMatched: 0, latencyUs: 0, latencyCount: 0, delegated: 0, delegatedDenied: 0, depthSum: 0 }));
-    count(totals, entry.allowed);
-    if (entry.ruleMatched) totals.ruleMatched++;
+    count(bucket, entry.allowed);
+    if (entry.ruleMatched) bucket.ruleMatched++;
     if (entry.latencyUs !== null) {
-      totals.latencyUs += entry.latencyUs;
-      totals.latencyCount++;
+      bucket.latencyUs += entry.latencyUs;
+      bucket.latencyCount++;
     }
-    totals.depthSum += depth;
+    bucket.depthSum += depth;
     if (depth > 1) {
-      totals.delegated++;
-      if (!entry.allowed) totals.delegatedDenied++;
-      this.addPairs(entry.orgId, hour, entry.delegationChain!);
+      bucket.delegated++;
+      if (!entry.allowed) bucket.delegatedDenied++;
+      addPairs(bucket, entry.delegationChain!);
     }
-    if (entry.agentId !== null) this.addAgent(entry, hour);
+    if (entry.agentId !== null) addAgent(bucket, entry);
     if (entry.policyName !== null) {
-      const policy = getOr(this.policies, `${hourKey}\u0000${entry.policyName}\u0000${entry.action}`, () => ({ ...zeroCounts(), orgId: entry.orgId, hour, policyName: entry.policyName!, action: entry.action }));
+      const actions = getOr(bucket.policies, entry.policyName, () => new Map<string, PolicyTotals>());
+      let policy = actions.get(entry.action);
+      if (policy === undefined) {
+        policy = { ...zeroCounts(), orgId: bucket.orgId, hour: bucket.hour, policyName: entry.policyName, action: entry.action };
+        actions.set(entry.action, policy);
+      }
       count(policy, entry.allowed);
     }
   }
 
-  private addAgent(entry: RolledDecision, hour: number): void {
-    const tier = analyticsTier(entry.trustTier);
-    const agent = getOr(this.agents, `${entry.orgId}\u0000${hour}\u0000${entry.agentId}\u0000${tier}`, () => ({
-      ...zeroCounts(),
-      orgId: entry.orgId,
-      hour,
-      agentId: entry.agentId!,
-      tier,
-      agentName: entry.agentName,
-      latencyUs: 0,
-      latencyCount: 0,
-      lastTs: entry.ts,
-    }));
-    count(agent, entry.allowed);
-    if (entry.latencyUs !== null) {
-      agent.latencyUs += entry.latencyUs;
-      agent.latencyCount++;
+  private bucket(orgId: string, hour: number): HourBucket {
+    const hours = getOr(this.orgs, orgId, () => new Map<number, HourBucket>());
+    let bucket = hours.get(hour);
+    if (bucket === undefined) {
+      bucket = {
+        ...zeroCounts(),
+        orgId,
+        hour,
+        ruleMatched: 0,
+        latencyUs: 0,
+        latencyCount: 0,
+        delegated: 0,
+        delegatedDenied: 0,
+        depthSum: 0,
+        agents: new Map(),
+        policies: new Map(),
+        pairs: new Map(),
+      };
+      hours.set(hour, bucket);
     }
-    if (entry.ts >= agent.lastTs) {
-      agent.lastTs = entry.ts;
-      agent.agentName = entry.agentName;
-    }
+    return bucket;
   }
 
-  private addPairs(orgId: string, hour: number, chain: readonly string[]): void {
-    for (let i = 0; i + 1 < chain.length; i++) {
-      const pair = getOr(this.pairs, `${orgId}\u0000${hour}\u0000${chain[i]}\u0000${chain[i + 1]}`, () => ({ orgId, hour, fromAgent: chain[i], toAgent: chain[i + 1], count: 0 }));
-      pair.count++;
-    }
+  private buckets(): HourBucket[] {
+    return [...this.orgs.values()].flatMap((hours) => [...hours.values()]);
   }
 
   /** Adds the batch to the rollup tables (inside the caller's transaction). */
   async write(client: SqlClient): Promise<void> {
-    if (this.hours.size === 0) return;
-    const hours = [...this.hours.values()];
+    const hours = this.buckets();
+    if (hours.length === 0) return;
     await client.query(UPSERT_HOURLY_SQL, [
       hours.map((row) => row.orgId),
       hours.map((row) => iso(row.hour)),
       ...(['requests', 'allowed', 'denied', 'ruleMatched', 'latencyUs', 'latencyCount', 'delegated', 'delegatedDenied', 'depthSum'] as const).map((key) => hours.map((row) => row[key])),
     ]);
-    const agents = [...this.agents.values()];
+    const agents = hours.flatMap((bucket) => [...bucket.agents.values()].flatMap((tiers) => tiers.filter((totals) => totals !== undefined)));
     if (agents.length > 0) {
       await client.query(UPSERT_AGENTS_SQL, [
         agents.map((row) => row.orgId),
@@ -199,7 +214,7 @@ export class BatchRollups {
         agents.map((row) => iso(row.lastTs)),
       ]);
     }
-    const policies = [...this.policies.values()];
+    const policies = hours.flatMap((bucket) => [...bucket.policies.values()].flatMap((actions) => [...actions.values()]));
     if (policies.length > 0) {
       await client.query(UPSERT_POLICIES_SQL, [
         policies.map((row) => row.orgId),
@@ -209,7 +224,7 @@ export class BatchRollups {
         ...(['requests', 'allowed', 'denied'] as const).map((key) => policies.map((row) => row[key])),
       ]);
     }
-    const pairs = [...this.pairs.values()];
+    const pairs = hours.flatMap((bucket) => [...bucket.pairs.values()].flatMap((delegates) => [...delegates.values()]));
     if (pairs.length > 0) {
       await client.query(UPSERT_PAIRS_SQL, [
         pairs.map((row) => row.orgId),
@@ -219,6 +234,38 @@ export class BatchRollups {
         pairs.map((row) => row.count),
       ]);
     }
+  }
+}
+
+function addAgent(bucket: HourBucket, entry: RolledDecision): void {
+  const tier = analyticsTier(entry.trustTier);
+  const slot = tier === '' ? ANALYTICS_TIERS.length : ANALYTICS_TIERS.indexOf(tier);
+  const tiers = getOr(bucket.agents, entry.agentId!, (): Array<AgentTotals | undefined> => []);
+  let agent = tiers[slot];
+  if (agent === undefined) {
+    agent = { ...zeroCounts(), orgId: bucket.orgId, hour: bucket.hour, agentId: entry.agentId!, tier, agentName: entry.agentName, latencyUs: 0, latencyCount: 0, lastTs: entry.ts };
+    tiers[slot] = agent;
+  }
+  count(agent, entry.allowed);
+  if (entry.latencyUs !== null) {
+    agent.latencyUs += entry.latencyUs;
+    agent.latencyCount++;
+  }
+  if (entry.ts >= agent.lastTs) {
+    agent.lastTs = entry.ts;
+    agent.agentName = entry.agentName;
+  }
+}
+
+function addPairs(bucket: HourBucket, chain: readonly string[]): void {
+  for (let i = 0; i + 1 < chain.length; i++) {
+    const delegates = getOr(bucket.pairs, chain[i], () => new Map<string, PairTotals>());
+    let pair = delegates.get(chain[i + 1]);
+    if (pair === undefined) {
+      pair = { orgId: bucket.orgId, hour: bucket.hour, fromAgent: chain[i], toAgent: chain[i + 1], count: 0 };
+      delegates.set(chain[i + 1], pair);
+    }
+    pair.count++;
   }
 }
 
