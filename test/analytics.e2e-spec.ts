@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { AuditRecord, AUDIT_SOURCES } from '../src/audit/audit-record';
@@ -466,11 +469,12 @@ describe('rollups', () => {
     return result.map((row) => JSON.stringify(Object.values(row).map((value) => (value instanceof Date ? value.toISOString() : value === null ? null : String(value))))).sort();
   }
 
-  it('equal a direct aggregation of the raw entries after randomised traffic', async () => {
-    const orgs = [await createOrganization(gateway, 'enterprise', 'Rollups A'), await createOrganization(gateway, 'enterprise', 'Rollups B')];
+  /** Randomised traffic into two fresh organizations of `target`, `runs` times; after each, every rollup table equals the direct aggregation. */
+  async function checkAfterTraffic(target: TestGateway, runs: number): Promise<void> {
+    const orgs = [await createOrganization(target, 'enterprise', 'Rollups A'), await createOrganization(target, 'enterprise', 'Rollups B')];
     const orgIds = orgs.map((o) => o.id);
-    const writer = gateway.app.get(AuditWriter);
-    const dataSource = gateway.app.get(DataSource);
+    const writer = target.app.get(AuditWriter);
+    const dataSource = target.app.get(DataSource);
     const base = Date.now();
     let checked = 0;
     await fc.assert(
@@ -511,10 +515,25 @@ describe('rollups', () => {
         }
         checked++;
       }),
-      { numRuns: 25 },
+      { numRuns: runs },
     );
-    expect(checked).toBe(25);
+    expect(checked).toBe(runs);
     const [{ count }] = await dataSource.query(`SELECT count(*) AS count FROM ${ROLLUP_TABLES[0]} WHERE org_id = ANY($1::text[])`, [orgIds]);
-    expect(Number(count)).toBeGreaterThan(10);
+    expect(Number(count)).toBeGreaterThan(runs);
+  }
+
+  it('equal a direct aggregation of the raw entries after randomised traffic (audit worker)', async () => {
+    await checkAfterTraffic(gateway, 25);
+  }, 240_000);
+
+  it('equal it on the embedded database too, written in the gateway’s thread', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-analytics-embedded-'));
+    const embedded = await startGateway({ DATABASE_URL: '', DATA_DIR: dataDir, AUDIT_BATCH_SIZE: '7' });
+    try {
+      await checkAfterTraffic(embedded, 5);
+    } finally {
+      await embedded.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   }, 240_000);
 });
