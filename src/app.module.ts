@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
+import { AnalyticsModule } from './analytics/analytics.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
@@ -34,6 +35,7 @@ export class AppModule {
         ClusterModule,
         ScheduleModule.forRoot(),
         AuditModule,
+        AnalyticsModule,
         OrganizationsModule,
         IdentityModule,
         AgentsModule,
