@@ -39,6 +39,7 @@ class Client:
 
     def __init__(self, options: ClientOptions) -> None:
         self.options = options
+        wal = WriteAheadLog(options.audit_wal_path or default_wal_path(options.agent_id))
         secure = urlsplit(options.gateway_url).scheme == "https"
         self._grpc = GrpcTransport(options.resolved_grpc_address(), options.api_key, secure)
         self._http = HttpTransport(options.gateway_url, options.api_key)
@@ -46,7 +47,7 @@ class Client:
         self._cache = DecisionCache(options.cache_max_entries)
         self._closed = threading.Event()
         self._audit = AuditBatcher(
-            WriteAheadLog(options.audit_wal_path or default_wal_path(options.agent_id)),
+            wal,
             self._send_audit,
             options.audit_batch_size,
             options.audit_flush_interval_seconds,
