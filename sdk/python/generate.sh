@@ -11,5 +11,5 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/agentgov_sdk/_generated" "$out/agentgov_sdk/_generated"
 cp "$here/../../proto/pdp.proto" "$stage/agentgov_sdk/_generated/pdp.proto"
-protoc -I "$stage" --python_out="$out" --grpc_python_out="$out" \
+protoc -I "$stage" --python_out="$out" --pyi_out="$out" --grpc_python_out="$out" \
   --plugin=protoc-gen-grpc_python="$plugin" "$stage/agentgov_sdk/_generated/pdp.proto"

@@ -37,7 +37,7 @@ class GrpcTransport:
     def __init__(self, address: str, api_key: str, secure: bool) -> None:
         credentials = grpc.ssl_channel_credentials() if secure else None
         self._channel = grpc.secure_channel(address, credentials) if credentials else grpc.insecure_channel(address)
-        self._stub = pdp_pb2_grpc.PolicyDecisionPointStub(self._channel)
+        self._stub = pdp_pb2_grpc.PolicyDecisionPointStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("x-api-key", api_key),)
 
     def evaluate(self, request: CheckRequest, timeout: float) -> Decision:
@@ -81,8 +81,8 @@ class SubscriptionStream:
 
 
 def grpc_error(error: grpc.RpcError) -> GatewayError:
-    code: grpc.StatusCode = error.code()  # type: ignore[attr-defined]
-    details = str(error.details() or code.name)  # type: ignore[attr-defined]
+    code: grpc.StatusCode = error.code()
+    details = str(error.details() or code.name)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return GatewayTimeoutError(f"gRPC: {details}")
     if code in GRPC_STATUS_CODES:
