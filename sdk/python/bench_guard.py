@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "tests"))
 
-from agentgov_sdk import Client, ClientOptions  # noqa: E402
+from agentgov_sdk import Client, ClientOptions, Decision  # noqa: E402
 
 ARGS = {"path": "/tmp/bench.txt"}
 
@@ -57,8 +57,13 @@ def measure(gateway_url: str, grpc_address: str, api_key: str, agent_id: str, it
                              cache_enabled=cache, audit_wal_path=os.path.join(wal_dir, f"{name}.wal"))
 
     with Client(options("cached", True)) as cached, Client(options("uncached", False)) as uncached:
-        check_cached = lambda: cached.check("FilePlugin", "ReadFile", ARGS)  # noqa: E731
-        check_uncached = lambda: uncached.check("FilePlugin", "ReadFile", ARGS)  # noqa: E731
+
+        def check_cached() -> Decision:
+            return cached.check("FilePlugin", "ReadFile", ARGS)
+
+        def check_uncached() -> Decision:
+            return uncached.check("FilePlugin", "ReadFile", ARGS)
+
         deadline = time.monotonic() + 10
         while check_cached().source != "cache":  # the change stream is open: answers are cached
             if time.monotonic() > deadline:

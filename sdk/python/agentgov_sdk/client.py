@@ -13,7 +13,7 @@ import time
 import uuid
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, ParamSpec, Type, TypeVar, Union, cast
+from typing import Any, Awaitable, Callable, Coroutine, Dict, Mapping, Optional, ParamSpec, Type, TypeVar, Union, cast, overload
 from urllib.parse import urlsplit
 
 from .audit import AuditBatcher, AuditEvent, WriteAheadLog
@@ -145,40 +145,10 @@ class Client:
     def guarded(
         self, plugin: str, function: Optional[str] = None, *,
         context: Optional[Mapping[str, Any]] = None, summarize: Optional[Summarize] = None,
-    ) -> Callable[[Callable[P, T]], Callable[P, Union[T, SoftDenial]]]:
+    ) -> "GuardDecorator":
         """guard() as a decorator: the function's bound arguments are the call's args; `function`
         defaults to the decorated function's name. Works on coroutine functions too."""
-
-        def decorate(tool: Callable[P, T]) -> Callable[P, Union[T, SoftDenial]]:
-            name = function or tool.__name__
-            signature = inspect.signature(tool)
-
-            def arguments(*args: Any, **kwargs: Any) -> Dict[str, Any]:
-                bound = signature.bind(*args, **kwargs)
-                bound.apply_defaults()
-                flat: Dict[str, Any] = {}
-                for key, value in bound.arguments.items():
-                    kind = signature.parameters[key].kind
-                    if kind is inspect.Parameter.VAR_KEYWORD:
-                        flat.update(value)
-                    elif key not in ("self", "cls"):
-                        flat[key] = value
-                return flat
-
-            if inspect.iscoroutinefunction(tool):
-                @functools.wraps(tool)
-                async def guarded_coroutine(*args: Any, **kwargs: Any) -> Any:
-                    return await self.guard_async(plugin, name, arguments(*args, **kwargs), lambda: tool(*args, **kwargs), context=context, summarize=summarize)  # type: ignore[arg-type, return-value]
-
-                return cast(Callable[P, Union[T, SoftDenial]], guarded_coroutine)
-
-            @functools.wraps(tool)
-            def guarded_call(*args: P.args, **kwargs: P.kwargs) -> Union[T, SoftDenial]:
-                return self.guard(plugin, name, arguments(*args, **kwargs), lambda: tool(*args, **kwargs), context=context, summarize=summarize)
-
-            return guarded_call
-
-        return decorate
+        return GuardDecorator(self, plugin, function, context, summarize)
 
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Sends the queued audit events now; True when the gateway has acknowledged them all."""
@@ -276,6 +246,57 @@ class Client:
             if self._closed.wait(backoff):
                 return
             backoff = min(backoff * 2, 5.0)
+
+
+class GuardDecorator:
+    """What Client.guarded() returns: wraps a tool function in guard() (or guard_async())."""
+
+    def __init__(self, client: Client, plugin: str, function: Optional[str],
+                 context: Optional[Mapping[str, Any]], summarize: Optional[Summarize]) -> None:
+        self._client, self._plugin, self._function = client, plugin, function
+        self._context, self._summarize = context, summarize
+
+    # A coroutine function matches both; the first (checked first) is the right answer for it.
+    @overload
+    def __call__(self, tool: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, Union[T, SoftDenial]]]: ...  # type: ignore[misc]
+
+    @overload
+    def __call__(self, tool: Callable[P, T]) -> Callable[P, Union[T, SoftDenial]]: ...
+
+    def __call__(self, tool: Callable[P, Any]) -> Callable[P, Any]:
+        name = self._function or tool.__name__
+        client, plugin, context, summarize = self._client, self._plugin, self._context, self._summarize
+        arguments = _argument_binder(tool)
+        if inspect.iscoroutinefunction(tool):
+            @functools.wraps(tool)
+            async def guarded_coroutine(*args: P.args, **kwargs: P.kwargs) -> Any:
+                return await client.guard_async(plugin, name, arguments(*args, **kwargs), lambda: cast(Awaitable[Any], tool(*args, **kwargs)), context=context, summarize=summarize)
+
+            return guarded_coroutine
+
+        @functools.wraps(tool)
+        def guarded_call(*args: P.args, **kwargs: P.kwargs) -> Any:
+            return client.guard(plugin, name, arguments(*args, **kwargs), lambda: tool(*args, **kwargs), context=context, summarize=summarize)
+
+        return guarded_call
+
+
+def _argument_binder(tool: Callable[..., Any]) -> Callable[..., Dict[str, Any]]:
+    """The call's args by parameter name (keyword catch-alls flattened, self and cls left out)."""
+    signature = inspect.signature(tool)
+
+    def arguments(*args: Any, **kwargs: Any) -> Dict[str, Any]:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        flat: Dict[str, Any] = {}
+        for key, value in bound.arguments.items():
+            if signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+                flat.update(value)
+            elif key not in ("self", "cls"):
+                flat[key] = value
+        return flat
+
+    return arguments
 
 
 def summary_of(result: Any) -> str:

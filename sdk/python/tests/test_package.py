@@ -6,6 +6,7 @@ import filecmp
 import os
 import subprocess
 import tempfile
+from typing import Any, Dict
 
 import pytest
 
@@ -31,7 +32,7 @@ def test_options_defaults_follow_the_spec() -> None:
 
 @pytest.mark.parametrize("missing", ["gateway_url", "api_key", "agent_id"])
 def test_options_name_a_missing_required_field(missing: str) -> None:
-    values = {"gateway_url": "http://localhost:8080", "api_key": "agk_x", "agent_id": "agent_1", missing: ""}
+    values: Dict[str, Any] = {"gateway_url": "http://localhost:8080", "api_key": "agk_x", "agent_id": "agent_1", missing: ""}
     with pytest.raises(ValueError, match=f"{missing} is required"):
         ClientOptions(**values)
 

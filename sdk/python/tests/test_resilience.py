@@ -4,11 +4,11 @@ and the decision cache with its invalidation by the Subscribe stream."""
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
-from agentgov_sdk import GatewayError, GatewayTimeoutError, GatewayUnreachableError, PluginOptions
+from agentgov_sdk import Decision, GatewayError, GatewayTimeoutError, GatewayUnreachableError, PluginOptions
 from conftest import MakeClient
 from gateway_process import Gateway, free_port
 from relay import StalledServer, TcpRelay
@@ -78,7 +78,7 @@ def test_grpc_down_falls_back_to_http(make_client: MakeClient) -> None:
     assert (denied.decision, denied.transport, denied.rule) == ("deny", "http", "system-paths")
 
 
-def wait_for_live_cache(client_check, timeout: float = 5.0):  # type: ignore[no-untyped-def]
+def wait_for_live_cache(client_check: Callable[[], Decision], timeout: float = 5.0) -> Decision:
     """Checks until an answer comes from the cache (the change stream is open and caught up)."""
     deadline = time.monotonic() + timeout
     while (decision := client_check()).source != "cache":
@@ -89,7 +89,10 @@ def wait_for_live_cache(client_check, timeout: float = 5.0):  # type: ignore[no-
 
 def test_a_cached_decision_ends_within_a_second_of_a_revocation(make_client: MakeClient, gateway: Gateway, agent_id: str) -> None:
     client = make_client()
-    ask = lambda: client.check("FilePlugin", "ReadFile", {"path": "/tmp/cached"})  # noqa: E731
+
+    def ask() -> Decision:
+        return client.check("FilePlugin", "ReadFile", {"path": "/tmp/cached"})
+
     first = ask()
     assert first.cacheable and first.cache_ttl_ms > 0
     cached = wait_for_live_cache(ask)
@@ -111,7 +114,10 @@ def test_a_cached_decision_ends_within_a_second_of_a_revocation(make_client: Mak
 
 def test_a_policy_change_ends_cached_decisions(make_client: MakeClient, gateway: Gateway) -> None:
     client = make_client(throw_on_denied=False)
-    ask = lambda: client.check("NotesPlugin", "Append", {"text": "x"})  # noqa: E731
+
+    def ask() -> Decision:
+        return client.check("NotesPlugin", "Append", {"text": "x"})
+
     assert ask().allowed
     wait_for_live_cache(ask)
     gateway.put_policy("notes-closed", "name: notes-closed\nmatch: { plugin: NotesPlugin }\nrules:\n  - condition: \"true\"\n    action: deny\n    reason: Notes are closed\n")
