@@ -164,9 +164,11 @@ class Client:
         if stream is not None:
             stream.cancel()
         self._audit.close(self.options.timeout_seconds)
+        self._grpc.stop_waiting()
         if self._follower is not None:
             self._follower.join(1.0)
         self._grpc.close()
+        self._http.close()
 
     @property
     def cache(self) -> DecisionCache:
@@ -235,7 +237,9 @@ class Client:
         backoff = 0.2
         while not self._closed.is_set():
             self._stream = self._grpc.subscribe(self._cache.known_version)
-            self._cache.set_live(True)
+            # The gateway sends nothing on the stream until a change, so a connected channel
+            # (that the stream's request went out on) is the sign the stream is open.
+            self._cache.set_live(self._grpc.connected(self.options.timeout_seconds))
             try:
                 for version in self._stream:
                     self._cache.changed(version)

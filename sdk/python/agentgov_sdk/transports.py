@@ -6,7 +6,7 @@ import http.client
 import json
 import socket
 import threading
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Set, Tuple
 from urllib.parse import urlsplit
 
 import grpc
@@ -39,6 +39,7 @@ class GrpcTransport:
         self._channel = grpc.secure_channel(address, credentials) if credentials else grpc.insecure_channel(address)
         self._stub = pdp_pb2_grpc.PolicyDecisionPointStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("x-api-key", api_key),)
+        self._waiting: Set[Any] = set()
 
     def evaluate(self, request: CheckRequest, timeout: float) -> Decision:
         message = pdp_pb2.PolicyRequest(
@@ -63,7 +64,25 @@ class GrpcTransport:
         call = self._stub.Subscribe(pdp_pb2.PolicySubscription(since_version=since_version), metadata=self._metadata)
         return SubscriptionStream(call)
 
+    def connected(self, timeout: float) -> bool:
+        """Whether the channel is (or within `timeout` becomes) connected to the gateway."""
+        ready = grpc.channel_ready_future(self._channel)
+        self._waiting.add(ready)
+        try:
+            ready.result(timeout=timeout)
+        except (grpc.FutureTimeoutError, grpc.FutureCancelledError):
+            return False
+        finally:
+            self._waiting.discard(ready)
+        return True
+
+    def stop_waiting(self) -> None:
+        """Ends every connected() wait at once (before close, which must not race a wait)."""
+        for ready in list(self._waiting):
+            ready.cancel()
+
     def close(self) -> None:
+        self.stop_waiting()
         self._channel.close()
 
 
@@ -103,6 +122,8 @@ class HttpTransport:
         self._base = parts.path.rstrip("/")
         self._api_key = api_key
         self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: Set[http.client.HTTPConnection] = set()
 
     def evaluate(self, request: CheckRequest, timeout: float) -> Decision:
         body: Dict[str, Any] = {
@@ -155,6 +176,8 @@ class HttpTransport:
             )
             connection = factory(self._host, self._port, timeout=timeout)
             self._local.connection = connection
+            with self._lock:
+                self._open.add(connection)
         connection.timeout = timeout
         if connection.sock is not None:
             connection.sock.settimeout(timeout)
@@ -164,7 +187,16 @@ class HttpTransport:
         connection: Optional[http.client.HTTPConnection] = getattr(self._local, "connection", None)
         if connection is not None:
             connection.close()
+            with self._lock:
+                self._open.discard(connection)
         self._local.connection = None
+
+    def close(self) -> None:
+        """Closes every thread's connection."""
+        with self._lock:
+            for connection in self._open:
+                connection.close()
+            self._open.clear()
 
 
 def _json_object(raw: bytes) -> Dict[str, Any]:

@@ -110,8 +110,8 @@ def start_gateway(policies_file: str = os.path.join(FIXTURES, "policies.yaml")) 
     }
     if os.environ.get("DATABASE_URL"):
         env["DATABASE_URL"] = os.environ["DATABASE_URL"]
-    log = open(os.path.join(data_dir, "gateway.log"), "wb")
-    process = subprocess.Popen(["node", GATEWAY_MAIN], cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    with open(os.path.join(data_dir, "gateway.log"), "wb") as log:
+        process = subprocess.Popen(["node", GATEWAY_MAIN], cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     gateway = Gateway(f"http://127.0.0.1:{port}", grpc_port, process, data_dir)
     deadline = time.monotonic() + 60
     while True:

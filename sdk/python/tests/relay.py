@@ -49,6 +49,10 @@ class TcpRelay:
                 return
             upstream = socket.create_connection(("127.0.0.1", self.target_port))
             with self._lock:
+                if self._listener is not listener:  # stopped meanwhile
+                    client.close()
+                    upstream.close()
+                    return
                 self._connections += [client, upstream]
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
@@ -77,6 +81,8 @@ class StalledServer:
         self._listener.listen()
         self.port = int(self._listener.getsockname()[1])
         self._held: List[socket.socket] = []
+        self._lock = threading.Lock()
+        self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -85,9 +91,15 @@ class StalledServer:
                 connection, _ = self._listener.accept()
             except OSError:
                 return
-            self._held.append(connection)
+            with self._lock:
+                if self._closed:
+                    connection.close()
+                    return
+                self._held.append(connection)
 
     def close(self) -> None:
-        self._listener.close()
-        for connection in self._held:
-            connection.close()
+        with self._lock:
+            self._closed = True
+            self._listener.close()
+            for connection in self._held:
+                connection.close()

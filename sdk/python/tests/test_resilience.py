@@ -32,7 +32,7 @@ def test_a_stalled_gateway_times_out_with_an_error_by_default(make_client: MakeC
 
 def test_a_stalled_gateway_lets_the_call_proceed_when_throw_on_denied_is_off(make_client: MakeClient, stalled: StalledServer) -> None:
     address = f"127.0.0.1:{stalled.port}"
-    client = make_client(gateway_url=f"http://{address}", grpc_address=address, timeout_seconds=5,
+    client = make_client(gateway_url=f"http://{address}", grpc_address=address, timeout_seconds=2,
                          plugins={"FilePlugin": PluginOptions(timeout_seconds=0.3, throw_on_denied=False)})
     started = time.monotonic()
     result = client.guard("FilePlugin", "ReadFile", {"path": "/tmp/a"}, lambda: "ran")

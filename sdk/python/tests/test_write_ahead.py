@@ -32,6 +32,7 @@ def test_events_of_a_killed_process_are_sent_after_a_restart_each_once(gateway: 
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
+        child.stdout.close()  # type: ignore[union-attr]
     assert child.returncode == -signal.SIGKILL
     with open(wal_path, "rb") as wal:
         assert len(wal.read().splitlines()) == EVENTS
