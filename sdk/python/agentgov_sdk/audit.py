@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from .errors import GatewayError, GatewayUnreachableError
+from .errors import ErrorCode, GatewayError
 
 logger = logging.getLogger("agentgov_sdk")
 
@@ -24,6 +24,8 @@ AuditEvent = Dict[str, Any]
 SendEvent = Callable[[AuditEvent], None]
 
 COMPACT_BYTES = 1 << 20
+# Refusals a resend cannot change (a malformed event, an agent the organization does not have).
+PERMANENT_REFUSALS: frozenset[ErrorCode] = frozenset({"invalid_argument", "not_found"})
 MAX_BACKOFF_SECONDS = 30.0
 
 
@@ -113,6 +115,7 @@ class AuditBatcher:
         self._pending: List[AuditEvent] = wal.unacknowledged()
         self._wal.compact(self._pending)
         self._closing = False
+        self._wal_closed = False
         self._backoff = 0.0
         self._thread = threading.Thread(target=self._run, name="agentgov-audit", daemon=True)
         self._thread.start()
@@ -152,6 +155,7 @@ class AuditBatcher:
         self._thread.join(timeout)
         with self._lock:
             self._wal.close()
+            self._wal_closed = True
 
     def _run(self) -> None:
         while True:
@@ -168,31 +172,31 @@ class AuditBatcher:
 
     def _send_batch(self, batch: List[AuditEvent]) -> None:
         done: List[str] = []
-        failed = False
+        failure: Optional[Exception] = None
         for event in batch:
             try:
                 self._send(event)
-            except GatewayUnreachableError as error:
-                failed = self._retry_later(error)
-                break
             except GatewayError as error:
-                if error.code not in ("invalid_argument", "not_found"):
-                    failed = self._retry_later(error)
+                if error.code not in PERMANENT_REFUSALS:
+                    failure = error
                     break
                 logger.warning("audit event %s dropped: the gateway refused it (%s)", event["eventId"], error)
+            except Exception as error:  # noqa: BLE001 (whatever it was, the event stays for a retry)
+                failure = error
+                break
             done.append(event["eventId"])
-        if not failed:
+        if failure is None:
             self._backoff = 0.0
+        else:
+            self._backoff = min(MAX_BACKOFF_SECONDS, max(self._interval, self._backoff * 2 or 0.2))
+            logger.info("audit events kept for a retry in %.1f s: %s", self._backoff, failure)
         if done:
             self._acknowledge(done)
 
-    def _retry_later(self, error: Exception) -> bool:
-        self._backoff = min(MAX_BACKOFF_SECONDS, max(self._interval, self._backoff * 2 or 0.2))
-        logger.info("audit events kept for a retry in %.1f s: %s", self._backoff, error)
-        return True
-
     def _acknowledge(self, event_ids: List[str]) -> None:
         with self._lock:
+            if self._wal_closed:
+                return  # close() gave up waiting; the next start resends these, and they count once
             acked = set(event_ids)
             self._pending = [event for event in self._pending if event["eventId"] not in acked]
             if not self._pending or self._wal.size() > COMPACT_BYTES:

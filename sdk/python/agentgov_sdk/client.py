@@ -232,8 +232,9 @@ class Client:
         self._http.post("/v1/audit", event, self.options.timeout_seconds)
 
     def _follow_changes(self) -> None:
-        """Keeps a Subscribe stream open; each change empties the cache. While it is down the
-        cache is off (and emptied), since changes would go unseen."""
+        """Keeps a Subscribe stream open (resuming after the newest version seen); each change
+        ends the entries decided before it. While the stream is down the cache is off and
+        empty, since changes would go unseen."""
         backoff = 0.2
         while not self._closed.is_set():
             self._stream = self._grpc.subscribe(self._cache.known_version)
