@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import pytest
@@ -73,3 +74,15 @@ def test_a_second_client_on_the_same_file_is_refused(gateway: Gateway, api_key: 
     with client_on(gateway, api_key, agent_id, wal_path):
         with pytest.raises(RuntimeError, match="in use by another process"):
             client_on(gateway, api_key, agent_id, wal_path)
+
+
+def test_a_full_batch_goes_out_without_waiting_for_the_interval(gateway: Gateway, api_key: str, agent_id: str, wal_dir: str) -> None:
+    options = ClientOptions(gateway_url=gateway.url, grpc_address=gateway.grpc_address, api_key=api_key, agent_id=agent_id,
+                            audit_wal_path=os.path.join(wal_dir, "batch.wal"), audit_batch_size=5, audit_flush_interval_seconds=3600)
+    with Client(options) as client:
+        for index in range(4):
+            client.audit("FilePlugin", "ReadFile", decision="allow", duration_ms=1, result_summary=f"batched {index}")
+        time.sleep(0.5)
+        assert gateway.outcomes(agent_id) == []
+        client.audit("FilePlugin", "ReadFile", decision="allow", duration_ms=1, result_summary="batched 4")
+        assert len(gateway.wait_for_outcomes(agent_id, 5)) == 5
