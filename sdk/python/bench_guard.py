@@ -83,6 +83,7 @@ def measure(gateway_url: str, grpc_address: str, api_key: str, agent_id: str, it
         "checkUncachedMs": summary(uncached_ms),
         "checkCachedMs": summary(cached_ms),
         "cachedSpeedup": round(statistics.fmean(uncached_ms) / statistics.fmean(cached_ms), 1),
+        "cachedSpeedupP50": round(statistics.median(uncached_ms) / statistics.median(cached_ms), 1),
         "bareCallMs": summary(bare_ms),
         "guardMs": summary(guard_ms),
         "guardOverheadMs": round(statistics.fmean(guard_ms) - statistics.fmean(bare_ms), 4),

@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Optional, Tuple
 
 from .decision import CheckRequest, Decision
@@ -63,7 +64,8 @@ class DecisionCache:
                 return
             if decision.policy_version < self._known_version:
                 return
-            self._entries[(decision.policy_version, key)] = (time.monotonic() + decision.cache_ttl_ms / 1000, decision)
+            expires_at = time.monotonic() + decision.cache_ttl_ms / 1000
+            self._entries[(decision.policy_version, key)] = (expires_at, replace(decision, source="cache"))
             self._entries.move_to_end((decision.policy_version, key))
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import json
 import logging
 import os
 import threading
 import time
 import uuid
-from dataclasses import replace
 from types import TracebackType
 from typing import Any, Awaitable, Callable, Coroutine, Dict, Mapping, Optional, ParamSpec, Type, TypeVar, Union, cast, overload
 from urllib.parse import urlsplit
@@ -21,7 +19,7 @@ from .cache import DecisionCache, request_hash
 from .decision import CheckRequest, Decision, SoftDenial
 from .errors import GatewayError, GatewayTimeoutError, GatewayUnreachableError, PolicyDeniedError
 from .options import ClientOptions, EffectiveOptions
-from .transports import GrpcTransport, HttpTransport
+from .transports import GrpcTransport, HttpTransport, json_values
 
 logger = logging.getLogger("agentgov_sdk")
 
@@ -90,7 +88,7 @@ class Client:
             raise ValueError("decision must be 'allow' or 'deny'")
         event: AuditEvent = {
             "eventId": uuid.uuid4().hex, "agentId": self.options.agent_id, "plugin": plugin, "function": function,
-            "arguments": _plain(args or {}), "decision": decision,
+            "arguments": json_values(args or {}), "decision": decision,
             "durationMs": round(min(max(duration_ms, 0.0), MAX_DURATION_MS), 3),
         }
         for name, value in (("resultSummary", (result_summary or "")[:MAX_SUMMARY]), ("decisionId", decision_id), ("traceId", trace_id)):
@@ -179,15 +177,15 @@ class Client:
         effective: EffectiveOptions, action: str = "", resource: str = "", trace_id: str = "",
     ) -> CheckRequest:
         return CheckRequest(
-            agent_id=self.options.agent_id, plugin=plugin, function=function, args=_plain(args or {}),
-            context=_plain(context or {}), trust_tier=effective.trust_tier, action=action, resource=resource, trace_id=trace_id,
+            agent_id=self.options.agent_id, plugin=plugin, function=function, args=dict(args or {}),
+            context=dict(context or {}), trust_tier=effective.trust_tier, action=action, resource=resource, trace_id=trace_id,
         )
 
     def _decide(self, request: CheckRequest, effective: EffectiveOptions) -> Decision:
         key = request_hash(request) if self.options.cache_enabled else ""
         cached = self._cache.get(key) if key else None
         if cached is not None:
-            return replace(cached, source="cache")
+            return cached
         try:
             decision = self._evaluate(request, effective.timeout_seconds)
         except GatewayTimeoutError as error:
@@ -324,11 +322,6 @@ def _flagged(decision: Decision, summary: str) -> str:
     if decision.source in ("timeout", "fail-open"):
         return f"{decision.source}: allowed without a gateway decision ({decision.reason}); {summary}"
     return summary
-
-
-def _plain(values: Mapping[str, Any]) -> Dict[str, Any]:
-    """JSON values only (anything else as its str), so every transport and the cache see the same."""
-    return cast(Dict[str, Any], json.loads(json.dumps(dict(values), default=str)))
 
 
 def _elapsed_ms(started: float) -> float:

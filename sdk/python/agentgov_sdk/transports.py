@@ -6,7 +6,7 @@ import http.client
 import json
 import socket
 import threading
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Set, Tuple, cast
 from urllib.parse import urlsplit
 
 import grpc
@@ -25,9 +25,14 @@ GRPC_STATUS_CODES: Dict[grpc.StatusCode, ErrorCode] = {
 }
 
 
+def json_values(values: Mapping[str, Any]) -> Dict[str, Any]:
+    """JSON values only (anything else as its str), as the HTTP transport would send them."""
+    return cast(Dict[str, Any], json.loads(json.dumps(dict(values), default=str)))
+
+
 def _struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
     message = struct_pb2.Struct()
-    message.update(dict(values))
+    message.update(json_values(values))
     return message
 
 
@@ -137,7 +142,7 @@ class HttpTransport:
 
     def post(self, path: str, body: Mapping[str, Any], timeout: float) -> Dict[str, Any]:
         """The JSON answer of a 2xx; GatewayError (with the status) otherwise."""
-        status, payload = self._exchange(path, json.dumps(body).encode("utf-8"), timeout)
+        status, payload = self._exchange(path, json.dumps(body, default=str).encode("utf-8"), timeout)
         if 200 <= status < 300:
             return payload
         message = str(payload.get("message") or payload.get("error") or f"HTTP {status}")
