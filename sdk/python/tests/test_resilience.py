@@ -121,12 +121,14 @@ def test_a_policy_change_ends_cached_decisions(make_client: MakeClient, gateway:
     assert ask().allowed
     wait_for_live_cache(ask)
     gateway.put_policy("notes-closed", "name: notes-closed\nmatch: { plugin: NotesPlugin }\nrules:\n  - condition: \"true\"\n    action: deny\n    reason: Notes are closed\n")
-    changed_at = time.monotonic()
-    while (decision := ask()).source == "cache":
-        assert time.monotonic() - changed_at < 1.0
-        time.sleep(0.01)
-    assert (decision.decision, decision.policy) == ("deny", "notes-closed")
-    gateway.admin("DELETE", "/admin/policies/notes-closed")
+    try:
+        changed_at = time.monotonic()
+        while (decision := ask()).source == "cache":
+            assert time.monotonic() - changed_at < 1.0
+            time.sleep(0.01)
+        assert (decision.decision, decision.policy) == ("deny", "notes-closed")
+    finally:
+        gateway.admin("DELETE", "/admin/policies/notes-closed")
 
 
 def test_uncacheable_answers_are_asked_every_time(make_client: MakeClient) -> None:
