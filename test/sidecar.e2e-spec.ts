@@ -99,12 +99,12 @@ function enforce(agent: Agent, body: Record<string, unknown>, headers: Record<st
 }
 
 /** A token for `agent` acting for `delegators` (original delegator first), signed with the gateway's key as the gateway signs. */
-async function delegatedToken(agent: Agent, tier: string, delegators: string[]): Promise<string> {
+async function delegatedToken(agent: Agent, tier: string, delegators: string[], scope?: string[]): Promise<string> {
   const privateKey = createPrivateKey(fs.readFileSync(signingKeyFile, 'utf8'));
   const kid = await calculateJwkThumbprint(createPublicKey(privateKey).export({ format: 'jwk' }) as JWK);
   // The original delegator is innermost: [root, analyst] is root → analyst → agent.
   const act = delegators.reduce<Record<string, unknown> | undefined>((inner, sub) => (inner ? { sub, act: inner } : { sub }), undefined);
-  return new SignJWT({ name: 'delegate', trust: tier, tier, tags: [], org: 'org_default', act })
+  return new SignJWT({ name: 'delegate', trust: tier, tier, tags: [], org: 'org_default', act, ...(scope ? { scope } : {}) })
     .setProtectedHeader({ alg: 'EdDSA', kid, typ: 'JWT' })
     .setSubject(agent.id)
     .setIssuer(PUBLIC_URL)
@@ -199,7 +199,7 @@ describe('decisions at the edge', () => {
     if (atEdge.body.decision === 'deny') expect(atEdge.body.reason).toBe((viaGateway.body as { reason?: string }).reason);
   });
 
-  it('verifies delegated tokens offline and decides on the chain as the gateway does', async () => {
+  it('verifies delegated tokens offline and decides on the chain and the scope as the gateway does', async () => {
     const shallow = await delegatedToken(agents.reader, 'verified', [agents.root.id]);
     const deep = await delegatedToken(agents.reader, 'verified', [agents.root.id, agents.analyst.id]);
     for (const [token, expected] of [[shallow, 'allow'], [deep, 'deny']] as const) {
@@ -208,6 +208,13 @@ describe('decisions at the edge', () => {
       expect(viaGateway.headers.get('x-service-decision')).toBe(expected);
       expect(atEdge.body).toMatchObject({ decision: expected });
     }
+    const scoped = await delegatedToken(agents.reader, 'verified', [agents.root.id], ['read:docs/*']);
+    for (const [method, route, verb] of [['GET', 'docs/a', 'read'], ['POST', 'notes/1', 'write']] as const) {
+      const viaGateway = await call(gateway.url, method, `/proxy/${route}`, { bearer: scoped });
+      const atEdge = await enforce(agents.reader, { action: `${verb}:${route}`, resource: route, context: { args: { path: `/${route}`, method } } }, {}, scoped);
+      expect({ decision: atEdge.body.decision, policy: atEdge.body.policy }).toEqual({ decision: viaGateway.headers.get('x-service-decision'), policy: viaGateway.headers.get('x-service-policy') });
+    }
+    expect((await enforce(agents.reader, { action: 'write:notes/1' }, {}, scoped)).body).toMatchObject({ decision: 'deny' });
     const deepAtEdge = await enforce(agents.reader, { action: 'read:docs/a', resource: 'docs/a' }, {}, deep);
     expect(deepAtEdge.body).toMatchObject({ decision: 'deny', policy: 'no-deep-delegation', reason: 'Delegation chains deeper than 2 are refused' });
   });
