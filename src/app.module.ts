@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
+import { AlertsModule } from './alerts/alerts.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { ClusterModule } from './cluster/cluster.module';
@@ -38,6 +39,7 @@ export class AppModule {
         PoliciesModule,
         DecisionsModule,
         ProxyModule,
+        AlertsModule,
       ],
       providers: [GatewayBootstrap],
     };

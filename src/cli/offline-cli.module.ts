@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CommandRunner, RootCommand } from 'nest-commander';
+import { ALERTS_COMMANDS } from './alerts.command';
 import { PoliciesCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
 
 @RootCommand({ name: 'ags', description: 'Agent governance service command-line tool', subCommands: [PoliciesCommand] })
@@ -9,6 +10,6 @@ class OfflineAgsCommand extends CommandRunner {
   }
 }
 
-/** Commands that need no database (policy files): they work beside a running embedded gateway. */
-@Module({ providers: [OfflineAgsCommand, PoliciesCommand, PoliciesValidateCommand, PoliciesTestCommand] })
+/** Commands that need no database (policy files, alerts): they work beside a running embedded gateway. */
+@Module({ providers: [OfflineAgsCommand, PoliciesCommand, PoliciesValidateCommand, PoliciesTestCommand, ...ALERTS_COMMANDS] })
 export class OfflineCliModule {}

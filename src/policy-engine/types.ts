@@ -49,6 +49,16 @@ export interface Decision {
   reason: string;
   /** Set when the deciding deny rule fired because a rate_limit condition tripped. */
   rateLimit?: RateLimitTrip;
+  /** The `alert` rules that fired (present only when one did); they never change the effect. */
+  alerts?: readonly FiredAlert[];
+}
+
+/** An `alert` rule whose condition held: the request goes on, and an alert is raised. */
+export interface FiredAlert {
+  policy: string;
+  /** Rule name, `<policy>#<index>` when unnamed. */
+  rule: string;
+  reason: string;
 }
 
 export interface RateLimitTrip {

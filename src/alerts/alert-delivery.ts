@@ -1,0 +1,128 @@
+import type { AlertsConfig } from '../config/app-config';
+import type { Alert } from './alert';
+import { alertHttpAgent } from './alert-http';
+import type { AlertProvider } from './alert-provider';
+import { AlertRateCounter, LocalAlertRateCounter, RedisAlertRateCounter } from './alert-rate-counter';
+import { ChatProvider } from './chat-provider';
+import { ApiEmailProvider, SmtpEmailProvider } from './email-provider';
+import { WebhookProvider } from './webhook-provider';
+
+/** Where delivery reports: the gateway's logger (through the worker's messages) or the CLI. */
+export type DeliveryLog = (level: 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
+
+export interface RetryPolicy {
+  /** Attempts per alert and provider, the first included. */
+  attempts: number;
+  /** Wait before the second attempt; doubled before each next one. */
+  firstDelayMs: number;
+}
+
+/** Four attempts over about 3.5 s: 0.5, 1 and 2 s apart. */
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, firstDelayMs: 500 };
+
+/** Most deliveries under way at once; beyond, new alerts are dropped (a receiver that cannot keep up must not exhaust memory). */
+const MAX_IN_FLIGHT = 10_000;
+
+/** How one provider fared with one alert. */
+export interface DeliveryResult {
+  provider: string;
+  target: string;
+  ok: boolean;
+  attempts: number;
+  error?: string;
+}
+
+/** The providers ALERT_* configures, in the order webhook, chat, email (API before SMTP). */
+export function configuredProviders(config: AlertsConfig): AlertProvider[] {
+  const origin = { instance: config.instanceName, environment: config.environment };
+  const agent = alertHttpAgent();
+  const providers: AlertProvider[] = [];
+  if (config.webhookUrl) providers.push(new WebhookProvider(config.webhookUrl, config.webhookSecret, origin, agent));
+  if (config.chatWebhook) providers.push(new ChatProvider(config.chatWebhook, origin, agent));
+  if (config.email.enabled && config.email.apiKey) providers.push(new ApiEmailProvider(config.email, origin, agent));
+  else if (config.email.enabled && config.email.smtpHost) providers.push(new SmtpEmailProvider(config.email, origin));
+  return providers;
+}
+
+/**
+ * Sends alerts to every provider, off the decision's path: ALERT_RATE_LIMIT first (excess
+ * alerts dropped with a warning), then each provider in the background with retries and
+ * exponential backoff; a final failure is logged with the alert id.
+ */
+export class AlertDelivery {
+  private inFlight = 0;
+
+  constructor(
+    private readonly providers: readonly AlertProvider[],
+    private readonly counter: AlertRateCounter,
+    private readonly limit: number,
+    private readonly log: DeliveryLog,
+    private readonly retry: RetryPolicy = DEFAULT_RETRY,
+  ) {}
+
+  /** The delivery ALERT_* configures; REDIS_URL shares the rate counter. */
+  static fromConfig(config: AlertsConfig, redisUrl: string | undefined, log: DeliveryLog): AlertDelivery {
+    const counter = redisUrl
+      ? new RedisAlertRateCounter(redisUrl, config.ratePerMinute, config.environment, (message) => log('warn', message, {}))
+      : new LocalAlertRateCounter(config.ratePerMinute);
+    return new AlertDelivery(configuredProviders(config), counter, config.ratePerMinute, log);
+  }
+
+  get providerList(): readonly AlertProvider[] {
+    return this.providers;
+  }
+
+  /** Rate-limits the alerts and starts sending those allowed; resolves once they are under way. */
+  async deliver(alerts: readonly Alert[]): Promise<void> {
+    if (this.providers.length === 0 || alerts.length === 0) return;
+    const allowed = await this.counter.take(alerts.length, Date.now());
+    if (allowed < alerts.length) this.drop(alerts.slice(allowed), `alert rate limit reached (ALERT_RATE_LIMIT=${this.limit} per minute): alerts dropped`);
+    for (const alert of alerts.slice(0, allowed)) {
+      if (this.inFlight >= MAX_IN_FLIGHT) {
+        this.drop([alert], `more than ${MAX_IN_FLIGHT} alert deliveries under way: alert dropped`);
+        continue;
+      }
+      for (const provider of this.providers) void this.sendWithRetries(provider, alert);
+    }
+  }
+
+  /** Sends one alert to every provider now (no rate limit) and reports each result: `ags alerts test`. */
+  sendNow(alert: Alert): Promise<DeliveryResult[]> {
+    return Promise.all(this.providers.map((provider) => this.sendWithRetries(provider, alert)));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.counter.close(), ...this.providers.map((provider) => provider.close())]);
+  }
+
+  private async sendWithRetries(provider: AlertProvider, alert: Alert): Promise<DeliveryResult> {
+    this.inFlight++;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await provider.send(alert);
+          return { provider: provider.name, target: provider.target, ok: true, attempts: attempt };
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          const fields = { alertId: alert.id, trigger: alert.trigger, provider: provider.name, attempt, err: message };
+          if (attempt >= this.retry.attempts) {
+            this.log('error', `alert delivery failed after ${attempt} attempts`, fields);
+            return { provider: provider.name, target: provider.target, ok: false, attempts: attempt, error: message };
+          }
+          this.log('warn', 'alert delivery attempt failed; retrying', fields);
+          await sleep(this.retry.firstDelayMs * 2 ** (attempt - 1));
+        }
+      }
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private drop(alerts: readonly Alert[], message: string): void {
+    this.log('warn', message, { dropped: alerts.length, alertIds: alerts.slice(0, 20).map((alert) => alert.id), triggers: [...new Set(alerts.map((alert) => alert.trigger))] });
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

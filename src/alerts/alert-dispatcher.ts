@@ -1,0 +1,60 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { AlertsConfig } from '../config/app-config';
+import type { Alert } from './alert';
+
+/** Messages between the AlertDispatcher and the alert worker. */
+export type AlertWorkerRequest = { type: 'alerts'; alerts: Alert[] };
+export type AlertWorkerReply = { type: 'log'; level: 'warn' | 'error'; message: string; fields: Record<string, unknown> };
+export interface AlertWorkerData {
+  config: AlertsConfig;
+  redisUrl?: string;
+}
+
+/**
+ * Hands batches of alerts to the alert worker thread (alert-worker.ts), which delivers them;
+ * its log lines come back here to the gateway's logger. A crashed worker is replaced on the
+ * next batch (the alerts it held are lost, and that is logged).
+ */
+export class AlertDispatcher {
+  private worker: Worker | null = null;
+
+  constructor(
+    private readonly data: AlertWorkerData,
+    private readonly logger: Logger,
+  ) {}
+
+  dispatch(alerts: Alert[]): void {
+    const worker = this.worker ?? this.start();
+    worker.postMessage({ type: 'alerts', alerts } satisfies AlertWorkerRequest);
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    await worker?.terminate();
+  }
+
+  private start(): Worker {
+    const worker = new Worker(alertWorkerScript(), { workerData: this.data satisfies AlertWorkerData });
+    worker.on('message', (reply: AlertWorkerReply) => this.logger[reply.level](reply.fields, reply.message));
+    worker.on('error', (error) => this.logger.error({ err: error }, 'alert worker crashed; alerts it held are lost'));
+    worker.on('exit', () => {
+      if (this.worker === worker) this.worker = null;
+    });
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+}
+
+/** The compiled worker script: next to this file in dist/, or in dist/ when running from sources (tests). */
+function alertWorkerScript(): string {
+  const beside = path.join(__dirname, 'alert-worker.js');
+  if (fs.existsSync(beside)) return beside;
+  const built = path.resolve(__dirname, '../../dist/src/alerts/alert-worker.js');
+  if (fs.existsSync(built)) return built;
+  throw new Error('dist/src/alerts/alert-worker.js not found: run `npm run build`');
+}

@@ -1,0 +1,21 @@
+/**
+ * The alert worker thread: receives batches of alerts from the AlertDispatcher and delivers
+ * them (rate limit, providers, retries), so no alert's JSON, signature or HTTP exchange runs on
+ * the thread that serves requests.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { AlertDelivery } from './alert-delivery';
+import type { AlertWorkerData, AlertWorkerReply, AlertWorkerRequest } from './alert-dispatcher';
+
+const { config, redisUrl } = workerData as AlertWorkerData;
+const delivery = AlertDelivery.fromConfig(config, redisUrl, (level, message, fields) => reply({ type: 'log', level, message, fields }));
+
+parentPort!.on('message', (request: AlertWorkerRequest) => {
+  delivery.deliver(request.alerts).catch((error: unknown) =>
+    reply({ type: 'log', level: 'error', message: 'alert delivery failed', fields: { err: error instanceof Error ? error.message : String(error), alertIds: request.alerts.map((alert) => alert.id) } }),
+  );
+});
+
+function reply(message: AlertWorkerReply): void {
+  parentPort!.postMessage(message);
+}
