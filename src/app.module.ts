@@ -3,6 +3,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
 import { AlertsModule } from './alerts/alerts.module';
+import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { ClusterModule } from './cluster/cluster.module';
@@ -34,6 +35,7 @@ export class AppModule {
         OrganizationsModule,
         IdentityModule,
         AgentsModule,
+        ApiKeysModule,
         AuthModule,
         HealthModule,
         PoliciesModule,

@@ -1,11 +1,13 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { ApiKeysModule } from '../api-keys/api-keys.module';
+import { DecisionsModule } from '../decisions/decisions.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { AuthGuard } from './auth.guard';
 
 /** Registers the global deny-by-default guard. */
 @Module({
-  imports: [OrganizationsModule],
+  imports: [OrganizationsModule, DecisionsModule, ApiKeysModule],
   providers: [{ provide: APP_GUARD, useClass: AuthGuard }],
 })
 export class AuthModule {}

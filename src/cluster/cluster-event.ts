@@ -4,6 +4,7 @@ export type ClusterEvent =
   | { type: 'agent.revoked'; orgId: string; agentId: string }
   | { type: 'policies.changed'; orgId: string; version: number; changed: string[]; kind: PolicyChangeKind }
   | { type: 'organization.changed'; orgId: string }
+  | { type: 'apikey.revoked'; orgId: string; keyId: string }
   /** Emitted locally after the cross-instance channel reconnects: events may have been missed. */
   | { type: 'resync' };
 

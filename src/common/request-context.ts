@@ -1,3 +1,5 @@
+import type { AdapterPrincipal } from '../api-keys/api-keys.service';
+import type { AuthenticatedAgent } from '../identity/agent-authenticator';
 import type { AdminPrincipal } from './admin-principal';
 
 declare module 'express-serve-static-core' {
@@ -6,5 +8,9 @@ declare module 'express-serve-static-core' {
     traceId: string;
     /** Set by the auth guard on admin routes. */
     admin?: AdminPrincipal;
+    /** Set by the auth guard on agent-token routes. */
+    agent?: AuthenticatedAgent;
+    /** Set by the auth guard on adapter routes. */
+    adapter?: AdapterPrincipal;
   }
 }

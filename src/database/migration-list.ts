@@ -4,6 +4,7 @@ import { Policies1763769600002 } from '../../migrations/1763769600002-policies';
 import { AuditStorage1763769600003 } from '../../migrations/1763769600003-audit-storage';
 import { AuditPruning1763769600004 } from '../../migrations/1763769600004-audit-pruning';
 import { AuditIndexOrder1763769600005 } from '../../migrations/1763769600005-audit-index-order';
+import { ApiKeys1764028800000 } from '../../migrations/1764028800000-api-keys';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
-export const MIGRATIONS = [Foundation1763769600000, AuditTrail1763769600001, Policies1763769600002, AuditStorage1763769600003, AuditPruning1763769600004, AuditIndexOrder1763769600005];
+export const MIGRATIONS = [Foundation1763769600000, AuditTrail1763769600001, Policies1763769600002, AuditStorage1763769600003, AuditPruning1763769600004, AuditIndexOrder1763769600005, ApiKeys1764028800000];

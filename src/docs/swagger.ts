@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { AppConfig } from '../config/app-config';
-import { ADMIN_TOKEN_SCHEME, AGENT_TOKEN_SCHEME } from '../common/auth-decorators';
+import { ADMIN_TOKEN_SCHEME, AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../common/auth-decorators';
 import { ServiceHeader } from '../common/service-header';
 
 /** Serves Swagger UI at /docs and the OpenAPI document at /docs-json. */
@@ -10,11 +10,13 @@ export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIO
     .setTitle('Agent Governance Service')
     .setDescription(
       'Identity, policy and audit for AI agents. Admin and analytics routes take `X-Admin-Token`; ' +
-        'agents call `/proxy/*` with `Authorization: Bearer <agent token>`. Errors are `{error, message}`.',
+        'agents call `/proxy/*` with `Authorization: Bearer <agent token>`; agent-side adapters call the PDP ' +
+        '(`/api/v1/pdp/evaluate`, `/v1/check`, `/v1/audit`) with `X-Api-Key`. Errors are `{error, message}`.',
     )
     .setVersion(config.version)
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.AdminToken }, ADMIN_TOKEN_SCHEME)
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, AGENT_TOKEN_SCHEME)
+    .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.ApiKey }, API_KEY_SCHEME)
     .build();
   const document = SwaggerModule.createDocument(app, builder);
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json', yamlDocumentUrl: 'docs-yaml' });

@@ -132,7 +132,7 @@ export class OrganizationsService {
    * Call inside the transaction that adds it: the organization row stays locked until it ends,
    * so concurrent creates are counted one after another.
    */
-  async assertCanAdd(manager: EntityManager, orgId: string, resource: 'agents' | 'policies', countCurrent: () => Promise<number>): Promise<void> {
+  async assertCanAdd(manager: EntityManager, orgId: string, resource: 'agents' | 'policies' | 'teamMembers', countCurrent: () => Promise<number>): Promise<void> {
     const rows: Array<{ plan: PlanId }> = await manager.query('SELECT plan FROM organizations WHERE id = $1 FOR UPDATE', [orgId]);
     if (rows.length === 0) throw AppError.notFound('organization', orgId);
     const plan = rows[0].plan;

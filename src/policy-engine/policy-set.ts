@@ -1,13 +1,18 @@
 import { CompiledPolicy, CompiledRule, decision } from './compiled-policy';
-import { explainPolicies } from './explainer';
-import { RateLimitRecorder } from './rate-limit-call';
+import { EvaluationTracer, ExplanationTracer } from './evaluation-tracer';
+import { peekingLimiter, RateLimitRecorder, RateTest } from './rate-limit-call';
 import type { Decision, DecisionInput, EvaluationEnv, Explanation, MatchTarget } from './types';
 
 // Plugin names come from requests; past this many distinct names, candidates are computed uncached.
 const MAX_CACHED_PLUGINS = 1024;
 
-/** Where an evaluation that turned asynchronous picks up again. */
-interface Resume {
+/** An evaluation suspended on a limiter's Promise, and where it picks up again. */
+interface Suspended {
+  readonly input: DecisionInput;
+  readonly env: EvaluationEnv;
+  readonly list: readonly CompiledPolicy[];
+  readonly filter: boolean;
+  readonly tracer: EvaluationTracer | undefined;
   readonly policy: number;
   readonly rule: number;
   readonly allowed: Decision | null;
@@ -59,16 +64,19 @@ export class PolicySet {
   /**
    * Decides. Synchronous (and allocation-free unless a rate limit trips) while the limiter answers
    * with numbers; returns a Promise only once a limiter call does. Pass `applicable` when already
-   * computed for the same input; otherwise matching happens inline.
+   * computed for the same input; otherwise matching happens inline. A `tracer` hears every policy
+   * entered and every rule evaluated.
    */
-  evaluate(input: DecisionInput, env: EvaluationEnv, applicable?: readonly CompiledPolicy[]): Decision | Promise<Decision> {
-    if (applicable === undefined) return this.run(input, env, this.candidatesFor(input.plugin), true, null);
-    return this.run(input, env, applicable, false, null);
+  evaluate(input: DecisionInput, env: EvaluationEnv, applicable?: readonly CompiledPolicy[], tracer?: EvaluationTracer): Decision | Promise<Decision> {
+    if (applicable === undefined) return this.run(input, env, this.candidatesFor(input.plugin), true, tracer, null);
+    return this.run(input, env, applicable, false, tracer, null);
   }
 
   /** Dry run: the decision evaluate would make (limits peeked, nothing recorded) and every rule tried. */
   explain(input: DecisionInput, env: EvaluationEnv): Explanation | Promise<Explanation> {
-    return explainPolicies(this.policies, this.defaultDecision, input, env);
+    const tracer = new ExplanationTracer(this.policies, input);
+    const decided = this.evaluate(input, { limiter: peekingLimiter(env.limiter), nowMs: env.nowMs }, undefined, tracer);
+    return decided instanceof Promise ? decided.then((decision) => tracer.explanation(decision)) : tracer.explanation(decided);
   }
 
   private candidatesFor(plugin: string): readonly CompiledPolicy[] {
@@ -84,13 +92,15 @@ export class PolicySet {
   }
 
   // One flat loop over policies and rules: this is the hot path, so no per-rule calls beyond the
-  // rule's own closure. It is resumable at (policy, rule) for when a limiter answers with a Promise.
+  // rule's own closure, and the tracer costs one null check per policy and per rule. It is
+  // resumable at (policy, rule) for when a limiter answers with a Promise.
   private run(
     input: DecisionInput,
     env: EvaluationEnv,
     list: readonly CompiledPolicy[],
     filter: boolean,
-    start: Resume | null,
+    tracer: EvaluationTracer | undefined,
+    start: Suspended | null,
   ): Decision | Promise<Decision> {
     let allowed = start === null ? null : start.allowed;
     let first = start === null ? null : start.first;
@@ -100,16 +110,24 @@ export class PolicySet {
       if (first === null) first = policy;
       const resumed = start !== null && p === start.policy;
       let policyAllowed = resumed ? start.policyAllowed : false;
+      if (tracer !== undefined && !resumed) tracer.policyEntered(policy);
       const rules = policy.rules;
       for (let r = resumed ? start.rule : 0; r < rules.length; r++) {
         const rule = rules[r];
         let fired: boolean;
         if (rule.sync !== null) {
           fired = rule.sync(input);
+          if (tracer !== undefined) tracer.ruleEvaluated(rule, fired, undefined);
         } else {
-          const outcome = this.runRated(rule, input, env, list, filter, { policy: p, rule: r, allowed, first, policyAllowed });
-          if (typeof outcome !== 'boolean') return outcome;
-          fired = outcome;
+          const recorder = new RateLimitRecorder(env);
+          const answer = (rule.rated as RateTest)(input, recorder);
+          if (typeof answer !== 'boolean') {
+            const at: Suspended = { input, env, list, filter, tracer, policy: p, rule: r, allowed, first, policyAllowed };
+            return this.suspend(answer, recorder, at);
+          }
+          fired = answer;
+          const denied = settleRated(rule, fired, recorder, tracer);
+          if (denied !== null) return denied;
         }
         if (!fired) continue;
         if (rule.effect === 'deny') return rule.decision;
@@ -124,55 +142,31 @@ export class PolicySet {
     return first === null ? this.defaultDecision : first.allowDecision;
   }
 
-  /** A rule with rate_limit: whether it fired, its rate-limited deny, or the rest of the evaluation once the limiter answers. */
-  private runRated(
-    rule: CompiledRule,
-    input: DecisionInput,
-    env: EvaluationEnv,
-    list: readonly CompiledPolicy[],
-    filter: boolean,
-    at: Resume,
-  ): boolean | Decision | Promise<Decision> {
-    const recorder = new RateLimitRecorder(env, false);
-    const answer = (rule.rated as NonNullable<CompiledRule['rated']>)(input, recorder);
-    if (typeof answer !== 'boolean') return this.continueLater(answer, rule, recorder, input, env, list, filter, at);
-    return answer && rule.effect === 'deny' ? rateLimitedDenial(rule, recorder) : answer;
+  // Apart from run: a closure there (over `this` and the recorder) would allocate a context on every call.
+  private suspend(answer: Promise<boolean>, recorder: RateLimitRecorder, at: Suspended): Promise<Decision> {
+    return answer.then((fired) => this.resume(fired, recorder, at));
   }
 
-  private continueLater(
-    answer: Promise<boolean>,
-    rule: CompiledRule,
-    recorder: RateLimitRecorder,
-    input: DecisionInput,
-    env: EvaluationEnv,
-    list: readonly CompiledPolicy[],
-    filter: boolean,
-    at: Resume,
-  ): Promise<Decision> {
-    return answer.then((value) => this.afterRated(value, rule, recorder, input, env, list, filter, at));
-  }
-
-  private afterRated(
-    fired: boolean,
-    rule: CompiledRule,
-    recorder: RateLimitRecorder,
-    input: DecisionInput,
-    env: EvaluationEnv,
-    list: readonly CompiledPolicy[],
-    filter: boolean,
-    at: Resume,
-  ): Decision | Promise<Decision> {
-    if (fired && rule.effect === 'deny') return rateLimitedDenial(rule, recorder);
+  /** Picks the loop up again after the rule whose limiter answered with a Promise. */
+  private resume(fired: boolean, recorder: RateLimitRecorder, at: Suspended): Decision | Promise<Decision> {
+    const rule = at.list[at.policy].rules[at.rule];
+    const denied = settleRated(rule, fired, recorder, at.tracer);
+    if (denied !== null) return denied;
     const grants = fired && !at.policyAllowed;
-    const next: Resume = {
-      policy: at.policy,
+    const next: Suspended = {
+      ...at,
       rule: at.rule + 1,
       allowed: grants && at.allowed === null ? rule.decision : at.allowed,
-      first: at.first,
       policyAllowed: at.policyAllowed || fired,
     };
-    return this.run(input, env, list, filter, next);
+    return this.run(at.input, at.env, at.list, at.filter, at.tracer, next);
   }
+}
+
+/** Traces a rule with rate_limit; returns its deny (with the trip) when it fired, else null. */
+function settleRated(rule: CompiledRule, fired: boolean, recorder: RateLimitRecorder, tracer: EvaluationTracer | undefined): Decision | null {
+  if (tracer !== undefined) tracer.ruleEvaluated(rule, fired, recorder.consultation());
+  return fired && rule.effect === 'deny' ? rateLimitedDenial(rule, recorder) : null;
 }
 
 function rateLimitedDenial(rule: CompiledRule, recorder: RateLimitRecorder): Decision {

@@ -1,5 +1,5 @@
 import type { RateLimitIr } from './ir';
-import type { DecisionInput, EvaluationEnv, RateLimitTrip } from './types';
+import type { DecisionInput, EvaluationEnv, RateLimiter, RateLimitTrip } from './types';
 
 /**
  * Per-evaluation state of the rate_limit calls of one rule. A fresh recorder per rule keeps
@@ -10,11 +10,7 @@ export class RateLimitRecorder {
   private tripMs = 0;
   private consulted: string | null = null;
 
-  constructor(
-    readonly env: EvaluationEnv,
-    /** Explain runs: consult `peek`, record nothing. */
-    readonly dryRun: boolean,
-  ) {}
+  constructor(readonly env: EvaluationEnv) {}
 
   /** Notes a limiter answer; true when the window was full. Several trips keep the soonest retry. */
   record(limit: string, ms: number): boolean {
@@ -91,7 +87,7 @@ export function rateLimitTest(ir: RateLimitIr, site: RateLimitSite): RateTest {
   return (input, recorder) => {
     const key = prefix + partition(input);
     const { limiter, nowMs } = recorder.env;
-    const answer = recorder.dryRun ? limiter.peek(key, count, windowMs, nowMs) : limiter.hit(key, count, windowMs, nowMs);
+    const answer = limiter.hit(key, count, windowMs, nowMs);
     if (typeof answer === 'number') return recorder.record(label, answer);
     return recordLater(answer, recorder, label);
   };
@@ -100,4 +96,12 @@ export function rateLimitTest(ir: RateLimitIr, site: RateLimitSite): RateTest {
 // Apart from the closure above so the synchronous path allocates no context for the callback.
 function recordLater(answer: Promise<number>, recorder: RateLimitRecorder, label: string): Promise<boolean> {
   return answer.then((ms) => recorder.record(label, ms));
+}
+
+/** The limiter as a dry run sees it: every hit is a peek, so nothing is recorded. */
+export function peekingLimiter(limiter: RateLimiter): RateLimiter {
+  return {
+    hit: (key, limit, windowMs, nowMs) => limiter.peek(key, limit, windowMs, nowMs),
+    peek: (key, limit, windowMs, nowMs) => limiter.peek(key, limit, windowMs, nowMs),
+  };
 }

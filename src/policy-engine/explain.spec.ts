@@ -1,5 +1,6 @@
 import { compilePolicies } from './compile-policies';
 import { SlidingWindowLimiter } from './sliding-window-limiter';
+import type { EvaluationTracer } from './evaluation-tracer';
 import type { DecisionInput, Explanation, PolicyDefinition, RateLimiter } from './types';
 
 const input: DecisionInput = {
@@ -100,6 +101,33 @@ describe('PolicySet.explain', () => {
         ['not-reached', 'not-reached', 'not-reached', 'not-reached'],
         ['not-reached'],
       ]);
+    });
+  });
+
+  describe('evaluate with a tracer', () => {
+    function recordingTracer(heard: string[]): EvaluationTracer {
+      return {
+        policyEntered: (policy) => heard.push(`enter ${policy.name}`),
+        ruleEvaluated: (rule, fired, rateLimit) => heard.push(`${rule.label} ${fired}${rateLimit === undefined ? '' : ` ${rateLimit.limit}`}`),
+      };
+    }
+
+    it('hears every applicable policy entered and every rule evaluated, up to the decision', () => {
+      const heard: string[] = [];
+      const set = compilePolicies(defs);
+      const env = { limiter: new SlidingWindowLimiter(), nowMs: 0 };
+      expect(set.evaluate(input, env, undefined, recordingTracer(heard))).toBe(set.evaluate(input, env));
+      expect(heard).toEqual(['enter main', 'ok true', 'main#1 false', 'stop true']);
+    });
+
+    it('hears rate-limited rules, across an asynchronous limiter answer, and records the hit', async () => {
+      const heard: string[] = [];
+      const inner = new SlidingWindowLimiter();
+      const limiter: RateLimiter = { hit: (...args) => Promise.resolve(inner.hit(...args)), peek: (...args) => Promise.resolve(inner.peek(...args)) };
+      const set = compilePolicies([{ name: 'rate', rules: [{ name: 'burst', condition: 'rate_limit(per_agent, 5, 1m)', action: 'deny', reason: 'r' }] }, ...defs]);
+      await expect(set.evaluate(input, { limiter, nowMs: 0 }, undefined, recordingTracer(heard))).resolves.toMatchObject({ rule: 'stop' });
+      expect(heard).toEqual(['enter rate', 'burst false 5/1m per_agent', 'enter main', 'ok true', 'main#1 false', 'stop true']);
+      expect(inner.size).toBe(1);
     });
   });
 });

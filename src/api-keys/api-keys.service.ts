@@ -1,0 +1,115 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, IsNull, Repository } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
+import { ClusterEvents } from '../cluster/cluster-events';
+import { AdminPrincipal } from '../common/admin-principal';
+import { AppError } from '../common/app-error';
+import { newId, newSecret } from '../common/ids';
+import { hashAdminToken } from '../organizations/admin-token-hash';
+import { OrganizationsService } from '../organizations/organizations.service';
+import { ApiKey } from './api-key.entity';
+import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView } from './api-keys.dto';
+
+/** Who calls the adapter endpoints: an organization, through an API key or its identity provider. */
+export interface AdapterPrincipal {
+  orgId: string;
+  /** The API key's id, or the identity provider's subject (managed identity). */
+  credentialId: string;
+}
+
+const MAX_CACHED_KEYS = 10_000;
+const PREFIX_CHARS = 8;
+
+/**
+ * Adapter API keys: issued once, stored hashed (SHA-256: the key carries 256 random bits, and
+ * lookup by hash compares no secret byte by byte), counted against the plan's teamMembers with
+ * the organization's admin tokens. Known keys are cached; a revocation evicts them on every
+ * instance before the API answers (ClusterEvents), so a revoked key fails its next call.
+ */
+@Injectable()
+export class ApiKeysService implements OnModuleInit {
+  private readonly known = new Map<string, AdapterPrincipal>();
+
+  constructor(
+    @InjectRepository(ApiKey) private readonly keys: Repository<ApiKey>,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly organizations: OrganizationsService,
+    private readonly audit: AuditService,
+    private readonly events: ClusterEvents,
+  ) {}
+
+  onModuleInit(): void {
+    this.events.subscribe((event) => {
+      if (event.type === 'apikey.revoked') this.evict(event.keyId);
+      else if (event.type === 'resync') this.known.clear();
+    });
+  }
+
+  async create(admin: AdminPrincipal, dto: CreateApiKeyDto): Promise<CreatedApiKeyView> {
+    const key = newSecret('agk');
+    const row = await this.dataSource.transaction(async (manager) => {
+      await this.organizations.assertCanAdd(manager, admin.orgId, 'teamMembers', () => this.credentialCount(manager, admin.orgId));
+      const created = manager.getRepository(ApiKey).create({
+        id: newId('key'),
+        orgId: admin.orgId,
+        name: dto.name ?? 'adapter',
+        keyHash: hashAdminToken(key),
+        keyPrefix: key.slice(0, PREFIX_CHARS),
+        revokedAt: null,
+      });
+      return manager.getRepository(ApiKey).save(created);
+    });
+    this.audit.recordAdminEvent(admin, { action: 'apikey.create', details: { id: row.id, name: row.name } });
+    return { id: row.id, key, name: row.name, createdAt: row.createdAt.toISOString() };
+  }
+
+  async list(admin: AdminPrincipal): Promise<ApiKeyView[]> {
+    const rows = await this.keys.find({ where: { orgId: admin.orgId }, order: { createdAt: 'ASC' } });
+    return rows.map(toView);
+  }
+
+  /** Revokes at once on every instance; revoking a revoked key changes nothing. */
+  async revoke(admin: AdminPrincipal, id: string): Promise<ApiKeyView> {
+    const row = await this.keys.findOne({ where: { id, orgId: admin.orgId } });
+    if (row === null) throw AppError.notFound('API key', id);
+    if (row.revokedAt === null) {
+      row.revokedAt = new Date();
+      await this.keys.update({ id }, { revokedAt: row.revokedAt });
+      await this.events.publish({ type: 'apikey.revoked', orgId: admin.orgId, keyId: id });
+      this.audit.recordAdminEvent(admin, { action: 'apikey.revoke', details: { id, name: row.name } });
+    }
+    return toView(row);
+  }
+
+  /** The principal a key stands for, or null when it is unknown or revoked. */
+  async authenticate(key: string): Promise<AdapterPrincipal | null> {
+    const hash = hashAdminToken(key);
+    const cached = this.known.get(hash);
+    if (cached !== undefined) return cached;
+    const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
+    if (row === null) return null;
+    const principal = { orgId: row.orgId, credentialId: row.id };
+    if (this.known.size >= MAX_CACHED_KEYS) this.known.delete(this.known.keys().next().value!);
+    this.known.set(hash, principal);
+    return principal;
+  }
+
+  private evict(keyId: string): void {
+    for (const [hash, principal] of this.known) if (principal.credentialId === keyId) this.known.delete(hash);
+  }
+
+  /** Active credentials people and adapters hold: admin tokens and API keys. */
+  private async credentialCount(manager: DataSource['manager'], orgId: string): Promise<number> {
+    const rows: Array<{ count: string }> = await manager.query(
+      `SELECT (SELECT count(*) FROM api_keys WHERE org_id = $1 AND revoked_at IS NULL)
+            + (SELECT count(*) FROM admin_tokens WHERE org_id = $1 AND revoked_at IS NULL) AS count`,
+      [orgId],
+    );
+    return Number(rows[0].count);
+  }
+}
+
+function toView(row: ApiKey): ApiKeyView {
+  return { id: row.id, name: row.name, prefix: row.keyPrefix, createdAt: row.createdAt.toISOString(), revokedAt: row.revokedAt?.toISOString() ?? null };
+}
