@@ -5,6 +5,9 @@
 
 export type Effect = 'allow' | 'deny';
 
+/** What a rule does when its condition holds: decide (`allow`, `deny`) or raise an alert and let evaluation go on (`alert`). */
+export type RuleAction = Effect | 'alert';
+
 /** What a policy condition can read (CONTRACT.md "Decision input"). */
 export interface DecisionInput {
   agent: AgentFacts;
@@ -103,7 +106,7 @@ export interface MatchDefinition {
 export interface RuleDefinition {
   name?: string;
   condition: string;
-  action: Effect;
+  action: RuleAction;
   reason: string;
 }
 
@@ -119,7 +122,7 @@ export interface PolicyDefinition {
 /** One rule as tried by `explain` (simulation). */
 export interface RuleTrace {
   rule: string;
-  action: Effect;
+  action: RuleAction;
   /** true/false: the condition's value; `not-reached`: a deny had already decided. */
   result: boolean | 'not-reached';
   /** Rate limits this rule consulted (dry run: nothing recorded). */
