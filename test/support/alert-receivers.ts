@@ -38,7 +38,7 @@ export async function startAlertReceiver(options: { failFirst?: number } = {}): 
       const raw = Buffer.concat(chunks).toString('utf8');
       const answered = failures > 0 ? 500 : 200;
       if (failures > 0) failures--;
-      let json: Record<string, unknown> = {};
+      let json: Record<string, unknown>;
       try {
         json = JSON.parse(raw) as Record<string, unknown>;
       } catch {
