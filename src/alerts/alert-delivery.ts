@@ -1,6 +1,6 @@
 import type { AlertsConfig } from '../config/app-config';
 import type { Alert } from './alert';
-import { alertHttpAgent } from './alert-http';
+import { AlertHttpClient } from './alert-http';
 import type { AlertProvider } from './alert-provider';
 import { AlertRateCounter, LocalAlertRateCounter, RedisAlertRateCounter } from './alert-rate-counter';
 import { ChatProvider } from './chat-provider';
@@ -35,11 +35,11 @@ export interface DeliveryResult {
 /** The providers ALERT_* configures, in the order webhook, chat, email (API before SMTP). */
 export function configuredProviders(config: AlertsConfig): AlertProvider[] {
   const origin = { instance: config.instanceName, environment: config.environment };
-  const agent = alertHttpAgent();
+  const http = new AlertHttpClient();
   const providers: AlertProvider[] = [];
-  if (config.webhookUrl) providers.push(new WebhookProvider(config.webhookUrl, config.webhookSecret, origin, agent));
-  if (config.chatWebhook) providers.push(new ChatProvider(config.chatWebhook, origin, agent));
-  if (config.email.enabled && config.email.apiKey) providers.push(new ApiEmailProvider(config.email, origin, agent));
+  if (config.webhookUrl) providers.push(new WebhookProvider(config.webhookUrl, config.webhookSecret, origin, http));
+  if (config.chatWebhook) providers.push(new ChatProvider(config.chatWebhook, origin, http));
+  if (config.email.enabled && config.email.apiKey) providers.push(new ApiEmailProvider(config.email, origin, http));
   else if (config.email.enabled && config.email.smtpHost) providers.push(new SmtpEmailProvider(config.email, origin));
   return providers;
 }

@@ -3,10 +3,10 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { AlertsConfig } from '../config/app-config';
-import type { Alert } from './alert';
 
 /** Messages between the AlertDispatcher and the alert worker. */
-export type AlertWorkerRequest = { type: 'alerts'; alerts: Alert[] };
+/** `alerts`: a batch of raised alerts as raiseAlerts lays them out (alert-triggers.ts). */
+export type AlertWorkerRequest = { type: 'alerts'; alerts: unknown[] };
 export type AlertWorkerReply = { type: 'log'; level: 'warn' | 'error'; message: string; fields: Record<string, unknown> };
 export interface AlertWorkerData {
   config: AlertsConfig;
@@ -26,7 +26,8 @@ export class AlertDispatcher {
     private readonly logger: Logger,
   ) {}
 
-  dispatch(alerts: Alert[]): void {
+  /** Hands over a batch of raised alerts (raiseAlerts's layout). */
+  dispatch(alerts: unknown[]): void {
     const worker = this.worker ?? this.start();
     worker.postMessage({ type: 'alerts', alerts } satisfies AlertWorkerRequest);
   }

@@ -1,24 +1,45 @@
-import { Agent, request } from 'undici';
+import type { ConnectionOptions } from 'node:tls';
+import { HttpPipeline } from './alert-http-pipeline';
 import { AlertSendError } from './alert-provider';
 
 /** Time allowed for one attempt's answer. */
 const ATTEMPT_TIMEOUT_MS = 10_000;
 
-/** Keep-alive connections to alert receivers, shared by the HTTP providers of one process. */
-export function alertHttpAgent(): Agent {
-  return new Agent({ connections: 8, keepAliveTimeout: 30_000, headersTimeout: ATTEMPT_TIMEOUT_MS, bodyTimeout: ATTEMPT_TIMEOUT_MS });
+/** The HTTP side of the alert providers: a pipeline per origin, shared by the providers of one process. */
+export class AlertHttpClient {
+  private readonly pipelines = new Map<string, HttpPipeline>();
+
+  constructor(private readonly options: { timeoutMs?: number; tls?: ConnectionOptions } = {}) {}
+
+  /** POSTs `body` with these header lines (`name: value`); resolves on a 2xx, else throws AlertSendError with the status. */
+  async post(url: URL, headers: readonly string[], body: string): Promise<void> {
+    let status: number;
+    try {
+      status = await this.pipelineFor(url).post(url.pathname + url.search, headers, body);
+    } catch (error) {
+      throw new AlertSendError(`POST ${safeUrl(url.href)} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (status < 200 || status >= 300) throw new AlertSendError(`POST ${safeUrl(url.href)} answered ${status}`, status);
+  }
+
+  close(): void {
+    for (const pipeline of this.pipelines.values()) pipeline.close();
+    this.pipelines.clear();
+  }
+
+  private pipelineFor(url: URL): HttpPipeline {
+    let pipeline = this.pipelines.get(url.origin);
+    if (pipeline === undefined) {
+      pipeline = new HttpPipeline(new URL(url.origin), { timeoutMs: this.options.timeoutMs ?? ATTEMPT_TIMEOUT_MS, tls: this.options.tls });
+      this.pipelines.set(url.origin, pipeline);
+    }
+    return pipeline;
+  }
 }
 
-/** POSTs `body`; resolves on a 2xx, else throws AlertSendError with the status. */
-export async function postAlert(agent: Agent, url: string, body: string, headers: Record<string, string>): Promise<void> {
-  let response;
-  try {
-    response = await request(url, { method: 'POST', body, headers, dispatcher: agent });
-  } catch (error) {
-    throw new AlertSendError(`POST ${safeUrl(url)} failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  await response.body.dump();
-  if (response.statusCode < 200 || response.statusCode >= 300) throw new AlertSendError(`POST ${safeUrl(url)} answered ${response.statusCode}`, response.statusCode);
+/** `name: value` lines of a header map. */
+export function headerLines(headers: Record<string, string>): string[] {
+  return Object.entries(headers).map(([name, value]) => `${name}: ${value}`);
 }
 
 /** A URL fit for logs and the CLI: no credentials, no query (webhook URLs often carry their secret there). */

@@ -5,14 +5,16 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { AlertDelivery } from './alert-delivery';
+import { alertsOfBatch } from './alert-triggers';
 import type { AlertWorkerData, AlertWorkerReply, AlertWorkerRequest } from './alert-dispatcher';
 
 const { config, redisUrl } = workerData as AlertWorkerData;
 const delivery = AlertDelivery.fromConfig(config, redisUrl, (level, message, fields) => reply({ type: 'log', level, message, fields }));
 
 parentPort!.on('message', (request: AlertWorkerRequest) => {
-  delivery.deliver(request.alerts).catch((error: unknown) =>
-    reply({ type: 'log', level: 'error', message: 'alert delivery failed', fields: { err: error instanceof Error ? error.message : String(error), alertIds: request.alerts.map((alert) => alert.id) } }),
+  const alerts = alertsOfBatch(request.alerts);
+  delivery.deliver(alerts).catch((error: unknown) =>
+    reply({ type: 'log', level: 'error', message: 'alert delivery failed', fields: { err: error instanceof Error ? error.message : String(error), alertIds: alerts.map((alert) => alert.id) } }),
   );
 });
 

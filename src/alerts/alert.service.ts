@@ -3,24 +3,24 @@ import { Logger } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { DecisionEvent, DecisionEvents } from '../decisions/decision-events';
 import { LOGGER } from '../logging/logging.module';
-import type { Alert } from './alert';
 import { AlertDispatcher } from './alert-dispatcher';
-import { ActiveTriggers, activeTriggers, alertsOf } from './alert-triggers';
+import { ActiveTriggers, activeTriggers, RAISED_FIELDS, raiseAlerts } from './alert-triggers';
 
 /** Alerts raised within this many milliseconds go to the worker in one message. */
 const BATCH_MS = 10;
 
 /**
  * Alerting on every governed decision, whatever its entry point: listens to DecisionEvents,
- * turns the decisions ALERT_ON (and `alert` rules) care about into alerts and hands them, in
- * small batches, to the alert worker that rate-limits and delivers them. The listener only
+ * picks the decisions ALERT_ON (and `alert` rules) care about and hands their facts, in small
+ * batches, to the alert worker, which builds the alerts, rate-limits and delivers them. The listener only
  * queues: it never waits for, nor fails with, a delivery.
  */
 @Injectable()
 export class AlertService implements OnModuleInit, OnApplicationShutdown {
   private readonly triggers: ActiveTriggers;
   private readonly dispatcher: AlertDispatcher;
-  private pending: Alert[] = [];
+  /** Alerts raised since the last batch, as raiseAlerts lays them out. */
+  private pending: unknown[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
 
@@ -47,9 +47,7 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
 
   /** Queues the alerts of one decision. */
   onDecision(event: DecisionEvent): void {
-    const alerts = alertsOf(event, this.triggers, event.entry.ts);
-    if (alerts === null) return;
-    for (const alert of alerts) this.pending.push(alert);
+    if (raiseAlerts(event, this.triggers, this.pending) === 0) return;
     this.flushTimer ??= setTimeout(() => this.flush(), BATCH_MS);
   }
 
@@ -68,7 +66,7 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
     try {
       this.dispatcher.dispatch(batch);
     } catch (error) {
-      this.logger.error({ err: error, alertIds: batch.map((alert) => alert.id) }, 'alerts could not be handed to the alert worker');
+      this.logger.error({ err: error, alerts: batch.length / RAISED_FIELDS }, 'alerts could not be handed to the alert worker');
     }
   }
 }

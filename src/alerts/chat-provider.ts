@@ -1,9 +1,9 @@
-import type { Agent } from 'undici';
 import type { Alert, AlertOrigin, AlertSeverity } from './alert';
-import { postAlert, safeUrl } from './alert-http';
+import { AlertHttpClient, safeUrl } from './alert-http';
 import type { AlertProvider } from './alert-provider';
 
 const SEVERITY_MARK: Record<AlertSeverity, string> = { critical: ':red_circle: CRITICAL', warning: ':warning: WARNING', info: ':information_source: INFO' };
+const CHAT_HEADERS = ['content-type: application/json', 'user-agent: Service/1.0'];
 const SEVERITY_COLOR: Record<AlertSeverity, string> = { critical: '#d32f2f', warning: '#f9a825', info: '#1976d2' };
 
 /**
@@ -47,18 +47,22 @@ export function chatMessage(alert: Alert, origin: AlertOrigin): Record<string, u
 export class ChatProvider implements AlertProvider {
   readonly name = 'chat';
   readonly target: string;
+  private readonly parsed: URL;
 
   constructor(
     private readonly url: string,
     private readonly origin: AlertOrigin,
-    private readonly agent: Agent,
+    private readonly http: AlertHttpClient,
   ) {
     this.target = safeUrl(url);
+    this.parsed = new URL(url);
   }
 
   send(alert: Alert): Promise<void> {
-    return postAlert(this.agent, this.url, JSON.stringify(chatMessage(alert, this.origin)), { 'content-type': 'application/json', 'user-agent': 'Service/1.0' });
+    return this.http.post(this.parsed, CHAT_HEADERS, JSON.stringify(chatMessage(alert, this.origin)));
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.http.close();
+  }
 }

@@ -1,8 +1,7 @@
 import nodemailer, { Transporter } from 'nodemailer';
-import type { Agent } from 'undici';
 import type { AlertsConfig } from '../config/app-config';
 import type { Alert, AlertOrigin } from './alert';
-import { postAlert, safeUrl } from './alert-http';
+import { AlertHttpClient, safeUrl } from './alert-http';
 import { AlertProvider, AlertSendError } from './alert-provider';
 
 /** Subject and plain-text body of an alert email. */
@@ -30,24 +29,28 @@ export function emailContent(alert: Alert, origin: AlertOrigin): { subject: stri
 export class ApiEmailProvider implements AlertProvider {
   readonly name = 'email';
   readonly target: string;
-  private readonly url: string;
+  private readonly url: URL;
+  private readonly headers: readonly string[];
 
   constructor(
     private readonly config: AlertsConfig['email'],
     private readonly origin: AlertOrigin,
-    private readonly agent: Agent,
+    private readonly http: AlertHttpClient,
   ) {
-    this.url = `${config.apiUrl.replace(/\/+$/, '')}/emails`;
-    this.target = `email API ${safeUrl(this.url)} to ${config.to.join(', ')}`;
+    this.url = new URL(`${config.apiUrl.replace(/\/+$/, '')}/emails`);
+    this.target = `email API ${safeUrl(this.url.href)} to ${config.to.join(', ')}`;
+    this.headers = ['content-type: application/json', `authorization: Bearer ${config.apiKey}`, 'user-agent: Service/1.0'];
   }
 
   send(alert: Alert): Promise<void> {
     const { subject, text } = emailContent(alert, this.origin);
     const body = JSON.stringify({ from: this.config.from, to: this.config.to, subject, text, tags: [{ name: 'alert_id', value: alert.id }] });
-    return postAlert(this.agent, this.url, body, { 'content-type': 'application/json', authorization: `Bearer ${this.config.apiKey}`, 'user-agent': 'Service/1.0' });
+    return this.http.post(this.url, this.headers, body);
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.http.close();
+  }
 }
 
 /** Email through an SMTP server (ALERT_SMTP_*), with nodemailer; TLS on port 465, STARTTLS when the server offers it. */

@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto';
-import type { Agent } from 'undici';
 import type { Alert, AlertOrigin } from './alert';
-import { postAlert, safeUrl } from './alert-http';
+import { AlertHttpClient, headerLines, safeUrl } from './alert-http';
 import type { AlertProvider } from './alert-provider';
 
 /** Headers of the generic webhook (SPEC.md "Webhook request headers", plus the replay-proof pair). */
@@ -57,20 +56,24 @@ function hmacHex(secret: string, text: string): string {
 export class WebhookProvider implements AlertProvider {
   readonly name = 'webhook';
   readonly target: string;
+  private readonly parsed: URL;
 
   constructor(
     private readonly url: string,
     private readonly secret: string | undefined,
     private readonly origin: AlertOrigin,
-    private readonly agent: Agent,
+    private readonly http: AlertHttpClient,
   ) {
     this.target = `${safeUrl(url)} (${secret === undefined ? 'unsigned' : 'signed'})`;
+    this.parsed = new URL(url);
   }
 
   send(alert: Alert): Promise<void> {
     const body = webhookBody(alert, this.origin);
-    return postAlert(this.agent, this.url, body, webhookHeaders(alert, body, this.secret, Math.floor(Date.now() / 1000)));
+    return this.http.post(this.parsed, headerLines(webhookHeaders(alert, body, this.secret, Math.floor(Date.now() / 1000))), body);
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.http.close();
+  }
 }

@@ -243,6 +243,7 @@ function readAlertsConfig(read: EnvReader): AlertsConfig {
       read.errors.push('ALERT_EMAIL_ENABLED=true needs ALERT_EMAIL_API_KEY (delivery API) or ALERT_SMTP_HOST (SMTP)');
     }
   }
+  if (email.apiKey !== undefined && /[\r\n]/.test(email.apiKey)) read.errors.push('ALERT_EMAIL_API_KEY: must not contain line breaks');
   if (email.smtpUser !== undefined && email.smtpPass === undefined) read.errors.push('ALERT_SMTP_PASS: required with ALERT_SMTP_USER');
   return alerts;
 }
