@@ -39,7 +39,9 @@ export class HttpPipeline {
   /** Sends `POST path` with these header lines (each `name: value`) and body; resolves with the status. */
   post(path: string, headers: readonly string[], body: string): Promise<number> {
     const length = Buffer.byteLength(body);
-    const head = `POST ${path} HTTP/1.1\r\nhost: ${this.origin.host}\r\n${headers.join('\r\n')}\r\ncontent-length: ${length}\r\n\r\n`;
+    let head = `POST ${path} HTTP/1.1\r\nhost: ${this.origin.host}\r\n`;
+    for (const line of headers) head += `${line}\r\n`;
+    head += `content-length: ${length}\r\n\r\n`;
     const connection = this.connections[this.next];
     this.next = (this.next + 1) % this.connections.length;
     return connection.send(head + body);
