@@ -129,6 +129,7 @@ describe('every provider, ALERT_ON=all', () => {
     [webhook, chat, emailApi] = await Promise.all([startAlertReceiver(), startAlertReceiver(), startAlertReceiver()]);
     gateway = await startGateway({
       UPSTREAM_URL: upstream.url,
+      UPSTREAM_TIMEOUT_MS: '1000',
       ALERT_ON: 'all',
       ALERT_WEBHOOK_URL: `${webhook.url}/hooks/governance`,
       ALERT_WEBHOOK_SECRET: SECRET,
@@ -255,6 +256,14 @@ describe('every provider, ALERT_ON=all', () => {
       expect(alerts).toMatchObject([{ trigger: 'error', severity: 'critical', entry: { decision: 'allow', path: '/status/503' } }]);
       expect(alerts[0].message).toContain('503');
     });
+
+    it('the gateway giving up on the upstream (504) is an error, critical', async () => {
+      const { agent } = await setup(gateway, []);
+      expect((await proxy(gateway, agent, 'GET', '/slow/3000')).status).toBe(504);
+      const alerts = payloads(await webhook.waitFor(1, about(agent)));
+      expect(alerts).toMatchObject([{ trigger: 'error', severity: 'critical', title: 'Request failed with status 504' }]);
+      expect(alerts[0].message).toContain('could not get an answer from the upstream');
+    });
   });
 
   describe('alert rules', () => {
@@ -267,7 +276,12 @@ describe('every provider, ALERT_ON=all', () => {
     };
 
     it('let the request through and raise an alert with the rule reason', async () => {
-      const { agent } = await setup(gateway, [WATCH_PRIVILEGED_DELETES], 'privileged');
+      const { org, agent } = await setup(gateway, [WATCH_PRIVILEGED_DELETES], 'privileged');
+      const simulated = await call(gateway.url, 'POST', '/admin/policies/simulate', {
+        adminToken: org.adminToken,
+        body: { input: { agent: { trust_tier: 'privileged' }, action: 'delete:orders/42' } },
+      });
+      expect(simulated.body).toMatchObject({ decision: 'allow', alerts: [{ policy: 'watch-privileged-deletes', rule: 'watch-privileged-deletes-0', reason: 'Privileged agent deleting' }] });
       const response = await proxy(gateway, agent, 'DELETE', '/orders/42');
       expect(response.status).toBe(200);
       expect(response.headers.get('x-service-decision')).toBe('allow');
