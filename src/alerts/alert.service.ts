@@ -12,8 +12,8 @@ const BATCH_MS = 10;
 /**
  * Alerting on every governed decision, whatever its entry point: listens to DecisionEvents,
  * picks the decisions ALERT_ON (and `alert` rules) care about and hands their facts, in small
- * batches, to the alert worker, which builds the alerts, rate-limits and delivers them. The listener only
- * queues: it never waits for, nor fails with, a delivery.
+ * batches, to the alert worker, which builds the alerts, rate-limits and delivers them. The
+ * listener only queues: it never waits for, nor fails with, a delivery.
  */
 @Injectable()
 export class AlertService implements OnModuleInit, OnApplicationShutdown {
