@@ -77,13 +77,13 @@ export class AlertDelivery {
     if (this.providers.length === 0 || alerts.length === 0) return;
     const allowed = await this.counter.take(alerts.length, Date.now());
     if (allowed < alerts.length) this.drop(alerts.slice(allowed), `alert rate limit reached (ALERT_RATE_LIMIT=${this.limit} per minute): alerts dropped`);
+    const overflow: Alert[] = [];
     for (const alert of alerts.slice(0, allowed)) {
-      if (this.inFlight >= MAX_IN_FLIGHT) {
-        this.drop([alert], `more than ${MAX_IN_FLIGHT} alert deliveries under way: alert dropped`);
-        continue;
-      }
-      for (const provider of this.providers) void this.sendWithRetries(provider, alert);
+      if (this.inFlight >= MAX_IN_FLIGHT) overflow.push(alert);
+      else for (const provider of this.providers) void this.sendWithRetries(provider, alert);
     }
+    // One line per batch, not per alert: a receiver that cannot keep up must not flood the log too.
+    if (overflow.length > 0) this.drop(overflow, `more than ${MAX_IN_FLIGHT} alert deliveries under way: alerts dropped`);
   }
 
   /** Sends one alert to every provider now (no rate limit) and reports each result: `ags alerts test`. */
