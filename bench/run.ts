@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runAlertsBench } from './alerts.bench';
+import { runAnalyticsBench } from './analytics.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
 import type { BenchReport, BenchRow } from './report';
@@ -15,6 +16,8 @@ import type { BenchReport, BenchRow } from './report';
 const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   policy: runPolicyBench,
   proxy: runProxyBench,
+  sdk: () => import('./sdk.bench').then((bench) => bench.runSdkBench()),
+  analytics: runAnalyticsBench,
   alerts: runAlertsBench,
 };
 

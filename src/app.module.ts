@@ -3,9 +3,11 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
 import { AlertsModule } from './alerts/alerts.module';
+import { AnalyticsModule } from './analytics/analytics.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
+import { BillingModule } from './billing/billing.module';
 import { ClusterModule } from './cluster/cluster.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -15,8 +17,10 @@ import { HealthModule } from './health/health.module';
 import { PoliciesModule } from './policies/policies.module';
 import { ProxyModule } from './proxy/proxy.module';
 import { IdentityModule } from './identity/identity.module';
+import { AgentIdentityModule } from './identity/agent-identity.module';
 import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
+import { PdpModule } from './pdp/pdp.module';
 import { GatewayBootstrap } from './gateway-bootstrap';
 
 /** The gateway: every domain module, on one configuration, logger and database. */
@@ -32,6 +36,7 @@ export class AppModule {
         ClusterModule,
         ScheduleModule.forRoot(),
         AuditModule,
+        AnalyticsModule,
         OrganizationsModule,
         IdentityModule,
         AgentsModule,
@@ -41,6 +46,9 @@ export class AppModule {
         PoliciesModule,
         DecisionsModule,
         ProxyModule,
+        PdpModule,
+        BillingModule,
+        AgentIdentityModule,
         AlertsModule,
       ],
       providers: [GatewayBootstrap],

@@ -1,4 +1,5 @@
 import { NestFactory } from '@nestjs/core';
+import { MicroserviceOptions } from '@nestjs/microservices';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'pino';
 import { AppModule } from './app.module';
@@ -11,6 +12,7 @@ import { createValidationPipe } from './common/validation';
 import { setupSwagger } from './docs/swagger';
 import { createLogger, NestPinoLogger } from './logging/logger';
 import { mountProxy } from './proxy/mount-proxy';
+import { pdpGrpcOptions } from './pdp/pdp-grpc-options';
 import './common/request-context';
 
 export const YAML_MEDIA_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
@@ -23,6 +25,8 @@ export const YAML_MEDIA_TYPES = ['application/yaml', 'application/x-yaml', 'text
 export async function createGateway(config: AppConfig, logger: Logger = createLogger(config.logLevel)): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, logger), {
     bodyParser: false,
+    // The JSON parser keeps the bytes as request.rawBody: webhook signatures are over the raw body.
+    rawBody: true,
     logger: new NestPinoLogger(logger),
     abortOnError: false,
   });
@@ -36,8 +40,10 @@ export async function createGateway(config: AppConfig, logger: Logger = createLo
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new HttpExceptionFilter(logger));
   setupSwagger(app, config);
+  if (config.grpc.port !== 0) app.connectMicroservice<MicroserviceOptions>(pdpGrpcOptions(config), { inheritAppConfig: true });
   try {
     await app.init();
+    await app.startAllMicroservices();
   } catch (error) {
     // A start that fails half-way (e.g. an invalid POLICIES_FILE) must not leave connections open.
     await app.close().catch(() => undefined);

@@ -1,3 +1,4 @@
+import { GracefulShutdown } from './common/graceful-shutdown';
 import { AppConfig, ConfigError } from './config/app-config';
 import { createGateway } from './gateway';
 import { GatewayBootstrap } from './gateway-bootstrap';
@@ -7,7 +8,8 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger(config.logLevel);
   const app = await createGateway(config, logger);
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  // Not Nest's enableShutdownHooks: it waits for keep-alive connections to time out, then re-raises the signal.
+  new GracefulShutdown(app, logger, config.shutdown.timeoutMs).listen(['SIGTERM', 'SIGINT']);
   await app.listen(config.http.port, config.http.host);
   printAdminToken(app.get(GatewayBootstrap).generatedAdminToken);
   logger.info({ port: config.http.port, host: config.http.host, mode: config.mode, database: config.embeddedDatabase ? 'embedded' : 'postgres' }, 'gateway listening');

@@ -102,18 +102,36 @@ function payloads(requests: ReceivedRequest[]): WebhookPayload[] {
 const DENY_SECRETS = { name: 'no-secrets', action: 'read:secret*', rules: [{ condition: 'true', action: 'deny' as const, reason: 'Secrets are off limits' }] };
 
 /**
- * The ways a denial reaches the decision core. Each entry point denies `agent` once (with the
- * given trace id) and names the method and path its audit entry shows. The PDP joins here.
+ * The ways a denial reaches the decision core. Each entry point denies `agent` of `org` once and
+ * returns the trace id its audit entry carries; `method` and `path` are what that entry shows.
  */
-const DENIAL_ENTRY_POINTS: Array<{ source: string; deny: (gateway: TestGateway, agent: Agent, traceId: string) => Promise<void>; method: string; path: string; action: string }> = [
+const DENIAL_ENTRY_POINTS: Array<{ source: string; deny: (gateway: TestGateway, org: TestOrganization, agent: Agent) => Promise<string>; method: string; path: string; action: string }> = [
   {
     source: 'proxy',
-    deny: async (gateway, agent, traceId) => {
+    deny: async (gateway, _org, agent) => {
+      const traceId = `alerts-trace-${Date.now()}`;
       const response = await proxy(gateway, agent, 'GET', '/secret/plans.txt', { 'x-trace-id': traceId });
       expect(response.status).toBe(403);
+      return traceId;
     },
     method: 'GET',
     path: '/secret/plans.txt',
+    action: 'read:secret/plans.txt',
+  },
+  {
+    source: '/v1/check',
+    deny: async (gateway, org, agent) => {
+      const key = await call<{ key: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'alerts test' } });
+      expect(key.status).toBe(201);
+      const response = await call<{ decision: string; traceId: string }>(gateway.url, 'POST', '/v1/check', {
+        body: { agentId: agent.id, plugin: 'FilePlugin', function: 'ReadFile', action: 'read:secret/plans.txt' },
+        headers: { 'x-api-key': key.body.key },
+      });
+      expect(response.body.decision).toBe('deny');
+      return response.body.traceId;
+    },
+    method: '',
+    path: '',
     action: 'read:secret/plans.txt',
   },
 ];
@@ -150,9 +168,8 @@ describe('every provider, ALERT_ON=all', () => {
   });
 
   it.each(DENIAL_ENTRY_POINTS)('a $source denial: the signed SPEC payload to the webhook, a chat message and an email', async ({ deny, method, path: requestPath, action }) => {
-    const { agent } = await setup(gateway, [DENY_SECRETS]);
-    const traceId = `alerts-trace-${Date.now()}`;
-    await deny(gateway, agent, traceId);
+    const { org, agent } = await setup(gateway, [DENY_SECRETS]);
+    const traceId = await deny(gateway, org, agent);
 
     const [received] = await webhook.waitFor(1, about(agent));
     expect(received).toBeDefined();
@@ -196,7 +213,8 @@ describe('every provider, ALERT_ON=all', () => {
     expect(message.path).toBe('/services/T000/B000/XXXX');
     expect(message.headers['x-service-signature']).toBeUndefined();
     const chatText = message.raw;
-    for (const item of ['Request denied by policy no-secrets', 'Secrets are off limits', 'no-secrets', `${agent.name} (verified)`, 'deny', action, `${method} ${requestPath}`, traceId, 'gw-e2e-1', `(${environment})`]) {
+    const request = method === '' ? [] : [`${method} ${requestPath}`];
+    for (const item of ['Request denied by policy no-secrets', 'Secrets are off limits', 'no-secrets', `${agent.name} (verified)`, 'deny', action, ...request, traceId, 'gw-e2e-1', `(${environment})`]) {
       expect(chatText).toContain(item);
     }
     expect(message.json).toMatchObject({ text: expect.stringContaining('WARNING') });

@@ -135,7 +135,8 @@ describe('ags errors', () => {
   it.each<[string, string[], RegExp]>([
     ['revoke of an unknown agent', ['agents', 'revoke', 'agent_nope'], /agent_nope.*not found/],
     ['token of an unknown agent', ['agents', 'token', 'agent_nope'], /agent_nope.*not found/],
-    ['an unknown tier', ['agents', 'create', '--name', 'x', '--tier', 'bogus'], /unverified, verified, trusted, privileged/],
+    ['an unknown tier', ['agents', 'create', '--name', 'x', '--tier', 'bogus'], /--tier.*unverified, verified, trusted, privileged/],
+    ['an empty --name', ['orgs', 'create', '--name', ' '], /--name must not be empty/],
     ['an unknown organization', ['agents', 'create', '--name', 'x', '--org', 'org_nope'], /org_nope.*not found/],
     ['an unknown plan', ['orgs', 'create', '--name', 'x', '--plan', 'gold'], /--plan.*free, starter, professional, enterprise/],
     ['a malformed email', ['orgs', 'create', '--name', 'x', '--email', 'not-an-email'], /--email/],
@@ -155,6 +156,43 @@ describe('ags errors', () => {
     expect(result.code).not.toBe(0);
     const list = await call<{ agents: unknown[] }>(gateway.url, 'GET', '/admin/agents?includeRevoked=true', { adminToken: org.adminToken });
     expect(list.body.agents).toEqual([]);
+  });
+});
+
+describe('ags usage errors', () => {
+  it.each<[string, string[], RegExp, string]>([
+    ['an unknown command', ['bogus'], /^error: unknown command 'bogus'\n/, 'ags'],
+    ['a command not built yet', ['alerts', 'triggers'], /^error: unknown command 'alerts'\n/, 'ags'],
+    ['an unknown orgs subcommand', ['orgs', 'bogus'], /^error: unknown command 'bogus'\n/, 'ags orgs'],
+    ['an unknown agents subcommand', ['agents', 'remove', 'agent_x'], /^error: unknown command 'remove'\n/, 'ags agents'],
+    ['an unknown policies subcommand', ['policies', 'lint', 'x.yaml'], /^error: unknown command 'lint'\n/, 'ags policies'],
+    ['an unknown option', ['orgs', 'create', '--name', 'x', '--bogus'], /^error: unknown option '--bogus'\n/, 'ags orgs create'],
+    ['an unknown option of ags itself', ['--bogus'], /^error: unknown option '--bogus'\n/, 'ags'],
+    ['a missing --name', ['agents', 'create', '--tier', 'trusted'], /^error: required option '--name <name>' not specified\n/, 'ags agents create'],
+    ['a missing argument', ['agents', 'revoke'], /^error: missing required argument 'agentId'\n/, 'ags agents revoke'],
+    ['an option without its value', ['agents', 'create', '--name'], /^error: option '--name <name>' argument missing\n/, 'ags agents create'],
+    ['an argument too many', ['agents', 'list', 'extra'], /^error: too many arguments for 'list'/, 'ags agents list'],
+  ])('%s exits 1 with the message and the usage on stderr', async (_case, args, message, usage) => {
+    const result = await ags(...args);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(message);
+    expect(result.stderr).toContain(`\nUsage: ${usage} [options]`);
+    expect(result.stdout).toBe('');
+  });
+
+  it('creates no agent when a surplus argument is refused', async () => {
+    const org = await newOrg();
+    const result = await ags('agents', 'create', 'surplus', '--name', 'extra-arg', '--org', org.id);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/too many arguments for 'create'/);
+    const list = await call<{ agents: unknown[] }>(gateway.url, 'GET', '/admin/agents?includeRevoked=true', { adminToken: org.adminToken });
+    expect(list.body.agents).toEqual([]);
+  });
+
+  it.each([[[]], [['help']], [['orgs']], [['agents']], [['policies']]])('ags %j prints its usage on stdout and exits 0', async (command) => {
+    const result = await ags(...command);
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).toMatch(new RegExp(`^Usage: ${['ags', ...command.filter((word) => word !== 'help')].join(' ')} \\[options\\] \\[command\\]`));
   });
 });
 

@@ -3,13 +3,14 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from '../audit/audit.module';
 import { IdentityModule } from '../identity/identity.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
+import { PolicyChangesModule } from '../policies/policy-changes.module';
 import { Agent } from './agent.entity';
 import { AgentDirectory } from './agent-directory';
 import { AgentsController } from './agents.controller';
 import { AgentsService } from './agents.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Agent]), AuditModule, IdentityModule, OrganizationsModule],
+  imports: [TypeOrmModule.forFeature([Agent]), AuditModule, IdentityModule, OrganizationsModule, PolicyChangesModule],
   controllers: [AgentsController],
   providers: [AgentsService, AgentDirectory],
   exports: [AgentsService, AgentDirectory],

@@ -7,6 +7,7 @@ import { ErrorCode } from '../common/error-code';
 import { newId } from '../common/ids';
 import { AuditService } from '../audit/audit.service';
 import { ClusterEvents } from '../cluster/cluster-events';
+import { PolicyChangeLog } from '../policies/policy-change-log';
 import { AgentTokenService } from '../identity/agent-token.service';
 import { OrganizationsService } from '../organizations/organizations.service';
 import { Agent } from './agent.entity';
@@ -25,6 +26,7 @@ export class AgentsService {
     private readonly tokens: AgentTokenService,
     private readonly audit: AuditService,
     private readonly events: ClusterEvents,
+    private readonly changeLog: PolicyChangeLog,
   ) {}
 
   /** Creates an agent within the plan's agent limit and returns it with its token. */
@@ -85,6 +87,7 @@ export class AgentsService {
     Object.assign(agent, next);
     const saved = await this.agents.save(agent);
     await this.events.publish({ type: 'agent.changed', orgId: agent.orgId, agentId });
+    if ('trustTier' in next || 'tags' in next) await this.changeLog.record(agent.orgId, 'agent_changed', agentId, actor.tokenId);
     this.audit.recordAdminEvent(actor, { action: 'agent.update', agentId, agentName: saved.name, details: { previous, next } });
     return toView(saved);
   }
@@ -96,6 +99,7 @@ export class AgentsService {
     agent.revokedAt = new Date();
     const saved = await this.agents.save(agent);
     await this.events.publish({ type: 'agent.revoked', orgId: agent.orgId, agentId });
+    await this.changeLog.record(agent.orgId, 'agent_revoked', agentId, actor.tokenId);
     this.audit.recordAdminEvent(actor, { action: 'agent.revoke', agentId, agentName: agent.name, details: { previous: { status: 'active' }, next: { status: 'revoked' } } });
     return toView(saved);
   }

@@ -8,6 +8,7 @@ import { AppError } from '../common/app-error';
 import { newId, newSecret } from '../common/ids';
 import { hashAdminToken } from '../organizations/admin-token-hash';
 import { OrganizationsService } from '../organizations/organizations.service';
+import { PolicyChangeLog } from '../policies/policy-change-log';
 import { ApiKey } from './api-key.entity';
 import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView } from './api-keys.dto';
 
@@ -37,6 +38,7 @@ export class ApiKeysService implements OnModuleInit {
     private readonly organizations: OrganizationsService,
     private readonly audit: AuditService,
     private readonly events: ClusterEvents,
+    private readonly changeLog: PolicyChangeLog,
   ) {}
 
   onModuleInit(): void {
@@ -77,6 +79,7 @@ export class ApiKeysService implements OnModuleInit {
       row.revokedAt = new Date();
       await this.keys.update({ id }, { revokedAt: row.revokedAt });
       await this.events.publish({ type: 'apikey.revoked', orgId: admin.orgId, keyId: id });
+      await this.changeLog.record(admin.orgId, 'apikey_revoked', id, admin.tokenId);
       this.audit.recordAdminEvent(admin, { action: 'apikey.revoke', details: { id, name: row.name } });
     }
     return toView(row);
@@ -101,12 +104,8 @@ export class ApiKeysService implements OnModuleInit {
 
   /** Active credentials people and adapters hold: admin tokens and API keys. */
   private async credentialCount(manager: DataSource['manager'], orgId: string): Promise<number> {
-    const rows: Array<{ count: string }> = await manager.query(
-      `SELECT (SELECT count(*) FROM api_keys WHERE org_id = $1 AND revoked_at IS NULL)
-            + (SELECT count(*) FROM admin_tokens WHERE org_id = $1 AND revoked_at IS NULL) AS count`,
-      [orgId],
-    );
-    return Number(rows[0].count);
+    const keys = await manager.getRepository(ApiKey).count({ where: { orgId, revokedAt: IsNull() } });
+    return keys + (await this.organizations.countTeamCredentials(manager, orgId));
   }
 }
 

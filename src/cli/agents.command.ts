@@ -1,8 +1,9 @@
-import { CommandRunner, Option, SubCommand } from 'nest-commander';
+import { Option, SubCommand } from 'nest-commander';
 import { AgentsService } from '../agents/agents.service';
-import { CreateAgentDto } from '../agents/agents.dto';
+import { ADMIN_TIERS, CreateAgentDto } from '../agents/agents.dto';
 import { BOOTSTRAP_ORG_ID, OrganizationsService } from '../organizations/organizations.service';
 import { parseDuration } from '../policy-engine/duration';
+import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields, validated } from './cli-output';
 
 interface CreateOptions {
@@ -15,7 +16,7 @@ interface CreateOptions {
 const CLI_ACTOR = 'cli' as const;
 
 @SubCommand({ name: 'create', description: 'Create an agent and print its id and token' })
-export class AgentsCreateCommand extends CommandRunner {
+export class AgentsCreateCommand extends CliCommand {
   constructor(
     private readonly agents: AgentsService,
     private readonly organizations: OrganizationsService,
@@ -42,6 +43,7 @@ export class AgentsCreateCommand extends CommandRunner {
 
   @Option({ flags: '--tier <tier>', description: 'Trust tier: unverified, verified, trusted, privileged (default unverified)' })
   parseTier(value: string): string {
+    if (!(ADMIN_TIERS as readonly string[]).includes(value)) throw new CliError(`--tier must be one of: ${ADMIN_TIERS.join(', ')}`);
     return value;
   }
 
@@ -57,7 +59,7 @@ export class AgentsCreateCommand extends CommandRunner {
 }
 
 @SubCommand({ name: 'list', description: 'List active agents' })
-export class AgentsListCommand extends CommandRunner {
+export class AgentsListCommand extends CliCommand {
   constructor(
     private readonly agents: AgentsService,
     private readonly organizations: OrganizationsService,
@@ -84,7 +86,7 @@ export class AgentsListCommand extends CommandRunner {
 }
 
 @SubCommand({ name: 'revoke', arguments: '<agentId>', description: 'Revoke an agent: immediate and permanent' })
-export class AgentsRevokeCommand extends CommandRunner {
+export class AgentsRevokeCommand extends CliCommand {
   constructor(private readonly agents: AgentsService) {
     super();
   }
@@ -101,7 +103,7 @@ export class AgentsRevokeCommand extends CommandRunner {
 }
 
 @SubCommand({ name: 'token', arguments: '<agentId>', description: 'Print a fresh token for an existing agent' })
-export class AgentsTokenCommand extends CommandRunner {
+export class AgentsTokenCommand extends CliCommand {
   constructor(private readonly agents: AgentsService) {
     super();
   }
@@ -131,8 +133,4 @@ export class AgentsTokenCommand extends CommandRunner {
   description: 'Manage agents',
   subCommands: [AgentsCreateCommand, AgentsListCommand, AgentsRevokeCommand, AgentsTokenCommand],
 })
-export class AgentsCommand extends CommandRunner {
-  async run(): Promise<void> {
-    this.command.help();
-  }
-}
+export class AgentsCommand extends CommandGroup {}

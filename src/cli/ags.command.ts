@@ -1,12 +1,9 @@
-import { CommandRunner, RootCommand } from 'nest-commander';
+import { RootCommand } from 'nest-commander';
 import { AgentsCommand } from './agents.command';
+import { CommandGroup } from './cli-command';
 import { OrgsCommand } from './orgs.command';
 import { PoliciesCommand } from './policies.command';
 
 /** `ags`: the command-line tool of the gateway; prints help when run alone. */
 @RootCommand({ name: 'ags', description: 'Agent governance service command-line tool', subCommands: [OrgsCommand, AgentsCommand, PoliciesCommand] })
-export class AgsCommand extends CommandRunner {
-  async run(): Promise<void> {
-    this.command.help();
-  }
-}
+export class AgsCommand extends CommandGroup {}

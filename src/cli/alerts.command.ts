@@ -1,9 +1,10 @@
-import { Command, CommandRunner, SubCommand } from 'nest-commander';
+import { Command, SubCommand } from 'nest-commander';
 import { AlertDelivery, configuredProviders, DeliveryResult } from '../alerts/alert-delivery';
 import { safeUrl } from '../alerts/alert-http';
 import { testAlert } from '../alerts/alert';
 import { activeTriggers } from '../alerts/alert-triggers';
 import { AlertsConfig, AppConfig } from '../config/app-config';
+import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields } from './cli-output';
 
 /**
@@ -20,7 +21,7 @@ function hidden(value: string | undefined): string {
 }
 
 @SubCommand({ name: 'config', description: 'Show the alert configuration (secrets masked)' })
-export class AlertsConfigCommand extends CommandRunner {
+export class AlertsConfigCommand extends CliCommand {
   async run(): Promise<void> {
     try {
       const { alerts, redisUrl } = alertSettings();
@@ -55,7 +56,7 @@ const TRIGGERS: Array<[name: 'deny' | 'error' | 'rate_limit', meaning: string, s
 ];
 
 @SubCommand({ name: 'triggers', description: 'List the alert triggers, which are on (ALERT_ON) and their severity' })
-export class AlertsTriggersCommand extends CommandRunner {
+export class AlertsTriggersCommand extends CliCommand {
   async run(): Promise<void> {
     try {
       const active = activeTriggers(alertSettings().alerts.on);
@@ -71,7 +72,7 @@ export class AlertsTriggersCommand extends CommandRunner {
 }
 
 @SubCommand({ name: 'providers', description: 'List the alert providers and which are configured' })
-export class AlertsProvidersCommand extends CommandRunner {
+export class AlertsProvidersCommand extends CliCommand {
   async run(): Promise<void> {
     try {
       const { alerts } = alertSettings();
@@ -94,7 +95,7 @@ export class AlertsProvidersCommand extends CommandRunner {
 }
 
 @SubCommand({ name: 'test', description: 'Send a clearly marked test alert (info) to every configured provider; exit 1 if one fails' })
-export class AlertsTestCommand extends CommandRunner {
+export class AlertsTestCommand extends CliCommand {
   async run(): Promise<void> {
     let delivery: AlertDelivery | undefined;
     try {
@@ -125,11 +126,7 @@ function line(result: DeliveryResult): string {
   description: 'Alert configuration, triggers and providers; send a test alert (no database needed)',
   subCommands: [AlertsConfigCommand, AlertsTestCommand, AlertsTriggersCommand, AlertsProvidersCommand],
 })
-export class AlertsCommand extends CommandRunner {
-  async run(): Promise<void> {
-    this.command.help();
-  }
-}
+export class AlertsCommand extends CommandGroup {}
 
 /** Every provider of `ags alerts`, for the CLI modules. */
 export const ALERTS_COMMANDS = [AlertsCommand, AlertsConfigCommand, AlertsTestCommand, AlertsTriggersCommand, AlertsProvidersCommand];

@@ -1,14 +1,11 @@
 import { Module } from '@nestjs/common';
-import { CommandRunner, RootCommand } from 'nest-commander';
+import { RootCommand } from 'nest-commander';
 import { ALERTS_COMMANDS } from './alerts.command';
+import { CommandGroup } from './cli-command';
 import { PoliciesCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
 
 @RootCommand({ name: 'ags', description: 'Agent governance service command-line tool', subCommands: [PoliciesCommand] })
-class OfflineAgsCommand extends CommandRunner {
-  async run(): Promise<void> {
-    this.command.help();
-  }
-}
+class OfflineAgsCommand extends CommandGroup {}
 
 /** Commands that need no database (policy files, alerts): they work beside a running embedded gateway. */
 @Module({ providers: [OfflineAgsCommand, PoliciesCommand, PoliciesValidateCommand, PoliciesTestCommand, ...ALERTS_COMMANDS] })

@@ -1,6 +1,7 @@
-import { CommandRunner, Option, SubCommand } from 'nest-commander';
+import { Option, SubCommand } from 'nest-commander';
 import { OrganizationsService } from '../organizations/organizations.service';
 import { PLAN_IDS, PlanId } from '../organizations/plans';
+import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields } from './cli-output';
 
 interface CreateOptions {
@@ -10,7 +11,7 @@ interface CreateOptions {
 }
 
 @SubCommand({ name: 'create', description: 'Create an organization and print its admin token (shown once)' })
-export class OrgsCreateCommand extends CommandRunner {
+export class OrgsCreateCommand extends CliCommand {
   constructor(private readonly organizations: OrganizationsService) {
     super();
   }
@@ -44,7 +45,7 @@ export class OrgsCreateCommand extends CommandRunner {
 }
 
 @SubCommand({ name: 'list', description: 'List organizations' })
-export class OrgsListCommand extends CommandRunner {
+export class OrgsListCommand extends CliCommand {
   constructor(private readonly organizations: OrganizationsService) {
     super();
   }
@@ -65,7 +66,7 @@ export class OrgsListCommand extends CommandRunner {
   arguments: '<orgId>',
   description: 'Issue a new admin token for an organization, revoking the previous one (for org_default: the bootstrap token)',
 })
-export class OrgsRotateTokenCommand extends CommandRunner {
+export class OrgsRotateTokenCommand extends CliCommand {
   constructor(private readonly organizations: OrganizationsService) {
     super();
   }
@@ -80,8 +81,4 @@ export class OrgsRotateTokenCommand extends CommandRunner {
 }
 
 @SubCommand({ name: 'orgs', description: 'Manage organizations', subCommands: [OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand] })
-export class OrgsCommand extends CommandRunner {
-  async run(): Promise<void> {
-    this.command.help();
-  }
-}
+export class OrgsCommand extends CommandGroup {}

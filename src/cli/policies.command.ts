@@ -1,11 +1,12 @@
 import fs from 'node:fs';
-import { CommandRunner, Option, SubCommand } from 'nest-commander';
+import { Option, SubCommand } from 'nest-commander';
 import { completeInput } from '../decisions/decision-input';
 import { compilePolicies } from '../policy-engine/compile-policies';
 import { formatPolicyError, PolicyLoadError } from '../policy-engine/errors';
 import { loadPolicyFile } from '../policy-engine/loader';
 import { SlidingWindowLimiter } from '../policy-engine/sliding-window-limiter';
 import type { PolicyDefinition } from '../policy-engine/types';
+import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail } from './cli-output';
 
 /** Reads and validates a policies file; reports every error as `file:line:column: …`. */
@@ -25,7 +26,7 @@ function loadFile(file: string): PolicyDefinition[] {
 }
 
 @SubCommand({ name: 'validate', arguments: '<file>', description: 'Check a policies file: every error with its line and column; exit 1 if any' })
-export class PoliciesValidateCommand extends CommandRunner {
+export class PoliciesValidateCommand extends CliCommand {
   async run([file]: string[]): Promise<void> {
     try {
       const policies = loadFile(file);
@@ -37,7 +38,7 @@ export class PoliciesValidateCommand extends CommandRunner {
 }
 
 @SubCommand({ name: 'test', arguments: '<file>', description: 'Decide one input against a policies file and print the decision and the trace of every rule tried' })
-export class PoliciesTestCommand extends CommandRunner {
+export class PoliciesTestCommand extends CliCommand {
   async run([file]: string[], options: { input: unknown }): Promise<void> {
     try {
       const set = compilePolicies(loadFile(file), { namespace: 'cli' });
@@ -60,8 +61,4 @@ export class PoliciesTestCommand extends CommandRunner {
 }
 
 @SubCommand({ name: 'policies', description: 'Check and try policies files (no database needed)', subCommands: [PoliciesValidateCommand, PoliciesTestCommand] })
-export class PoliciesCommand extends CommandRunner {
-  async run(): Promise<void> {
-    this.command.help();
-  }
-}
+export class PoliciesCommand extends CommandGroup {}

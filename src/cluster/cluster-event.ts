@@ -8,6 +8,7 @@ export type ClusterEvent =
   /** Emitted locally after the cross-instance channel reconnects: events may have been missed. */
   | { type: 'resync' };
 
-export type PolicyChangeKind = 'created' | 'updated' | 'deleted' | 'agent_revoked';
+/** What a change did: to a policy, or to an agent or API key the decisions depend on. */
+export type PolicyChangeKind = 'created' | 'updated' | 'deleted' | 'agent_revoked' | 'agent_changed' | 'apikey_revoked';
 
 export type ClusterEventHandler = (event: ClusterEvent) => void;

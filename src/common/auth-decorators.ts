@@ -12,6 +12,8 @@ export enum AuthKind {
   Agent = 'agent',
   /** An agent-side adapter: `X-Api-Key`, or an identity-provider bearer token (managed identity). */
   Adapter = 'adapter',
+  /** An admin token sent as `Authorization: Bearer <token>` (SPEC.md: POST /billing/portal). */
+  AdminBearer = 'admin-bearer',
 }
 
 export const AUTH_KIND = 'auth:kind';
@@ -20,6 +22,7 @@ export const AUTH_KIND = 'auth:kind';
 export const ADMIN_TOKEN_SCHEME = 'admin-token';
 export const AGENT_TOKEN_SCHEME = 'agent-token';
 export const API_KEY_SCHEME = 'api-key';
+export const ADMIN_BEARER_SCHEME = 'admin-bearer';
 
 /** The route is open to everyone. */
 export const Public = () => SetMetadata(AUTH_KIND, AuthKind.Public);
@@ -46,6 +49,14 @@ export const AdapterAuth = () =>
     SetMetadata(AUTH_KIND, AuthKind.Adapter),
     ApiSecurity(API_KEY_SCHEME),
     ApiUnauthorizedResponse({ description: `Missing or invalid ${ServiceHeader.ApiKey} (or managed-identity token)`, type: ErrorBody }),
+  );
+
+/** The route needs an organization's admin token as `Authorization: Bearer <token>`. */
+export const AdminBearerAuth = () =>
+  applyDecorators(
+    SetMetadata(AUTH_KIND, AuthKind.AdminBearer),
+    ApiSecurity(ADMIN_BEARER_SCHEME),
+    ApiUnauthorizedResponse({ description: 'Missing or invalid admin token in Authorization: Bearer', type: ErrorBody }),
   );
 
 /** Documents the optional client trace id header on a route. */

@@ -1,9 +1,12 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+
 /** Every error code the HTTP API answers with, and its status. */
 export enum ErrorCode {
   InvalidRequest = 'invalid_request',
   InvalidJson = 'invalid_json',
   InvalidPolicy = 'invalid_policy',
   InvalidPeriod = 'invalid_period',
+  InvalidSignature = 'invalid_signature',
   Unauthorized = 'unauthorized',
   Forbidden = 'forbidden',
   PlanLimitExceeded = 'plan_limit_exceeded',
@@ -15,6 +18,7 @@ export enum ErrorCode {
   RateLimited = 'rate_limited',
   QuotaExceeded = 'quota_exceeded',
   InternalError = 'internal_error',
+  PaymentProviderError = 'payment_provider_error',
   BadGateway = 'bad_gateway',
   NoUpstream = 'no_upstream',
   ServiceUnavailable = 'service_unavailable',
@@ -29,6 +33,7 @@ export function httpStatusOf(code: ErrorCode): number {
     case ErrorCode.InvalidJson:
     case ErrorCode.InvalidPolicy:
     case ErrorCode.InvalidPeriod:
+    case ErrorCode.InvalidSignature:
       return 400;
     case ErrorCode.Unauthorized:
       return 401;
@@ -48,6 +53,7 @@ export function httpStatusOf(code: ErrorCode): number {
     case ErrorCode.QuotaExceeded:
       return 429;
     case ErrorCode.InternalError:
+    case ErrorCode.PaymentProviderError:
       return 500;
     case ErrorCode.BadGateway:
     case ErrorCode.NoUpstream:
@@ -57,5 +63,41 @@ export function httpStatusOf(code: ErrorCode): number {
       return 503;
     case ErrorCode.GatewayTimeout:
       return 504;
+  }
+}
+
+/** gRPC status of each code, beside the HTTP mapping; exhaustive like it. */
+export function grpcStatusOf(code: ErrorCode): GrpcStatus {
+  switch (code) {
+    case ErrorCode.InvalidRequest:
+    case ErrorCode.InvalidJson:
+    case ErrorCode.InvalidPolicy:
+    case ErrorCode.InvalidPeriod:
+    case ErrorCode.InvalidSignature:
+    case ErrorCode.PayloadTooLarge:
+    case ErrorCode.UnsupportedMediaType:
+      return GrpcStatus.INVALID_ARGUMENT;
+    case ErrorCode.Unauthorized:
+      return GrpcStatus.UNAUTHENTICATED;
+    case ErrorCode.Forbidden:
+    case ErrorCode.PlanLimitExceeded:
+    case ErrorCode.AgentRevoked:
+      return GrpcStatus.PERMISSION_DENIED;
+    case ErrorCode.NotFound:
+      return GrpcStatus.NOT_FOUND;
+    case ErrorCode.Conflict:
+      return GrpcStatus.ALREADY_EXISTS;
+    case ErrorCode.RateLimited:
+    case ErrorCode.QuotaExceeded:
+      return GrpcStatus.RESOURCE_EXHAUSTED;
+    case ErrorCode.InternalError:
+    case ErrorCode.PaymentProviderError:
+    case ErrorCode.BadGateway:
+    case ErrorCode.NoUpstream:
+      return GrpcStatus.INTERNAL;
+    case ErrorCode.ServiceUnavailable:
+    case ErrorCode.BillingDisabled:
+    case ErrorCode.GatewayTimeout:
+      return GrpcStatus.UNAVAILABLE;
   }
 }

@@ -3,7 +3,9 @@ import type { Request, Response } from 'express';
 import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
 import { AppError } from './app-error';
-import { ErrorCode } from './error-code';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { Observable, throwError } from 'rxjs';
+import { ErrorCode, grpcStatusOf } from './error-code';
 import { errorBody } from './error-body';
 
 /** Codes for Nest's own HTTP exceptions, by status. */
@@ -19,12 +21,16 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   503: ErrorCode.ServiceUnavailable,
 };
 
-/** The HTTP face of every error of the express routes: Nest's own errors become AppErrors, then `errorBody` writes them. */
+/**
+ * The face of every error of the Nest routes: Nest's own errors become AppErrors, then
+ * `errorBody` writes them (HTTP), or `grpcStatusOf` names their status (gRPC).
+ */
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
   constructor(@Inject(LOGGER) private readonly logger: Logger) {}
 
-  catch(exception: unknown, host: ArgumentsHost): void {
+  catch(exception: unknown, host: ArgumentsHost): void | Observable<never> {
+    if (host.getType() === 'rpc') return this.grpc(exception);
     const context = host.switchToHttp();
     const request = context.getRequest<Request>();
     const response = context.getResponse<Response>();
@@ -36,6 +42,15 @@ export class HttpExceptionFilter implements ExceptionFilter {
       return;
     }
     response.status(status).json(body);
+  }
+
+  /** gRPC calls fail with the status of the error's code (`grpcStatusOf`) and its message; an unknown error is INTERNAL, logged. */
+  private grpc(exception: unknown): Observable<never> {
+    const error = exception instanceof HttpException ? new AppError(CODE_BY_STATUS[exception.getStatus()] ?? ErrorCode.InvalidRequest, messageOf(exception)) : exception;
+    const { body, unexpected } = errorBody(error);
+    if (unexpected) this.logger.error({ err: exception }, 'unhandled gRPC error');
+    const code = error instanceof AppError ? grpcStatusOf(error.code) : GrpcStatus.INTERNAL;
+    return throwError(() => ({ code, message: String(body.message), details: String(body.message) }));
   }
 }
 

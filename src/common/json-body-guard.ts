@@ -15,7 +15,8 @@ export function jsonBodyGuard(request: Request, response: Response, next: NextFu
   response.status(400).json({ error: ErrorCode.InvalidRequest, message: problem });
 }
 
-function findProblem(body: object): string | null {
+/** The first reason a parsed JSON body cannot be taken (too deep, a NUL character), or null. */
+export function findProblem(body: object): string | null {
   const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: body, path: '', depth: 1 }];
   while (stack.length > 0) {
     const { value, path, depth } = stack.pop()!;

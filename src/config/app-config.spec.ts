@@ -37,6 +37,9 @@ describe('AppConfig.fromEnv defaults', () => {
     ['REDIS_URL', config.redis.url, undefined],
     ['ALERT_ON', config.alerts.on, []],
     ['ALERT_RATE_LIMIT', config.alerts.ratePerMinute, 10],
+    ['SHUTDOWN_TIMEOUT_MS (25 s)', config.shutdown.timeoutMs, 25_000],
+    ['OIDC_ISSUER', config.oidc.issuer, undefined],
+    ['OIDC_JWKS_COOLDOWN (30s)', config.oidc.jwksCooldownMs, 30_000],
   ])('%s', (_name, actual, expected) => {
     expect(actual).toEqual(expected);
   });
@@ -73,6 +76,7 @@ describe('AppConfig.fromEnv values', () => {
         MAX_JSON_BYTES: '2048',
         AUDIT_REDACT: 'Card_Number,ssn',
         DATA_DIR: '/var/lib/gov',
+        SHUTDOWN_TIMEOUT_MS: '5000',
       },
       '1.0.0',
     );
@@ -87,6 +91,7 @@ describe('AppConfig.fromEnv values', () => {
       redis: { url: 'redis://127.0.0.1:6379' },
       alerts: { on: ['deny', 'rate_limit'] },
       audit: { redact: ['card_number', 'ssn'] },
+      shutdown: { timeoutMs: 5000 },
     });
     expect(config.embeddedDatabase).toBe(false);
   });
@@ -133,6 +138,10 @@ describe('AppConfig.fromEnv rejects bad values, naming the variable and what it 
     ['MAX_JSON_BYTES', 'lots', /whole number/],
     ['RATE_LIMIT_RPM', '0', /whole number from 1/],
     ['ALERT_EMAIL_ENABLED', 'maybe', /true or false/],
+    ['SHUTDOWN_TIMEOUT_MS', '0', /whole number from 1 to 3600000/],
+    ['SHUTDOWN_TIMEOUT_MS', '25s', /whole number/],
+    ['OIDC_ISSUER', 'login.example.com', /http:.*https:/],
+    ['OIDC_JWKS_COOLDOWN', '500ms', /duration like/],
   ])('%s=%s', (name, value, accepts) => {
     const error = configError({ [name]: value });
     expect(error.problems).toHaveLength(1);

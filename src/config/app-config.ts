@@ -34,6 +34,10 @@ export class AppConfig {
     /** RATE_LIMIT_RPM: per-client request rate for billing endpoints. */
     rateLimitRpm: number;
   };
+  readonly shutdown: {
+    /** SHUTDOWN_TIMEOUT_MS: longest a SIGTERM/SIGINT shutdown may take before the process is forced out (exit 1). */
+    timeoutMs: number;
+  };
   readonly grpc: {
     /** PDP_GRPC_PORT: gRPC PDP port; 0 disables it. */
     port: number;
@@ -83,14 +87,25 @@ export class AppConfig {
     queueMax: number;
   };
   readonly payment: {
+    /** PAYMENT_SECRET_KEY: payment-provider secret key; unset, checkout and portal answer 503 billing_disabled. */
     secretKey?: string;
+    /** PAYMENT_WEBHOOK_SECRET: signing secret of POST /billing/webhook. */
     webhookSecret?: string;
+    /** PAYMENT_API_URL: provider API base URL (the SDK's default when unset; tests use a local fake). */
     apiUrl?: string;
+    /** PAYMENT_PRICE_STARTER_MONTHLY, _STARTER_ANNUAL, _PROFESSIONAL_MONTHLY, _PROFESSIONAL_ANNUAL: provider price ids. */
     prices: { starterMonthly: string; starterAnnual: string; professionalMonthly: string; professionalAnnual: string };
   };
   /** ALERT_*: outgoing alerts (see AlertsConfig below). */
   readonly alerts: AlertsConfig;
-  readonly oidc: { issuer?: string; audience?: string };
+  readonly oidc: {
+    /** OIDC_ISSUER: identity provider of managed-identity bearer tokens (its discovery document and JWKS). */
+    issuer?: string;
+    /** OIDC_AUDIENCE: the `aud` such tokens must carry. */
+    audience?: string;
+    /** OIDC_JWKS_COOLDOWN: least time between two JWKS fetches for an unknown `kid`. */
+    jwksCooldownMs: number;
+  };
 
   private constructor(values: Omit<AppConfig, 'embeddedDatabase'>) {
     Object.assign(this, values);
@@ -116,6 +131,8 @@ export class AppConfig {
         maxJsonBytes: read.int('MAX_JSON_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
         rateLimitRpm: read.int('RATE_LIMIT_RPM', 600, 1, 1_000_000),
       },
+      // 25 s: inside the 30 s Kubernetes gives between SIGTERM and SIGKILL.
+      shutdown: { timeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000) },
       grpc: { port: read.int('PDP_GRPC_PORT', 50051, 0, 65535) },
       database: {
         url: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),
@@ -153,7 +170,11 @@ export class AppConfig {
         },
       },
       alerts: readAlertsConfig(read),
-      oidc: { issuer: read.url('OIDC_ISSUER', ['http:', 'https:']), audience: read.optionalString('OIDC_AUDIENCE') },
+      oidc: {
+        issuer: read.url('OIDC_ISSUER', ['http:', 'https:']),
+        audience: read.optionalString('OIDC_AUDIENCE'),
+        jwksCooldownMs: read.durationMs('OIDC_JWKS_COOLDOWN', '30s'),
+      },
     };
     if (read.errors.length > 0) throw new ConfigError(read.errors);
     return new AppConfig(values);

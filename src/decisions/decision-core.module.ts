@@ -1,8 +1,12 @@
-import { DynamicModule, Module, ModuleMetadata, Provider } from '@nestjs/common';
+import { DynamicModule, InjectionToken, Module, ModuleMetadata, Provider } from '@nestjs/common';
 import { AgentAuthenticator } from '../identity/agent-authenticator';
 import { AgentTokenVerifier } from '../identity/agent-token-verifier';
 import { DecisionEvents } from './decision-events';
 import { DecisionService } from './decision.service';
+
+function tokenOf(provider: Provider): InjectionToken {
+  return typeof provider === 'function' ? provider : provider.provide;
+}
 
 const CORE = [DecisionService, DecisionEvents, AgentTokenVerifier, AgentAuthenticator];
 
@@ -18,7 +22,8 @@ export class DecisionCoreModule {
       module: DecisionCoreModule,
       imports: options.imports ?? [],
       providers: [...options.sources, ...CORE],
-      exports: CORE,
+      // The sources too: transports read them (the PDP looks agents up by id).
+      exports: [...CORE, ...options.sources.map(tokenOf)],
     };
   }
 }

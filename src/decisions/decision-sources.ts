@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { AuditRecord } from '../audit/audit-record';
 import type { PolicySet } from '../policy-engine/policy-set';
-import type { AgentFacts, RateLimiter } from '../policy-engine/types';
+import type { AgentFacts, OrgFacts, RateLimiter } from '../policy-engine/types';
 
 /*
  * What the governed decision reads and writes, as small interfaces (Cerbos's PolicyLoader is the
@@ -46,6 +46,8 @@ export interface VerificationKeySource {
 export interface UsageGate {
   /** Counts one policy check; false when the organization's monthly quota is used up. */
   tryConsume(orgId: string, nowMs: number): boolean | Promise<boolean>;
+  /** The organization's plan and usage for `org.*` conditions, when the host knows them. */
+  orgFacts?(orgId: string): OrgFacts | undefined;
 }
 
 export interface DecisionLog {

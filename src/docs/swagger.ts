@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { AppConfig } from '../config/app-config';
-import { ADMIN_TOKEN_SCHEME, AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../common/auth-decorators';
+import { ADMIN_BEARER_SCHEME, ADMIN_TOKEN_SCHEME, AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../common/auth-decorators';
 import { ServiceHeader } from '../common/service-header';
 
 /** Serves Swagger UI at /docs and the OpenAPI document at /docs-json. */
@@ -17,6 +17,7 @@ export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIO
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.AdminToken }, ADMIN_TOKEN_SCHEME)
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, AGENT_TOKEN_SCHEME)
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.ApiKey }, API_KEY_SCHEME)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'admin token', description: 'An admin token (POST /billing/portal)' }, ADMIN_BEARER_SCHEME)
     .build();
   const document = SwaggerModule.createDocument(app, builder);
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json', yamlDocumentUrl: 'docs-yaml' });

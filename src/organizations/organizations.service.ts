@@ -14,6 +14,9 @@ import { PLANS, PlanId, PlanLimits, UNLIMITED } from './plans';
 
 export const BOOTSTRAP_ORG_ID = 'org_default';
 
+/** What a plan limits by count. */
+export type LimitedResource = 'agents' | 'policies' | 'teamMembers';
+
 export interface CreatedOrganization {
   organization: Organization;
   /** Shown once; only its hash is stored. */
@@ -58,21 +61,23 @@ export class OrganizationsService {
     );
   }
 
-  /** Creates an organization with its first admin token. */
-  async create(input: { name: string; billingEmail?: string; plan?: PlanId }): Promise<CreatedOrganization> {
-    return this.dataSource.transaction(async (manager) => {
-      const organization = manager.getRepository(Organization).create({
-        id: newId('org'),
-        name: input.name,
-        plan: input.plan ?? 'free',
-        billingEmail: input.billingEmail ?? null,
-        customerId: null,
-      });
-      await manager.getRepository(Organization).insert(organization);
-      const adminToken = newSecret('adm');
-      await this.insertToken(manager, organization.id, hashAdminToken(adminToken), 'issued');
-      return { organization, adminToken };
+  /**
+   * Creates an organization with its first admin token; inside `manager`'s transaction when
+   * given (billing creates one while it applies a webhook event).
+   */
+  async create(input: { name: string; billingEmail?: string; plan?: PlanId; customerId?: string }, manager?: EntityManager): Promise<CreatedOrganization> {
+    if (manager === undefined) return this.dataSource.transaction((own) => this.create(input, own));
+    const organization = manager.getRepository(Organization).create({
+      id: newId('org'),
+      name: input.name,
+      plan: input.plan ?? 'free',
+      billingEmail: input.billingEmail ?? null,
+      customerId: input.customerId ?? null,
     });
+    await manager.getRepository(Organization).insert(organization);
+    const adminToken = newSecret('adm');
+    await this.insertToken(manager, organization.id, hashAdminToken(adminToken), 'issued');
+    return { organization, adminToken };
   }
 
   /**
@@ -132,14 +137,23 @@ export class OrganizationsService {
    * Call inside the transaction that adds it: the organization row stays locked until it ends,
    * so concurrent creates are counted one after another.
    */
-  async assertCanAdd(manager: EntityManager, orgId: string, resource: 'agents' | 'policies' | 'teamMembers', countCurrent: () => Promise<number>): Promise<void> {
+  async assertCanAdd(manager: EntityManager, orgId: string, resource: LimitedResource, countCurrent: () => Promise<number>): Promise<void> {
     const rows: Array<{ plan: PlanId }> = await manager.query('SELECT plan FROM organizations WHERE id = $1 FOR UPDATE', [orgId]);
     if (rows.length === 0) throw AppError.notFound('organization', orgId);
     const plan = rows[0].plan;
     const limit = PLANS[plan].limits[resource];
     if (limit === UNLIMITED) return;
     if ((await countCurrent()) < limit) return;
-    throw new AppError(ErrorCode.PlanLimitExceeded, `The ${plan} plan allows ${limit} ${resource}`, { limit, plan });
+    throw new AppError(ErrorCode.PlanLimitExceeded, `The ${plan} plan allows ${limit} ${resource === 'teamMembers' ? 'team members' : resource}`, { limit, plan });
+  }
+
+  /**
+   * Credentials that count against `teamMembers`: active admin tokens. Whatever issues another
+   * credential (an admin token, an adapter API key) checks with
+   * `assertCanAdd(manager, orgId, 'teamMembers', () => countTeamCredentials(...) + its own count)`.
+   */
+  async countTeamCredentials(manager: EntityManager, orgId: string): Promise<number> {
+    return manager.getRepository(AdminToken).count({ where: { orgId, revokedAt: IsNull() } });
   }
 
   /**

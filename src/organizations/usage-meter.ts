@@ -3,9 +3,14 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
+import type { OrgFacts } from '../policy-engine/types';
 import { PLANS, PlanId, UNLIMITED } from './plans';
 
 interface OrgUsage {
+  orgId: string;
+  plan: PlanId;
+  /** Active agents at the last load or flush. */
+  agents: number;
   period: string;
   /** First millisecond of the next period: a cheap "is this still my month" check. */
   periodEndsMs: number;
@@ -22,8 +27,9 @@ const FLUSH_INTERVAL_MS = 1000;
  * Counts policy checks against each organization's monthly quota (`policyChecksPerMonth`).
  * Counting is in memory and written every second with one upsert per active organization, so
  * the decision path does no I/O; instances see each other's counts (and plan changes) at each
- * flush, which bounds a quota overshoot to about one second of traffic per instance.
- * Unlimited plans are not counted.
+ * flush, which bounds a quota overshoot to about one second of traffic per instance. Every
+ * plan is counted (unlimited ones too: `org.usage.policy_checks` in policies, and the usage the
+ * organization endpoint shows), but only limited ones are ever refused.
  */
 @Injectable()
 export class UsageMeter implements OnModuleInit, OnApplicationShutdown {
@@ -45,6 +51,16 @@ export class UsageMeter implements OnModuleInit, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.timer);
     await this.flush();
+  }
+
+  /**
+   * The organization's plan and usage as policies read them (`org.*`), counting the check just
+   * made; undefined before its first check. A fresh object: decision inputs are recorded later.
+   */
+  orgFacts(orgId: string): OrgFacts | undefined {
+    const usage = this.usage.get(orgId);
+    if (usage === undefined) return undefined;
+    return { id: orgId, plan: usage.plan, usage: { policy_checks: usage.stored + usage.pending, agents: usage.agents } };
   }
 
   /** Counts one policy check; false when the month's quota is used up. Sync once loaded. */
@@ -81,17 +97,21 @@ export class UsageMeter implements OnModuleInit, OnApplicationShutdown {
         continue;
       }
       const pending = usage.pending;
-      const rows: Array<{ policy_checks: string; plan: PlanId }> = await this.dataSource.query(
+      const rows: Array<{ policy_checks: string; plan: PlanId; agents: string }> = await this.dataSource.query(
         `WITH bumped AS (
            INSERT INTO usage_counters (org_id, period, policy_checks) VALUES ($1, $2, $3)
            ON CONFLICT (org_id, period) DO UPDATE SET policy_checks = usage_counters.policy_checks + EXCLUDED.policy_checks
            RETURNING policy_checks)
-         SELECT bumped.policy_checks, o.plan FROM bumped, organizations o WHERE o.id = $1`,
+         SELECT bumped.policy_checks, o.plan,
+                (SELECT count(*) FROM agents a WHERE a.org_id = o.id AND a.revoked_at IS NULL) AS agents
+         FROM bumped, organizations o WHERE o.id = $1`,
         [orgId, usage.period, pending],
       );
       usage.pending -= pending;
       if (rows.length === 0) continue;
       usage.stored = Number(rows[0].policy_checks);
+      usage.plan = rows[0].plan;
+      usage.agents = Number(rows[0].agents);
       usage.limit = PLANS[rows[0].plan].limits.policyChecksPerMonth;
     }
   }
@@ -109,14 +129,17 @@ export class UsageMeter implements OnModuleInit, OnApplicationShutdown {
     const existing = this.usage.get(orgId);
     // Counts of an ended month are written under that month before the object moves on.
     if (existing !== undefined && existing.pending > 0 && existing.period !== period) await this.flush();
-    const rows: Array<{ plan: PlanId; policy_checks: string | null }> = await this.dataSource.query(
-      `SELECT o.plan, u.policy_checks FROM organizations o
+    const rows: Array<{ plan: PlanId; policy_checks: string | null; agents: string }> = await this.dataSource.query(
+      `SELECT o.plan, u.policy_checks, (SELECT count(*) FROM agents a WHERE a.org_id = o.id AND a.revoked_at IS NULL) AS agents
+       FROM organizations o
        LEFT JOIN usage_counters u ON u.org_id = o.id AND u.period = $2 WHERE o.id = $1`,
       [orgId, period],
     );
     const plan = rows[0]?.plan ?? 'free';
     // Updated in place: a request may hold the object between its load and its count.
-    const usage = existing ?? { period, periodEndsMs: 0, limit: 0, stored: 0, pending: 0 };
+    const usage = existing ?? { orgId, plan, agents: 0, period, periodEndsMs: 0, limit: 0, stored: 0, pending: 0 };
+    usage.plan = plan;
+    usage.agents = Number(rows[0]?.agents ?? 0);
     usage.period = period;
     usage.periodEndsMs = nextPeriodStartMs(nowMs);
     usage.limit = PLANS[plan].limits.policyChecksPerMonth;
@@ -127,8 +150,7 @@ export class UsageMeter implements OnModuleInit, OnApplicationShutdown {
 }
 
 function consume(usage: OrgUsage): boolean {
-  if (usage.limit === UNLIMITED) return true;
-  if (usage.stored + usage.pending >= usage.limit) return false;
+  if (usage.limit !== UNLIMITED && usage.stored + usage.pending >= usage.limit) return false;
   usage.pending++;
   return true;
 }

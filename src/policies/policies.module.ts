@@ -4,7 +4,7 @@ import { AuditModule } from '../audit/audit.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { PoliciesController } from './policies.controller';
 import { PoliciesService } from './policies.service';
-import { PolicyChangeEvents } from './policy-change-events';
+import { PolicyChangesModule } from './policy-changes.module';
 import { PolicyFileLoader } from './policy-file-loader';
 import { PolicyRegistry } from './policy-registry';
 import { Policy } from './policy.entity';
@@ -12,9 +12,9 @@ import { PolicyVersion } from './policy-version.entity';
 
 /** Policy storage, versions, the admin API, the policies file and the compiled-set registry. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Policy, PolicyVersion]), AuditModule, OrganizationsModule],
+  imports: [TypeOrmModule.forFeature([Policy, PolicyVersion]), AuditModule, OrganizationsModule, PolicyChangesModule],
   controllers: [PoliciesController],
-  providers: [PoliciesService, PolicyRegistry, PolicyChangeEvents, PolicyFileLoader],
-  exports: [PoliciesService, PolicyRegistry, PolicyChangeEvents],
+  providers: [PoliciesService, PolicyRegistry, PolicyFileLoader],
+  exports: [PoliciesService, PolicyRegistry, PolicyChangesModule],
 })
 export class PoliciesModule {}

@@ -21,7 +21,7 @@ export type PolicyActor = AdminPrincipal | { orgId: string; tokenId: 'cli' | 'fi
 
 interface Change {
   name: string;
-  kind: Exclude<PolicyChangeKind, 'agent_revoked'>;
+  kind: Extract<PolicyChangeKind, 'created' | 'updated' | 'deleted'>;
   source: string | null;
 }
 
@@ -182,7 +182,7 @@ export class PoliciesService {
 }
 
 /** The organization's current policy version (0 before its first change). */
-async function versionOf(manager: EntityManager, orgId: string): Promise<number> {
+export async function versionOf(manager: EntityManager, orgId: string): Promise<number> {
   const rows: Array<{ version: string | null }> = await manager.query('SELECT max(version) AS version FROM policy_versions WHERE org_id = $1', [orgId]);
   return Number(rows[0]?.version ?? 0);
 }

@@ -5,7 +5,7 @@ function issues(text: string): [number, string][] {
   return result.ok ? [] : result.issues.map((issue) => [issue.offset, issue.message]);
 }
 
-const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation';
+const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org';
 const TIERS = 'expected unverified, verified, trusted, privileged or an alias (untrusted, sandboxed, restricted, standard, elevated)';
 
 describe('checkCondition: load-time errors', () => {
@@ -17,6 +17,12 @@ describe('checkCondition: load-time errors', () => {
     ['agent.tags.first == "x"', [[11, 'agent.tags has no fields']]],
     ['delegation.width > 1', [[11, "unknown delegation field 'width' (expected delegation.depth, delegation.chain)"]]],
     ['args == 1', [[0, "'args' needs a field name, e.g. args.name"]]],
+    ['org == "x"', [[0, "'org' needs a field: org.id, org.plan, org.usage.policy_checks, org.usage.agents"]]],
+    ['org.tier == "free"', [[4, "unknown org field 'tier' (expected org.id, org.plan, org.usage.policy_checks, org.usage.agents)"]]],
+    ['org.plan.name == "free"', [[9, 'org.plan has no fields']]],
+    ['org.usage > 1', [[0, "'org.usage' needs a field: org.usage.policy_checks, org.usage.agents"]]],
+    ['org.usage.tokens > 1', [[10, "unknown org.usage field 'tokens' (expected org.usage.policy_checks, org.usage.agents)"]]],
+    ['org.usage.agents.max > 1', [[17, 'org.usage.agents has no fields']]],
     ['context', [[0, "'context' needs a field name, e.g. context.name"]]],
     ['action.verb == "x"', [[7, "'action' is a string and has no fields"]]],
     ['lookup(args.x)', [[0, "unknown function 'lookup' (expected exists or rate_limit)"]]],

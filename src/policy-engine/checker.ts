@@ -9,6 +9,8 @@ import {
   DelegationField,
   INPUT_FIELDS,
   InputField,
+  ORG_FIELDS,
+  OrgField,
   PathRef,
   RATE_LIMIT_SCOPES,
   RateLimitIr,
@@ -41,7 +43,7 @@ export type CheckResult = { ok: true; condition: CheckedCondition } | { ok: fals
 /** Largest `count` of rate_limit: the in-process limiter keeps up to this many timestamps per key. */
 export const MAX_RATE_LIMIT_COUNT = 1_000_000;
 
-const ROOTS = ['agent', 'args', 'context', 'action', 'resource', 'plugin', 'function', 'delegation'];
+const ROOTS = ['agent', 'args', 'context', 'action', 'resource', 'plugin', 'function', 'delegation', 'org'];
 const TIER_OPERATORS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=']);
 const TIER_HINT = `expected ${CANONICAL_TIERS.join(', ')} or an alias (${TIER_NAMES.filter(
   (name) => !(CANONICAL_TIERS as readonly string[]).includes(name),
@@ -247,6 +249,8 @@ class ConditionChecker {
         return this.fieldPath(node, AGENT_FIELDS, (field) => ({ kind: 'agent', field: field as AgentField }));
       case 'delegation':
         return this.fieldPath(node, DELEGATION_FIELDS, (field) => ({ kind: 'delegation', field: field as DelegationField }));
+      case 'org':
+        return this.orgPath(node);
       case 'args':
       case 'context':
         if (segments.length === 0) return this.fail(node, `'${root}' needs a field name, e.g. ${root}.name`, undefined);
@@ -255,6 +259,25 @@ class ConditionChecker {
       default:
         return this.inputPath(node);
     }
+  }
+
+  /** `org.id`, `org.plan`, `org.usage.policy_checks`, `org.usage.agents`. */
+  private orgPath(node: PathNode): PathRef | undefined {
+    const expected = ORG_FIELDS.map((field) => `org.${field}`).join(', ');
+    const [first, second] = node.segments;
+    if (first === undefined) return this.fail(node, `'org' needs a field: ${expected}`, undefined);
+    if (first === 'usage') {
+      const usageFields = ORG_FIELDS.filter((field) => field.startsWith('usage.')).map((field) => `org.${field}`).join(', ');
+      if (second === undefined) return this.fail(node, `'org.usage' needs a field: ${usageFields}`, undefined);
+      if (!(ORG_FIELDS as readonly string[]).includes(`usage.${second}`)) {
+        return this.failAt(segmentOffset(node, 1), `unknown org.usage field '${second}' (expected ${usageFields})`, undefined);
+      }
+      if (node.segments.length > 2) return this.failAt(segmentOffset(node, 2), `org.usage.${second} has no fields`, undefined);
+      return { kind: 'org', field: `usage.${second}` as OrgField };
+    }
+    if (!(ORG_FIELDS as readonly string[]).includes(first)) return this.failAt(segmentOffset(node, 0), `unknown org field '${first}' (expected ${expected})`, undefined);
+    if (second !== undefined) return this.failAt(segmentOffset(node, 1), `org.${first} has no fields`, undefined);
+    return { kind: 'org', field: first as OrgField };
   }
 
   private inputPath(node: PathNode): PathRef | undefined {

@@ -13,6 +13,10 @@ export type InputField = (typeof INPUT_FIELDS)[number];
 export const DELEGATION_FIELDS = ['depth', 'chain'] as const;
 export type DelegationField = (typeof DELEGATION_FIELDS)[number];
 
+/** Readable `org.*` paths, dotted below `org`. */
+export const ORG_FIELDS = ['id', 'plan', 'usage.policy_checks', 'usage.agents'] as const;
+export type OrgField = (typeof ORG_FIELDS)[number];
+
 /** How a rate_limit call partitions its counters. */
 export const RATE_LIMIT_SCOPES = ['per_agent', 'per_org', 'per_action', 'global'] as const;
 export type RateLimitScope = (typeof RATE_LIMIT_SCOPES)[number];
@@ -22,7 +26,8 @@ export type PathRef =
   | { readonly kind: 'agent'; readonly field: AgentField }
   | { readonly kind: 'args' | 'context'; readonly segments: readonly string[] }
   | { readonly kind: 'input'; readonly field: InputField }
-  | { readonly kind: 'delegation'; readonly field: DelegationField };
+  | { readonly kind: 'delegation'; readonly field: DelegationField }
+  | { readonly kind: 'org'; readonly field: OrgField };
 
 export type LiteralValue = string | number | boolean | readonly (string | number | boolean)[];
 

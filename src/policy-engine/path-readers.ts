@@ -1,4 +1,4 @@
-import type { AgentField, InputField, PathRef } from './ir';
+import type { AgentField, InputField, OrgField, PathRef } from './ir';
 import type { DecisionInput } from './types';
 
 /** Reads one value out of a DecisionInput; undefined when missing. */
@@ -22,6 +22,8 @@ export function pathReader(path: PathRef): ValueReader {
       return inputReader(path.field);
     case 'delegation':
       return path.field === 'depth' ? (input) => input.delegation.depth : (input) => input.delegation.chain;
+    case 'org':
+      return orgReader(path.field);
     case 'args':
       return path.segments.length === 1 ? argReader(path.segments[0]) : nestedReader((input) => input.args, path.segments);
     case 'context':
@@ -43,6 +45,20 @@ function agentReader(field: AgentField): ValueReader {
       return (input) => input.agent.tags;
     case 'org':
       return (input) => input.agent.org;
+  }
+}
+
+// An input without `org` (a transport that does not supply it) reads every org path as missing.
+function orgReader(field: OrgField): ValueReader {
+  switch (field) {
+    case 'id':
+      return (input) => input.org?.id;
+    case 'plan':
+      return (input) => input.org?.plan;
+    case 'usage.policy_checks':
+      return (input) => input.org?.usage?.policy_checks;
+    case 'usage.agents':
+      return (input) => input.org?.usage?.agents;
   }
 }
 

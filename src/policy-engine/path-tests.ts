@@ -15,6 +15,8 @@ export function testAtPath(path: PathRef, test: ValueTest): SyncTest {
       return inputTest(path.field, test);
     case 'delegation':
       return path.field === 'depth' ? (input) => test(input.delegation.depth) : (input) => test(input.delegation.chain);
+    case 'org':
+      return readThenTest(path, test);
     case 'args':
     case 'context':
       return path.segments.length === 1 ? topLevelTest(path.kind, path.segments[0], test) : readThenTest(path, test);

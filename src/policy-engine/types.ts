@@ -18,6 +18,8 @@ export interface DecisionInput {
   args: Readonly<Record<string, unknown>>;
   context: Readonly<Record<string, unknown>>;
   delegation: DelegationFacts;
+  /** The agent's organization, its plan and usage: absent where no plan applies (then `org.*` reads as missing). */
+  org?: OrgFacts;
 }
 
 export interface AgentFacts {
@@ -26,6 +28,19 @@ export interface AgentFacts {
   trust_tier: string;
   tags: readonly string[];
   org?: string;
+}
+
+/** What plan-aware policies read (`org.plan == "free"`, `org.usage.policy_checks > 900`). */
+export interface OrgFacts {
+  id: string;
+  /** Plan id: `free`, `starter`, `professional` or `enterprise`. */
+  plan: string;
+  usage: {
+    /** Policy checks counted this calendar month (UTC). */
+    policy_checks: number;
+    /** Active (not revoked) agents. */
+    agents: number;
+  };
 }
 
 export interface DelegationFacts {

@@ -1,0 +1,35 @@
+import { Injectable } from '@nestjs/common';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
+import { OidcVerifier } from '../identity/oidc-verifier';
+import { AdapterPrincipal, ApiKeysService } from './api-keys.service';
+
+/** What an adapter presents: `X-Api-Key`, or `Authorization: Bearer` from its identity provider. */
+export interface AdapterCredentials {
+  apiKey?: string;
+  authorization?: string;
+}
+
+/** Authenticates agent-side adapters, for the auth guard (HTTP and gRPC) and the lean PDP path alike. */
+@Injectable()
+export class AdapterAuthenticator {
+  constructor(
+    private readonly apiKeys: ApiKeysService,
+    private readonly oidc: OidcVerifier,
+  ) {}
+
+  /** The adapter's organization, or a 401 AppError. */
+  async authenticate({ apiKey, authorization }: AdapterCredentials): Promise<AdapterPrincipal> {
+    if (apiKey !== undefined && apiKey !== '') {
+      const principal = await this.apiKeys.authenticate(apiKey);
+      if (principal === null) throw new AppError(ErrorCode.Unauthorized, 'Invalid or revoked API key');
+      return principal;
+    }
+    if (authorization !== undefined && authorization !== '') {
+      if (!/^bearer\s+\S/i.test(authorization)) throw new AppError(ErrorCode.Unauthorized, 'Authorization must be: Bearer <managed-identity token>');
+      const identity = await this.oidc.verify(authorization);
+      return { orgId: identity.orgId, credentialId: identity.subject };
+    }
+    throw new AppError(ErrorCode.Unauthorized, 'Missing X-Api-Key (or a managed-identity bearer token)');
+  }
+}

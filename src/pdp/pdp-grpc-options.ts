@@ -1,0 +1,25 @@
+import { GrpcOptions, Transport } from '@nestjs/microservices';
+import path from 'node:path';
+import { AppConfig } from '../config/app-config';
+
+/** proto/pdp.proto, beside src/ in the repository and beside dist/src/ in the build. */
+export const PDP_PROTO_PATH = path.join(__dirname, '..', '..', 'proto', 'pdp.proto');
+
+/**
+ * The PDP's gRPC server: the Nest gRPC microservice transport on PDP_GRPC_PORT, in the gateway's
+ * process (a hybrid app). Messages are bounded like JSON bodies (MAX_JSON_BYTES): grpc-js
+ * refuses a larger one with RESOURCE_EXHAUSTED before any handler runs.
+ */
+export function pdpGrpcOptions(config: AppConfig): GrpcOptions {
+  return {
+    transport: Transport.GRPC,
+    options: {
+      package: 'agentgov.pdp.v1',
+      protoPath: PDP_PROTO_PATH,
+      url: `${config.http.host}:${config.grpc.port}`,
+      loader: { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true },
+      maxReceiveMessageLength: config.http.maxJsonBytes,
+      gracefulShutdown: true,
+    },
+  };
+}

@@ -1,0 +1,123 @@
+import { Controller } from '@nestjs/common';
+import { GrpcMethod, GrpcStreamCall } from '@nestjs/microservices';
+import { Metadata, ServerDuplexStream, status as GrpcStatus } from '@grpc/grpc-js';
+import { once } from 'node:events';
+import { Observable } from 'rxjs';
+import { AppError } from '../common/app-error';
+import { AdapterAuth } from '../common/auth-decorators';
+import { errorBody } from '../common/error-body';
+import { ErrorCode, grpcStatusOf } from '../common/error-code';
+import { grpcPrincipal } from '../common/grpc-principal';
+import { checked, PdpRequest } from './pdp-request';
+import { PdpAnswer, PdpService } from './pdp.service';
+import { PolicyChangeFeed, PolicyChangeView } from './policy-change-feed';
+import { ProtoStruct, structToObject } from './struct-value';
+
+/** PolicyRequest as @grpc/proto-loader decodes it (camelCase, defaults filled in). */
+interface GrpcPolicyRequest {
+  agentId: string;
+  action: string;
+  resource: string;
+  plugin: string;
+  function: string;
+  args: ProtoStruct | null;
+  context: ProtoStruct | null;
+  trustTier: string;
+  traceId: string;
+}
+
+interface GrpcSubscription {
+  orgId: string;
+  sinceVersion: number;
+}
+
+/** Requests read ahead of the one being decided before the stream stops reading (flow control). */
+const STREAM_READ_AHEAD = 64;
+
+/**
+ * The PDP's gRPC transport (`agentgov.pdp.v1.PolicyDecisionPoint`): it only translates messages
+ * to PdpRequests and answers back; PdpService decides. Authentication is the global guard's
+ * (`x-api-key` or `authorization` metadata).
+ */
+@Controller()
+@AdapterAuth()
+export class PdpGrpcController {
+  constructor(
+    private readonly pdp: PdpService,
+    private readonly feed: PolicyChangeFeed,
+  ) {}
+
+  @GrpcMethod('PolicyDecisionPoint', 'Evaluate')
+  evaluate(request: GrpcPolicyRequest, metadata: Metadata): Promise<PdpAnswer> {
+    return this.pdp.evaluate(grpcPrincipal(metadata).orgId, fromGrpc(request), 'pdp');
+  }
+
+  /**
+   * One answer per request, in order, decided one at a time. Reading pauses while more than
+   * STREAM_READ_AHEAD requests wait, and deciding waits while the client does not take its
+   * answers (`drain`), so neither side can flood the other. An error (an unknown agent, a
+   * tripped rate limit) ends the stream with its status, as gRPC streams do.
+   */
+  @GrpcStreamCall('PolicyDecisionPoint', 'EvaluateStream')
+  evaluateStream(call: ServerDuplexStream<GrpcPolicyRequest, PdpAnswer>): void {
+    const orgId = grpcPrincipal(call.metadata).orgId;
+    const waiting: GrpcPolicyRequest[] = [];
+    let deciding = false;
+    let ended = false;
+    let failed = false;
+    const pump = async (): Promise<void> => {
+      if (deciding || failed) return;
+      deciding = true;
+      try {
+        while (waiting.length > 0 && !failed) {
+          const answer = await this.pdp.evaluate(orgId, fromGrpc(waiting.shift()!), 'pdp');
+          if (call.cancelled) return;
+          if (!call.write(answer)) await once(call, 'drain');
+          if (waiting.length <= STREAM_READ_AHEAD / 2 && call.isPaused()) call.resume();
+        }
+        if (ended && !failed) call.end();
+      } catch (error) {
+        failed = true;
+        call.emit('error', grpcError(error));
+      } finally {
+        deciding = false;
+      }
+    };
+    call.on('data', (request: GrpcPolicyRequest) => {
+      waiting.push(request);
+      if (waiting.length >= STREAM_READ_AHEAD) call.pause();
+      void pump();
+    });
+    call.on('end', () => {
+      ended = true;
+      void pump();
+    });
+  }
+
+  @GrpcMethod('PolicyDecisionPoint', 'Subscribe')
+  subscribe(request: GrpcSubscription, metadata: Metadata): Observable<PolicyChangeView> {
+    const { orgId } = grpcPrincipal(metadata);
+    if (request.orgId !== '' && request.orgId !== orgId) throw new AppError(ErrorCode.Forbidden, 'org_id must be the caller’s own organization');
+    if (!Number.isSafeInteger(request.sinceVersion) || request.sinceVersion < 0) throw AppError.invalid('since_version must be a non-negative integer');
+    return this.feed.changesOf(orgId, request.sinceVersion);
+  }
+}
+
+function fromGrpc(request: GrpcPolicyRequest): PdpRequest {
+  return checked({
+    agentId: request.agentId,
+    action: request.action,
+    resource: request.resource,
+    plugin: request.plugin,
+    function: request.function,
+    args: structToObject(request.args),
+    context: structToObject(request.context),
+    trustTier: request.trustTier,
+    traceId: request.traceId,
+  });
+}
+
+function grpcError(error: unknown): { code: GrpcStatus; details: string; message: string } {
+  const message = String(errorBody(error).body.message);
+  return { code: error instanceof AppError ? grpcStatusOf(error.code) : GrpcStatus.INTERNAL, details: message, message };
+}

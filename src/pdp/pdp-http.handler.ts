@@ -1,0 +1,81 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Logger } from 'pino';
+import { AdapterAuthenticator } from '../api-keys/adapter-authenticator';
+import { AppError } from '../common/app-error';
+import { errorBody } from '../common/error-body';
+import { ErrorCode } from '../common/error-code';
+import { findProblem } from '../common/json-body-guard';
+import { ServiceHeader } from '../common/service-header';
+import { resolveTraceId } from '../common/trace-id';
+import { AppConfig } from '../config/app-config';
+import { LOGGER } from '../logging/logging.module';
+import { sendJson } from '../proxy/decision-headers';
+import { INVALID_JSON, isJsonRequest, parseJsonBody, readBody } from '../proxy/request-body';
+import { checkAnswer, protoJsonAnswer } from './pdp-answers';
+import { PdpRequest, pdpRequestFromCheck, pdpRequestFromJson } from './pdp-request';
+import { PdpService } from './pdp.service';
+
+/** The lean paths of the PDP. */
+export const LEAN_PDP_PATHS: ReadonlySet<string> = new Set(['/v1/check', '/api/v1/pdp/evaluate']);
+
+/**
+ * `POST /v1/check` and `POST /api/v1/pdp/evaluate` on the lean path, mounted ahead of express
+ * like the proxy: an adapter checks before every tool call, and express's router and body
+ * parsing alone cost more than the whole decision. The same routes are documented (and served,
+ * where nothing is mounted) by AdapterController; both call PdpService, so they answer alike.
+ */
+@Injectable()
+export class PdpHttpHandler {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly adapters: AdapterAuthenticator,
+    private readonly pdp: PdpService,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** Serves one request to a LEAN_PDP_PATHS path; never throws (errors become responses). */
+  handle(request: IncomingMessage, response: ServerResponse, path: string): void {
+    const traceId = resolveTraceId(header(request, 'x-trace-id'), header(request, 'traceparent'));
+    const headers = { [ServiceHeader.ClientTraceId]: traceId };
+    this.answer(request, path, traceId).then(
+      (body) => sendJson(response, 200, body, headers),
+      (error: unknown) => {
+        request.resume();
+        const failure = errorBody(error, traceId);
+        if (failure.unexpected) this.logger.error({ err: error, traceId, path }, 'PDP request failed');
+        sendJson(response, failure.status, failure.body, headers);
+      },
+    );
+  }
+
+  private async answer(request: IncomingMessage, path: string, traceId: string): Promise<Record<string, unknown>> {
+    if (request.method !== 'POST') throw new AppError(ErrorCode.NotFound, `No route ${request.method} ${path}`);
+    const adapter = await this.adapters.authenticate({ apiKey: header(request, 'x-api-key'), authorization: request.headers.authorization });
+    const body = await this.readJson(request);
+    if (path === '/v1/check') return checkAnswer(await this.pdp.evaluate(adapter.orgId, traced(pdpRequestFromCheck(body), traceId), 'check'));
+    return protoJsonAnswer(await this.pdp.evaluate(adapter.orgId, traced(pdpRequestFromJson(body), traceId), 'pdp'));
+  }
+
+  private async readJson(request: IncomingMessage): Promise<unknown> {
+    if (!isJsonRequest(request)) throw new AppError(ErrorCode.UnsupportedMediaType, 'Content-Type must be application/json');
+    const read = await readBody(request, this.config.http.maxJsonBytes);
+    if (read === 'aborted') throw AppError.invalid('The request body ended early');
+    if (read === 'too_large') throw new AppError(ErrorCode.PayloadTooLarge, `Request body is larger than ${this.config.http.maxJsonBytes} bytes`);
+    const parsed = parseJsonBody(read);
+    if (parsed === INVALID_JSON || parsed === undefined) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
+    const problem = typeof parsed === 'object' && parsed !== null ? findProblem(parsed) : null;
+    if (problem !== null) throw AppError.invalid(problem);
+    return parsed;
+  }
+}
+
+/** The body's trace id, else the request's (its X-Trace-ID, or a new one). */
+export function traced(request: PdpRequest, traceId: string): PdpRequest {
+  return request.traceId === '' ? { ...request, traceId } : request;
+}
+
+function header(request: IncomingMessage, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

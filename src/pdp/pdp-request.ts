@@ -1,0 +1,92 @@
+import { AppError } from '../common/app-error';
+
+/** A PDP question, whichever transport brought it (gRPC, proto3 JSON, `/v1/check`). */
+export interface PdpRequest {
+  agentId: string;
+  action: string;
+  resource: string;
+  plugin: string;
+  function: string;
+  args: Readonly<Record<string, unknown>>;
+  context: Readonly<Record<string, unknown>>;
+  trustTier: string;
+  traceId: string;
+}
+
+const MAX_ID = 256;
+const MAX_TEXT = 2048;
+
+/** The JSON form of PolicyRequest (proto3 JSON: camelCase or the proto's snake_case names), checked field by field. */
+export function pdpRequestFromJson(body: unknown): PdpRequest {
+  const source = objectOf(body, 'body');
+  const field = (camel: string, snake: string) => (source[camel] !== undefined ? source[camel] : source[snake]);
+  known(source, PROTO_JSON_FIELDS, 'PolicyRequest');
+  return checked({
+    agentId: text(field('agentId', 'agent_id'), 'agentId', MAX_ID),
+    action: text(field('action', 'action'), 'action', MAX_TEXT),
+    resource: text(field('resource', 'resource'), 'resource', MAX_TEXT),
+    plugin: text(field('plugin', 'plugin'), 'plugin', MAX_ID),
+    function: text(field('function', 'function'), 'function', MAX_ID),
+    args: optionalObject(field('args', 'args'), 'args'),
+    context: optionalObject(field('context', 'context'), 'context'),
+    trustTier: text(field('trustTier', 'trust_tier'), 'trustTier', MAX_ID),
+    traceId: text(field('traceId', 'trace_id'), 'traceId', MAX_ID),
+  });
+}
+
+/** The body of `POST /v1/check` (CONTRACT.md "Adapter endpoints"). */
+export function pdpRequestFromCheck(body: unknown): PdpRequest {
+  const source = objectOf(body, 'body');
+  known(source, CHECK_FIELDS, 'the check');
+  return checked({
+    agentId: text(source.agentId, 'agentId', MAX_ID),
+    action: text(source.action, 'action', MAX_TEXT),
+    resource: text(source.resource, 'resource', MAX_TEXT),
+    plugin: required(text(source.plugin, 'plugin', MAX_ID), 'plugin'),
+    function: required(text(source.function, 'function', MAX_ID), 'function'),
+    args: optionalObject(source.arguments, 'arguments'),
+    context: optionalObject(source.context, 'context'),
+    trustTier: text(source.trustTier, 'trustTier', MAX_ID),
+    traceId: text(source.traceId, 'traceId', MAX_ID),
+  });
+}
+
+const PROTO_JSON_FIELDS = new Set(['agentId', 'agent_id', 'action', 'resource', 'plugin', 'function', 'args', 'context', 'trustTier', 'trust_tier', 'traceId', 'trace_id']);
+const CHECK_FIELDS = new Set(['agentId', 'plugin', 'function', 'arguments', 'trustTier', 'context', 'action', 'resource', 'traceId']);
+
+/** What every transport requires: an agent, and an action or the plugin and function to make one of. */
+export function checked(request: PdpRequest): PdpRequest {
+  required(request.agentId, 'agentId');
+  if (request.action === '' && (request.plugin === '' || request.function === '')) {
+    throw AppError.invalid('action is required unless plugin and function are both given');
+  }
+  return request;
+}
+
+function objectOf(value: unknown, name: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw AppError.invalid(`${name} must be a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+function known(source: Record<string, unknown>, fields: ReadonlySet<string>, what: string): void {
+  for (const key of Object.keys(source)) if (!fields.has(key)) throw AppError.invalid(`unknown field ${key} in ${what}`);
+}
+
+function text(value: unknown, name: string, max: number): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value !== 'string') throw AppError.invalid(`${name} must be a string`);
+  if (value.length > max) throw AppError.invalid(`${name} must be at most ${max} characters`);
+  return value;
+}
+
+function required(value: string, name: string): string {
+  if (value === '') throw AppError.invalid(`${name} is required`);
+  return value;
+}
+
+function optionalObject(value: unknown, name: string): Readonly<Record<string, unknown>> {
+  if (value === undefined || value === null) return EMPTY;
+  return objectOf(value, name);
+}
+
+const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});

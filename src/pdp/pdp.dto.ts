@@ -1,0 +1,122 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+
+/** `POST /v1/check` (documented here; validated by pdpRequestFromCheck). */
+export class CheckRequestDto {
+  @ApiProperty({ example: 'agent_3f9a0c1b2d4e5f6a7b8c9d0e', description: 'The agent making the call (of the caller’s organization)' }) agentId: string;
+  @ApiProperty({ example: 'FilePlugin' }) plugin: string;
+  @ApiProperty({ example: 'ReadFile' }) function: string;
+  @ApiPropertyOptional({ example: { path: '/etc/passwd' }, description: 'The call’s arguments, read by policies as args.<name>' }) arguments?: Record<string, unknown>;
+  @ApiPropertyOptional({ example: 'standard', description: 'The adapter’s tier hint (standard, elevated, restricted); recorded as context.adapter_trust_tier. The agent’s record decides agent.trust_tier.' })
+  trustTier?: string;
+  @ApiPropertyOptional({ example: { data_class: 'pii' }, description: 'Enriched context, read by policies as context.<name>' }) context?: Record<string, unknown>;
+  @ApiPropertyOptional({ description: 'The action policies match on; `<plugin>.<function>` when absent' }) action?: string;
+  @ApiPropertyOptional() resource?: string;
+  @ApiPropertyOptional({ description: 'Client trace id (X-Trace-ID works too)' }) traceId?: string;
+}
+
+export class CheckAnswerDto {
+  @ApiProperty({ enum: ['allow', 'deny'] }) decision: string;
+  @ApiProperty({ example: 'Access to system files blocked' }) reason: string;
+  @ApiProperty({ example: 'block-sensitive-files' }) policy: string;
+  @ApiPropertyOptional({ example: 'system-paths' }) rule?: string;
+  @ApiProperty() traceId: string;
+  @ApiProperty({ example: 12, description: 'Policy version decided on; moves on every change Subscribe reports' }) policyVersion: number;
+  @ApiProperty({ example: 0.021 }) latencyMs: number;
+  @ApiProperty({ example: 'aud_3f9a0c1b2d4e5f6a7b8c9d0e', description: 'The audit entry’s id; /v1/audit may name it' }) decisionId: string;
+  @ApiProperty({ description: 'False when MODE=audit let a denial through (decision is then allow)' }) enforced: boolean;
+  @ApiProperty({ description: 'Whether an SDK may cache this decision (false when a rate limit took part)' }) cacheable: boolean;
+  @ApiProperty({ example: 30000 }) cacheTtlMs: number;
+}
+
+/** PolicyRequest in proto3 JSON (documented here; validated by pdpRequestFromJson). */
+export class PolicyRequestJsonDto {
+  @ApiProperty({ example: 'agent_3f9a0c1b2d4e5f6a7b8c9d0e' }) agentId: string;
+  @ApiPropertyOptional({ example: 'FilePlugin.ReadFile', description: '`<plugin>.<function>` when empty' }) action?: string;
+  @ApiPropertyOptional() resource?: string;
+  @ApiPropertyOptional({ example: 'FilePlugin' }) plugin?: string;
+  @ApiPropertyOptional({ example: 'ReadFile' }) function?: string;
+  @ApiPropertyOptional({ example: { path: '/tmp/a' } }) args?: Record<string, unknown>;
+  @ApiPropertyOptional() context?: Record<string, unknown>;
+  @ApiPropertyOptional({ example: 'standard' }) trustTier?: string;
+  @ApiPropertyOptional() traceId?: string;
+}
+
+export class PolicyResponseJsonDto {
+  @ApiProperty({ enum: ['DECISION_ALLOW', 'DECISION_DENY'] }) decision: string;
+  @ApiProperty() reason: string;
+  @ApiProperty() policy: string;
+  @ApiProperty() rule: string;
+  @ApiProperty({ example: '12', description: 'int64, a string in proto3 JSON' }) policyVersion: string;
+  @ApiProperty() traceId: string;
+  @ApiProperty() latencyMs: number;
+  @ApiProperty() decisionId: string;
+  @ApiProperty() cacheable: boolean;
+  @ApiProperty({ example: '30000' }) cacheTtlMs: string;
+  @ApiProperty() enforced: boolean;
+}
+
+/** `POST /v1/audit`: what became of a call after the check. */
+export class AdapterAuditDto {
+  @ApiProperty({ example: 'agent_3f9a0c1b2d4e5f6a7b8c9d0e' })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
+  agentId: string;
+
+  @ApiProperty({ example: 'FilePlugin' })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
+  plugin: string;
+
+  @ApiProperty({ example: 'ReadFile' })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
+  function: string;
+
+  @ApiPropertyOptional({ description: 'The call’s arguments (redacted like every audit payload)' })
+  @IsOptional()
+  @IsObject()
+  arguments?: Record<string, unknown>;
+
+  @ApiProperty({ enum: ['allow', 'deny'], description: 'The decision the call ran under' })
+  @IsIn(['allow', 'deny'])
+  decision: 'allow' | 'deny';
+
+  @ApiProperty({ example: 42.5, description: 'How long the call ran, in milliseconds' })
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(86_400_000)
+  durationMs: number;
+
+  @ApiPropertyOptional({ example: 'read 2 KiB', maxLength: 2048 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2048)
+  resultSummary?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  @MaxLength(256)
+  traceId?: string;
+
+  @ApiPropertyOptional({ example: '6f1c…', description: 'The SDK’s id for this event: a replay with the same id is recorded once' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[A-Za-z0-9._:-]{1,128}$/, { message: 'eventId must be 1-128 characters of A-Z a-z 0-9 . _ : -' })
+  eventId?: string;
+
+  @ApiPropertyOptional({ example: 'aud_3f9a0c1b2d4e5f6a7b8c9d0e', description: 'The decisionId of the check this outcome follows' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  decisionId?: string;
+}
+
+export class AuditAcceptedDto {
+  @ApiProperty({ example: true }) accepted: boolean;
+  @ApiProperty({ description: 'False when the eventId was seen before (nothing new was recorded)' }) recorded: boolean;
+}
