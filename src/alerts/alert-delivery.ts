@@ -51,6 +51,9 @@ export function configuredProviders(config: AlertsConfig): AlertProvider[] {
  */
 export class AlertDelivery {
   private inFlight = 0;
+  /** Batches between their arrival and the start of their sends (the rate counter may be in Redis). */
+  private starting = 0;
+  private idleWaiters: Array<() => void> = [];
 
   constructor(
     private readonly providers: readonly AlertProvider[],
@@ -75,7 +78,13 @@ export class AlertDelivery {
   /** Rate-limits the alerts and starts sending those allowed; resolves once they are under way. */
   async deliver(alerts: readonly Alert[]): Promise<void> {
     if (this.providers.length === 0 || alerts.length === 0) return;
-    const allowed = await this.counter.take(alerts.length, Date.now());
+    this.starting++;
+    let allowed: number;
+    try {
+      allowed = await this.counter.take(alerts.length, Date.now());
+    } finally {
+      this.starting--;
+    }
     if (allowed < alerts.length) this.drop(alerts.slice(allowed), `alert rate limit reached (ALERT_RATE_LIMIT=${this.limit} per minute): alerts dropped`);
     const overflow: Alert[] = [];
     for (const alert of alerts.slice(0, allowed)) {
@@ -84,6 +93,13 @@ export class AlertDelivery {
     }
     // One line per batch, not per alert: a receiver that cannot keep up must not flood the log too.
     if (overflow.length > 0) this.drop(overflow, `more than ${MAX_IN_FLIGHT} alert deliveries under way: alerts dropped`);
+    this.notifyIfIdle();
+  }
+
+  /** Resolves once nothing is being sent (retries included). */
+  idle(): Promise<void> {
+    if (this.inFlight === 0 && this.starting === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** Sends one alert to every provider now (no rate limit) and reports each result: `ags alerts test`. */
@@ -115,7 +131,13 @@ export class AlertDelivery {
       }
     } finally {
       this.inFlight--;
+      this.notifyIfIdle();
     }
+  }
+
+  private notifyIfIdle(): void {
+    if (this.inFlight > 0 || this.starting > 0 || this.idleWaiters.length === 0) return;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   private drop(alerts: readonly Alert[], message: string): void {

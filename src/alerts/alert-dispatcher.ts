@@ -6,8 +6,8 @@ import type { AlertsConfig } from '../config/app-config';
 
 /** Messages between the AlertDispatcher and the alert worker. */
 /** `alerts`: a batch of raised alerts as raiseAlerts lays them out (alert-triggers.ts). */
-export type AlertWorkerRequest = { type: 'alerts'; alerts: unknown[] };
-export type AlertWorkerReply = { type: 'log'; level: 'warn' | 'error'; message: string; fields: Record<string, unknown> };
+export type AlertWorkerRequest = { type: 'alerts'; alerts: unknown[] } | { type: 'drain'; withinMs: number };
+export type AlertWorkerReply = { type: 'log'; level: 'warn' | 'error'; message: string; fields: Record<string, unknown> } | { type: 'drained' };
 export interface AlertWorkerData {
   config: AlertsConfig;
   redisUrl?: string;
@@ -32,15 +32,31 @@ export class AlertDispatcher {
     worker.postMessage({ type: 'alerts', alerts } satisfies AlertWorkerRequest);
   }
 
-  async close(): Promise<void> {
+  /** Lets the worker finish what it is sending, for at most `drainMs` (retries included), then stops it. */
+  async close(drainMs = 0): Promise<void> {
     const worker = this.worker;
     this.worker = null;
-    await worker?.terminate();
+    if (worker === null) return;
+    if (drainMs > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, drainMs + 1000);
+        worker.on('message', (reply: AlertWorkerReply) => {
+          if (reply.type !== 'drained') return;
+          clearTimeout(timer);
+          resolve();
+        });
+        worker.once('exit', () => resolve());
+        worker.postMessage({ type: 'drain', withinMs: drainMs } satisfies AlertWorkerRequest);
+      });
+    }
+    await worker.terminate();
   }
 
   private start(): Worker {
     const worker = new Worker(alertWorkerScript(), { workerData: this.data satisfies AlertWorkerData });
-    worker.on('message', (reply: AlertWorkerReply) => this.logger[reply.level](reply.fields, reply.message));
+    worker.on('message', (reply: AlertWorkerReply) => {
+      if (reply.type === 'log') this.logger[reply.level](reply.fields, reply.message);
+    });
     worker.on('error', (error) => this.logger.error({ err: error }, 'alert worker crashed; alerts it held are lost'));
     worker.on('exit', () => {
       if (this.worker === worker) this.worker = null;

@@ -12,6 +12,11 @@ const { config, redisUrl } = workerData as AlertWorkerData;
 const delivery = AlertDelivery.fromConfig(config, redisUrl, (level, message, fields) => reply({ type: 'log', level, message, fields }));
 
 parentPort!.on('message', (request: AlertWorkerRequest) => {
+  if (request.type === 'drain') {
+    const deadline = new Promise((resolve) => setTimeout(resolve, request.withinMs));
+    void Promise.race([delivery.idle(), deadline]).then(() => reply({ type: 'drained' }));
+    return;
+  }
   const alerts = alertsOfBatch(request.alerts);
   delivery.deliver(alerts).catch((error: unknown) =>
     reply({ type: 'log', level: 'error', message: 'alert delivery failed', fields: { err: error instanceof Error ? error.message : String(error), alertIds: alerts.map((alert) => alert.id) } }),

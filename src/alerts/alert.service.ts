@@ -8,6 +8,8 @@ import { ActiveTriggers, activeTriggers, RAISED_FIELDS, raiseAlerts } from './al
 
 /** Alerts raised within this many milliseconds go to the worker in one message. */
 const BATCH_MS = 10;
+/** At shutdown, the longest the worker may spend finishing its deliveries (first attempts and retries). */
+const DRAIN_MS = 5000;
 
 /**
  * Alerting on every governed decision, whatever its entry point: listens to DecisionEvents,
@@ -55,7 +57,7 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
     this.unsubscribe?.();
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flush();
-    await this.dispatcher.close();
+    await this.dispatcher.close(DRAIN_MS);
   }
 
   private flush(): void {
