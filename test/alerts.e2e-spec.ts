@@ -458,6 +458,21 @@ describe('ALERT_RATE_LIMIT shared through Redis by two gateways', () => {
   });
 });
 
+describe('shutdown', () => {
+  it('delivers the alerts of the last requests before the gateway stops', async () => {
+    const webhook = await startAlertReceiver();
+    try {
+      const gateway = await startGateway({ ALERT_ON: 'deny', ALERT_WEBHOOK_URL: webhook.url, ALERT_ENVIRONMENT: uniqueEnvironment('shutdown') });
+      const { agent } = await setup(gateway, [DENY_SECRETS]);
+      expect((await proxy(gateway, agent, 'GET', '/secret/last')).status).toBe(403);
+      await gateway.close();
+      expect(webhook.accepted(about(agent))).toHaveLength(1);
+    } finally {
+      await webhook.close();
+    }
+  });
+});
+
 describe('ags alerts', () => {
   let webhook: AlertReceiver;
   let chat: AlertReceiver;
