@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { runAlertsBench } from './alerts.bench';
 import { runAnalyticsBench } from './analytics.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
@@ -19,6 +20,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   sdk: () => import('./sdk.bench').then((bench) => bench.runSdkBench()),
   analytics: runAnalyticsBench,
   sidecar: runSidecarBench,
+  alerts: runAlertsBench,
 };
 
 const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');

@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
+import { AlertsModule } from './alerts/alerts.module';
 import { AnalyticsModule } from './analytics/analytics.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AuditModule } from './audit/audit.module';
@@ -50,6 +51,7 @@ export class AppModule {
         BillingModule,
         AgentIdentityModule,
         BundlesModule,
+        AlertsModule,
       ],
       providers: [GatewayBootstrap],
     };

@@ -162,7 +162,7 @@ describe('ags errors', () => {
 describe('ags usage errors', () => {
   it.each<[string, string[], RegExp, string]>([
     ['an unknown command', ['bogus'], /^error: unknown command 'bogus'\n/, 'ags'],
-    ['a command not built yet', ['alerts', 'triggers'], /^error: unknown command 'alerts'\n/, 'ags'],
+    ['an unknown alerts subcommand', ['alerts', 'bogus'], /^error: unknown command 'bogus'\n/, 'ags alerts'],
     ['an unknown orgs subcommand', ['orgs', 'bogus'], /^error: unknown command 'bogus'\n/, 'ags orgs'],
     ['an unknown agents subcommand', ['agents', 'remove', 'agent_x'], /^error: unknown command 'remove'\n/, 'ags agents'],
     ['an unknown policies subcommand', ['policies', 'lint', 'x.yaml'], /^error: unknown command 'lint'\n/, 'ags policies'],
@@ -189,7 +189,7 @@ describe('ags usage errors', () => {
     expect(list.body.agents).toEqual([]);
   });
 
-  it.each([[[]], [['help']], [['orgs']], [['agents']], [['policies']]])('ags %j prints its usage on stdout and exits 0', async (command) => {
+  it.each([[[]], [['help']], [['orgs']], [['agents']], [['policies']], [['alerts']]])('ags %j prints its usage on stdout and exits 0', async (command) => {
     const result = await ags(...command);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(result.stdout).toMatch(new RegExp(`^Usage: ${['ags', ...command.filter((word) => word !== 'help')].join(' ')} \\[options\\] \\[command\\]`));

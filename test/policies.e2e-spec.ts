@@ -387,7 +387,7 @@ const INVALID: Array<[string, string, ExpectedError[]]> = [
     [
       { policy: 'p', rule: 'a', line: 5, column: 16, message: /unknown variable 'foo'/ },
       { policy: 'p', rule: 'b', line: 9, column: 42, message: /bad rate_limit window/ },
-      { policy: 'p', rule: 'c', line: 14, column: 13, message: /'action' must be 'allow' or 'deny'/ },
+      { policy: 'p', rule: 'c', line: 14, column: 13, message: /'action' must be 'allow', 'deny' or 'alert'/ },
     ],
   ],
 ];

@@ -11,6 +11,7 @@ import { LoggingModule } from '../logging/logging.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { AgentsCommand, AgentsCreateCommand, AgentsListCommand, AgentsRevokeCommand, AgentsTokenCommand } from './agents.command';
 import { AgsCommand } from './ags.command';
+import { ALERTS_COMMANDS } from './alerts.command';
 import { CliBootstrap } from './cli-bootstrap';
 import { PoliciesCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
 import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
@@ -46,6 +47,7 @@ export class CliModule {
         PoliciesCommand,
         PoliciesValidateCommand,
         PoliciesTestCommand,
+        ...ALERTS_COMMANDS,
       ],
     };
   }

@@ -9,7 +9,7 @@ import { OfflineCliModule } from './offline-cli.module';
 const CLEAN_EXITS = new Set(['commander.helpDisplayed', 'commander.help', 'commander.version']);
 
 /** Commands that run without the database, so they work beside a running embedded gateway. */
-const OFFLINE_COMMANDS = new Set(['policies']);
+const OFFLINE_COMMANDS = new Set(['policies', 'alerts']);
 
 async function main(): Promise<void> {
   const options = {

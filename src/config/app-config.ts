@@ -5,7 +5,6 @@ import { PLAN_IDS, PlanId } from '../organizations/plans';
 
 export type GatewayMode = 'enforce' | 'audit';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-export const ALERT_TRIGGERS = ['deny', 'error', 'rate_limit', 'all'] as const;
 
 /** Raised at boot when the environment is invalid; lists every problem. */
 export class ConfigError extends Error {
@@ -97,25 +96,8 @@ export class AppConfig {
     /** PAYMENT_PRICE_STARTER_MONTHLY, _STARTER_ANNUAL, _PROFESSIONAL_MONTHLY, _PROFESSIONAL_ANNUAL: provider price ids. */
     prices: { starterMonthly: string; starterAnnual: string; professionalMonthly: string; professionalAnnual: string };
   };
-  readonly alerts: {
-    on: string[];
-    webhookUrl?: string;
-    webhookSecret?: string;
-    chatWebhook?: string;
-    email: {
-      enabled: boolean;
-      from?: string;
-      to: string[];
-      apiKey?: string;
-      smtpHost?: string;
-      smtpPort: number;
-      smtpUser?: string;
-      smtpPass?: string;
-    };
-    ratePerMinute: number;
-    instanceName: string;
-    environment: string;
-  };
+  /** ALERT_*: outgoing alerts (see AlertsConfig below). */
+  readonly alerts: AlertsConfig;
   readonly oidc: {
     /** OIDC_ISSUER: identity provider of managed-identity bearer tokens (its discovery document and JWKS). */
     issuer?: string;
@@ -187,25 +169,7 @@ export class AppConfig {
           professionalAnnual: read.string('PAYMENT_PRICE_PROFESSIONAL_ANNUAL', 'price_professional_annual'),
         },
       },
-      alerts: {
-        on: read.list('ALERT_ON', [], ALERT_TRIGGERS),
-        webhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:']),
-        webhookSecret: read.optionalString('ALERT_WEBHOOK_SECRET'),
-        chatWebhook: read.url('ALERT_CHAT_WEBHOOK', ['http:', 'https:']),
-        email: {
-          enabled: read.bool('ALERT_EMAIL_ENABLED', false),
-          from: read.optionalString('ALERT_EMAIL_FROM'),
-          to: read.list('ALERT_EMAIL_TO', []),
-          apiKey: read.optionalString('ALERT_EMAIL_API_KEY'),
-          smtpHost: read.optionalString('ALERT_SMTP_HOST'),
-          smtpPort: read.int('ALERT_SMTP_PORT', 587, 1, 65535),
-          smtpUser: read.optionalString('ALERT_SMTP_USER'),
-          smtpPass: read.optionalString('ALERT_SMTP_PASS'),
-        },
-        ratePerMinute: read.int('ALERT_RATE_LIMIT', 10, 1, 100000),
-        instanceName: read.string('ALERT_INSTANCE_NAME', 'agent-governance'),
-        environment: read.string('ALERT_ENVIRONMENT', 'production'),
-      },
+      alerts: readAlertsConfig(read),
       oidc: {
         issuer: read.url('OIDC_ISSUER', ['http:', 'https:']),
         audience: read.optionalString('OIDC_AUDIENCE'),
@@ -229,4 +193,78 @@ function packageVersion(): string {
     if (fs.existsSync(file)) return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
   }
   return '0.0.0';
+}
+
+// ---- Alerting (ALERT_*; SPEC.md "Alerts (outgoing)") ----
+
+/** The triggers ALERT_ON accepts; `all` stands for the three others. */
+export const ALERT_TRIGGERS = ['deny', 'error', 'rate_limit', 'all'] as const;
+export type AlertTriggerName = (typeof ALERT_TRIGGERS)[number];
+
+export interface AlertsConfig {
+  /** ALERT_ON: triggers, as configured (`all` not expanded). */
+  on: AlertTriggerName[];
+  /** ALERT_WEBHOOK_URL: the generic webhook. */
+  webhookUrl?: string;
+  /** ALERT_WEBHOOK_SECRET: HMAC-SHA256 key of the webhook's signatures; unsigned without it. */
+  webhookSecret?: string;
+  /** ALERT_CHAT_WEBHOOK: a Slack-compatible incoming webhook. */
+  chatWebhook?: string;
+  email: {
+    /** ALERT_EMAIL_ENABLED: `true` sends alerts by email. */
+    enabled: boolean;
+    /** ALERT_EMAIL_FROM: sender address. */
+    from?: string;
+    /** ALERT_EMAIL_TO: recipients, comma-separated. */
+    to: string[];
+    /** ALERT_EMAIL_API_KEY: key of the email delivery API (Resend); preferred over SMTP. */
+    apiKey?: string;
+    /** ALERT_EMAIL_API_URL: base URL of that API (tests point it at a local fake). */
+    apiUrl: string;
+    /** ALERT_SMTP_HOST, _PORT, _USER, _PASS: SMTP delivery when no API key is set. */
+    smtpHost?: string;
+    smtpPort: number;
+    smtpUser?: string;
+    smtpPass?: string;
+  };
+  /** ALERT_RATE_LIMIT: most alerts sent per minute, all providers together; the rest are dropped. */
+  ratePerMinute: number;
+  /** ALERT_INSTANCE_NAME: names this gateway in alerts. */
+  instanceName: string;
+  /** ALERT_ENVIRONMENT: names its environment in alerts (and scopes the shared rate counter). */
+  environment: string;
+}
+
+function readAlertsConfig(read: EnvReader): AlertsConfig {
+  const alerts: AlertsConfig = {
+    on: read.list('ALERT_ON', [], ALERT_TRIGGERS) as AlertTriggerName[],
+    webhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:']),
+    webhookSecret: read.optionalString('ALERT_WEBHOOK_SECRET'),
+    chatWebhook: read.url('ALERT_CHAT_WEBHOOK', ['http:', 'https:']),
+    email: {
+      enabled: read.bool('ALERT_EMAIL_ENABLED', false),
+      from: read.optionalString('ALERT_EMAIL_FROM'),
+      to: read.list('ALERT_EMAIL_TO', []),
+      apiKey: read.optionalString('ALERT_EMAIL_API_KEY'),
+      apiUrl: read.url('ALERT_EMAIL_API_URL', ['http:', 'https:']) ?? 'https://api.resend.com',
+      smtpHost: read.optionalString('ALERT_SMTP_HOST'),
+      smtpPort: read.int('ALERT_SMTP_PORT', 587, 1, 65535),
+      smtpUser: read.optionalString('ALERT_SMTP_USER'),
+      smtpPass: read.optionalString('ALERT_SMTP_PASS'),
+    },
+    ratePerMinute: read.int('ALERT_RATE_LIMIT', 10, 1, 1_000_000_000),
+    instanceName: read.string('ALERT_INSTANCE_NAME', 'agent-governance'),
+    environment: read.string('ALERT_ENVIRONMENT', 'production'),
+  };
+  const email = alerts.email;
+  if (email.enabled) {
+    if (email.from === undefined) read.errors.push('ALERT_EMAIL_FROM: required when ALERT_EMAIL_ENABLED=true');
+    if (email.to.length === 0) read.errors.push('ALERT_EMAIL_TO: required when ALERT_EMAIL_ENABLED=true');
+    if (email.apiKey === undefined && email.smtpHost === undefined) {
+      read.errors.push('ALERT_EMAIL_ENABLED=true needs ALERT_EMAIL_API_KEY (delivery API) or ALERT_SMTP_HOST (SMTP)');
+    }
+  }
+  if (email.apiKey !== undefined && /[\r\n]/.test(email.apiKey)) read.errors.push('ALERT_EMAIL_API_KEY: must not contain line breaks');
+  if (email.smtpUser !== undefined && email.smtpPass === undefined) read.errors.push('ALERT_SMTP_PASS: required with ALERT_SMTP_USER');
+  return alerts;
 }

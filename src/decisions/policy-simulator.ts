@@ -160,5 +160,6 @@ export class PolicySimulator {
 function decisionView(decision: Decision): DecisionView {
   const view: DecisionView = { decision: decision.effect, policy: decision.policy, rule: decision.rule, reason: decision.reason };
   if (decision.rateLimit) view.rateLimit = { ...decision.rateLimit };
+  if (decision.alerts) view.alerts = decision.alerts.map((alert) => ({ ...alert }));
   return view;
 }

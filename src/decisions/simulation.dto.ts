@@ -104,12 +104,19 @@ export class RateLimitView {
   @ApiProperty() retryAfterSeconds: number;
 }
 
+export class FiredAlertView {
+  @ApiProperty() policy: string;
+  @ApiProperty() rule: string;
+  @ApiProperty() reason: string;
+}
+
 export class DecisionView {
   @ApiProperty({ enum: ['allow', 'deny'] }) decision: string;
   @ApiProperty() policy: string;
   @ApiProperty({ nullable: true, type: String }) rule: string | null;
   @ApiProperty() reason: string;
   @ApiPropertyOptional({ type: RateLimitView }) rateLimit?: RateLimitView;
+  @ApiPropertyOptional({ type: [FiredAlertView], description: 'The `alert` rules that fired (they raise alerts and never change the decision)' }) alerts?: FiredAlertView[];
 }
 
 export class SimulationView extends DecisionView {

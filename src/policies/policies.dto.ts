@@ -11,7 +11,7 @@ export class PolicyMatchView {
 export class PolicyRuleView {
   @ApiPropertyOptional() name?: string;
   @ApiProperty({ example: 'args.path starts_with "/etc"' }) condition: string;
-  @ApiProperty({ enum: ['allow', 'deny'] }) action: string;
+  @ApiProperty({ enum: ['allow', 'deny', 'alert'], description: '`alert`: raise an alert and go on (never decides)' }) action: string;
   @ApiProperty() reason: string;
 }
 

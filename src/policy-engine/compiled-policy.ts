@@ -2,17 +2,19 @@ import type { CheckedCondition } from './checker';
 import { compileCondition, SyncTest } from './compiler';
 import { globMatcher } from './glob';
 import type { RateTest } from './rate-limit-call';
-import type { Decision, Effect, MatchDefinition, MatchTarget, PolicyDefinition, RuleDefinition } from './types';
+import type { Decision, Effect, FiredAlert, MatchDefinition, MatchTarget, PolicyDefinition, RuleAction, RuleDefinition } from './types';
 
 /** One rule, compiled; exactly one of `sync` and `rated` is set. */
 export interface CompiledRule {
   /** Rule name, else `<policy>#<index>` (0-based). */
   readonly label: string;
-  readonly effect: Effect;
+  readonly effect: RuleAction;
   readonly sync: SyncTest | null;
   readonly rated: RateTest | null;
-  /** Shared outcome when the rule fires: its deny, or the allow it grants. */
+  /** Shared outcome when the rule fires: its deny, or the allow it grants (an `alert` rule never decides: unused). */
   readonly decision: Decision;
+  /** What an `alert` rule raises when it fires; null for allow and deny rules. */
+  readonly alert: FiredAlert | null;
 }
 
 /** A checked policy ready to compile. */
@@ -83,7 +85,8 @@ function compileRule(
     effect: rule.action,
     sync: compiled.sync,
     rated: compiled.rated,
-    decision: decision(rule.action, policy, label, rule.reason),
+    decision: decision(rule.action === 'alert' ? 'allow' : rule.action, policy, label, rule.reason),
+    alert: rule.action === 'alert' ? Object.freeze({ policy, rule: label, reason: rule.reason }) : null,
   };
 }
 

@@ -1,7 +1,7 @@
 import { CompiledPolicy, CompiledRule, decision } from './compiled-policy';
 import { EvaluationTracer, ExplanationTracer } from './evaluation-tracer';
 import { peekingLimiter, RateLimitRecorder, RateTest } from './rate-limit-call';
-import type { Decision, DecisionInput, EvaluationEnv, Explanation, MatchTarget } from './types';
+import type { Decision, DecisionInput, EvaluationEnv, Explanation, FiredAlert, MatchTarget } from './types';
 
 // Plugin names come from requests; past this many distinct names, candidates are computed uncached.
 const MAX_CACHED_PLUGINS = 1024;
@@ -18,11 +18,13 @@ interface Suspended {
   readonly allowed: Decision | null;
   readonly first: CompiledPolicy | null;
   readonly policyAllowed: boolean;
+  readonly alerts: FiredAlert[] | null;
 }
 
 /**
  * An ordered, compiled set of policies, combined deny-overrides: the first deny (in policy then
- * rule order) decides; otherwise allow.
+ * rule order) decides; otherwise allow. `alert` rules reached before the decision add their
+ * alert to it (`decision.alerts`) and never change it.
  */
 export class PolicySet {
   /** The decision when no policy applies. */
@@ -104,6 +106,7 @@ export class PolicySet {
   ): Decision | Promise<Decision> {
     let allowed = start === null ? null : start.allowed;
     let first = start === null ? null : start.first;
+    let alerts = start === null ? null : start.alerts;
     for (let p = start === null ? 0 : start.policy; p < list.length; p++) {
       const policy = list[p];
       if (filter && policy.matchesRest !== null && !policy.matchesRest(input)) continue;
@@ -122,24 +125,28 @@ export class PolicySet {
           const recorder = new RateLimitRecorder(env);
           const answer = (rule.rated as RateTest)(input, recorder);
           if (typeof answer !== 'boolean') {
-            const at: Suspended = { input, env, list, filter, tracer, policy: p, rule: r, allowed, first, policyAllowed };
+            const at: Suspended = { input, env, list, filter, tracer, policy: p, rule: r, allowed, first, policyAllowed, alerts };
             return this.suspend(answer, recorder, at);
           }
           fired = answer;
           const denied = settleRated(rule, fired, recorder, tracer);
-          if (denied !== null) return denied;
+          if (denied !== null) return withAlerts(denied, alerts);
         }
         if (!fired) continue;
-        if (rule.effect === 'deny') return rule.decision;
+        if (rule.alert !== null) {
+          (alerts ??= []).push(rule.alert);
+          continue;
+        }
+        if (rule.effect === 'deny') return withAlerts(rule.decision, alerts);
         if (!policyAllowed) {
           policyAllowed = true;
           if (allowed === null) allowed = rule.decision;
         }
       }
-      if (policy.defaultDeny && !policyAllowed) return policy.defaultDecision;
+      if (policy.defaultDeny && !policyAllowed) return withAlerts(policy.defaultDecision, alerts);
     }
-    if (allowed !== null) return allowed;
-    return first === null ? this.defaultDecision : first.allowDecision;
+    if (allowed !== null) return withAlerts(allowed, alerts);
+    return withAlerts(first === null ? this.defaultDecision : first.allowDecision, alerts);
   }
 
   // Apart from run: a closure there (over `this` and the recorder) would allocate a context on every call.
@@ -151,13 +158,15 @@ export class PolicySet {
   private resume(fired: boolean, recorder: RateLimitRecorder, at: Suspended): Decision | Promise<Decision> {
     const rule = at.list[at.policy].rules[at.rule];
     const denied = settleRated(rule, fired, recorder, at.tracer);
-    if (denied !== null) return denied;
-    const grants = fired && !at.policyAllowed;
+    if (denied !== null) return withAlerts(denied, at.alerts);
+    const alerting = fired && rule.alert !== null;
+    const grants = fired && !alerting && !at.policyAllowed;
     const next: Suspended = {
       ...at,
       rule: at.rule + 1,
       allowed: grants && at.allowed === null ? rule.decision : at.allowed,
-      policyAllowed: at.policyAllowed || fired,
+      policyAllowed: at.policyAllowed || (fired && !alerting),
+      alerts: alerting ? [...(at.alerts ?? []), rule.alert!] : at.alerts,
     };
     return this.run(at.input, at.env, at.list, at.filter, at.tracer, next);
   }
@@ -167,6 +176,11 @@ export class PolicySet {
 function settleRated(rule: CompiledRule, fired: boolean, recorder: RateLimitRecorder, tracer: EvaluationTracer | undefined): Decision | null {
   if (tracer !== undefined) tracer.ruleEvaluated(rule, fired, recorder.consultation());
   return fired && rule.effect === 'deny' ? rateLimitedDenial(rule, recorder) : null;
+}
+
+/** The decision with the alerts fired on the way to it; the shared decision itself when none did. */
+function withAlerts(decided: Decision, alerts: FiredAlert[] | null): Decision {
+  return alerts === null ? decided : { ...decided, alerts };
 }
 
 function rateLimitedDenial(rule: CompiledRule, recorder: RateLimitRecorder): Decision {

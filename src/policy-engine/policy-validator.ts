@@ -1,7 +1,7 @@
 import { analyzeCondition, CheckedCondition } from './checker';
 import type { ValidatedPolicy } from './compiled-policy';
 import { globProblem } from './glob';
-import type { Effect, MatchDefinition, PolicyDefinition, PolicyError, RuleDefinition } from './types';
+import type { Effect, MatchDefinition, PolicyDefinition, PolicyError, RuleAction, RuleDefinition } from './types';
 
 /** Keys and indexes from the document root to a value. */
 export type SourcePath = readonly (string | number)[];
@@ -241,7 +241,7 @@ function validateRule(
   const name = ruleName(value, names, context, path, policy);
   const owner: Owner = { policy, rule: name ?? fallbackLabel };
   reportUnknownKeys(value, RULE_KEYS, 'rule', context, path, owner);
-  const action = requiredEffect(value, context, path, owner);
+  const action = requiredAction(value, context, path, owner);
   const reason = requiredReason(value, context, path, owner);
   const condition = validateCondition(value, context, path, owner);
   if (context.errors.length > before || action === undefined || reason === undefined || condition === undefined) return undefined;
@@ -269,14 +269,14 @@ function ruleName(
   return text;
 }
 
-function requiredEffect(value: Record<string, unknown>, context: ValidationContext, path: SourcePath, owner: Owner): Effect | undefined {
+function requiredAction(value: Record<string, unknown>, context: ValidationContext, path: SourcePath, owner: Owner): RuleAction | undefined {
   const action = field(value, 'action');
   if (action === undefined) {
-    context.report(path, "missing required field 'action' (allow or deny)", owner);
+    context.report(path, "missing required field 'action' (allow, deny or alert)", owner);
     return undefined;
   }
-  if (action === 'allow' || action === 'deny') return action;
-  context.report([...path, 'action'], "'action' must be 'allow' or 'deny'", owner);
+  if (action === 'allow' || action === 'deny' || action === 'alert') return action;
+  context.report([...path, 'action'], "'action' must be 'allow', 'deny' or 'alert'", owner);
   return undefined;
 }
 

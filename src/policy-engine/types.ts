@@ -5,6 +5,9 @@
 
 export type Effect = 'allow' | 'deny';
 
+/** What a rule does when its condition holds: decide (`allow`, `deny`) or raise an alert and let evaluation go on (`alert`). */
+export type RuleAction = Effect | 'alert';
+
 /** What a policy condition can read (CONTRACT.md "Decision input"). */
 export interface DecisionInput {
   agent: AgentFacts;
@@ -64,6 +67,16 @@ export interface Decision {
   reason: string;
   /** Set when the deciding deny rule fired because a rate_limit condition tripped. */
   rateLimit?: RateLimitTrip;
+  /** The `alert` rules that fired (present only when one did); they never change the effect. */
+  alerts?: readonly FiredAlert[];
+}
+
+/** An `alert` rule whose condition held: the request goes on, and an alert is raised. */
+export interface FiredAlert {
+  policy: string;
+  /** Rule name, `<policy>#<index>` when unnamed. */
+  rule: string;
+  reason: string;
 }
 
 export interface RateLimitTrip {
@@ -108,7 +121,7 @@ export interface MatchDefinition {
 export interface RuleDefinition {
   name?: string;
   condition: string;
-  action: Effect;
+  action: RuleAction;
   reason: string;
 }
 
@@ -124,7 +137,7 @@ export interface PolicyDefinition {
 /** One rule as tried by `explain` (simulation). */
 export interface RuleTrace {
   rule: string;
-  action: Effect;
+  action: RuleAction;
   /** true/false: the condition's value; `not-reached`: a deny had already decided. */
   result: boolean | 'not-reached';
   /** Rate limits this rule consulted (dry run: nothing recorded). */

@@ -1,0 +1,237 @@
+import net from 'node:net';
+import tls, { ConnectionOptions } from 'node:tls';
+import { AlertSendError } from './alert-provider';
+
+/** One POST waiting for its response. */
+interface Exchange {
+  bytes: string;
+  resolve: (status: number) => void;
+  reject: (error: Error) => void;
+}
+
+/** Where the response parser is in the current response. */
+type BodyMode = { kind: 'length'; left: number } | { kind: 'chunked' } | { kind: 'until-close' } | { kind: 'none' };
+
+/** Most requests written ahead of their responses on one connection. */
+const MAX_PIPELINED = 32;
+
+/**
+ * POSTs to one origin over a few keep-alive HTTP/1.1 connections, pipelined: the requests of a
+ * burst go out in one write and their responses are read in order. An alert per denied request
+ * is a request per denied request, and a general-purpose client spends about as much CPU on one
+ * POST as the gateway spends on the denial itself (bench/alerts.bench.ts); this only frames
+ * the request, and reads the status and the framing of the response.
+ *
+ * Delivery is at least once: when a connection fails with requests in flight, they all fail and
+ * are retried, though the receiver may have processed some (receivers dedupe by alert id).
+ */
+export class HttpPipeline {
+  private readonly connections: PipelinedConnection[];
+  private next = 0;
+
+  constructor(
+    readonly origin: URL,
+    options: { connections?: number; timeoutMs: number; tls?: ConnectionOptions },
+  ) {
+    this.connections = Array.from({ length: options.connections ?? 2 }, () => new PipelinedConnection(origin, options.timeoutMs, options.tls));
+  }
+
+  /** Sends `POST path` with these header lines (each `name: value`) and body; resolves with the status. */
+  post(path: string, headers: readonly string[], body: string): Promise<number> {
+    const length = Buffer.byteLength(body);
+    let head = `POST ${path} HTTP/1.1\r\nhost: ${this.origin.host}\r\n`;
+    for (const line of headers) head += `${line}\r\n`;
+    head += `content-length: ${length}\r\n\r\n`;
+    const connection = this.connections[this.next];
+    this.next = (this.next + 1) % this.connections.length;
+    return connection.send(head + body);
+  }
+
+  close(): void {
+    for (const connection of this.connections) connection.close();
+  }
+}
+
+class PipelinedConnection {
+  private socket: net.Socket | null = null;
+  private connected = false;
+  /** Written, awaiting their responses, oldest first. */
+  private readonly inFlight: Exchange[] = [];
+  /** Not yet written (connecting, or MAX_PIPELINED in flight). */
+  private readonly queued: Exchange[] = [];
+  private writeScheduled = false;
+  private input = '';
+  private status = 0;
+  private body: BodyMode | null = null;
+  private closeAfter = false;
+
+  constructor(
+    private readonly origin: URL,
+    private readonly timeoutMs: number,
+    private readonly tlsOptions: ConnectionOptions | undefined,
+  ) {}
+
+  send(bytes: string): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      this.queued.push({ bytes, resolve, reject });
+      if (this.socket === null) this.connect();
+      else this.scheduleWrite();
+    });
+  }
+
+  close(): void {
+    this.fail(new AlertSendError('closed'));
+  }
+
+  private connect(): void {
+    const secure = this.origin.protocol === 'https:';
+    const port = Number(this.origin.port) || (secure ? 443 : 80);
+    const host = this.origin.hostname.replace(/^\[|\]$/g, '');
+    const socket = secure
+      ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ...this.tlsOptions }, () => this.onConnected(socket))
+      : net.connect({ host, port }, () => this.onConnected(socket));
+    this.socket = socket;
+    socket.setNoDelay(true);
+    socket.setTimeout(this.timeoutMs, () => socket.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
+    socket.on('data', (chunk: Buffer) => this.onData(socket, chunk));
+    socket.on('error', (error) => this.onClosed(socket, error));
+    socket.on('close', () => this.onClosed(socket, null));
+  }
+
+  private onConnected(socket: net.Socket): void {
+    if (this.socket !== socket) return;
+    this.connected = true;
+    this.scheduleWrite();
+  }
+
+  // Requests queued in the same turn go out in one write.
+  private scheduleWrite(): void {
+    if (this.writeScheduled || !this.connected) return;
+    this.writeScheduled = true;
+    setImmediate(() => this.write());
+  }
+
+  private write(): void {
+    this.writeScheduled = false;
+    const socket = this.socket;
+    if (socket === null || !this.connected || this.closeAfter) return;
+    let out = '';
+    while (this.queued.length > 0 && this.inFlight.length < MAX_PIPELINED) {
+      const exchange = this.queued.shift()!;
+      this.inFlight.push(exchange);
+      out += exchange.bytes;
+    }
+    if (out !== '') socket.write(out);
+  }
+
+  private onData(socket: net.Socket, chunk: Buffer): void {
+    if (this.socket !== socket) return;
+    // latin1 maps bytes one to one, so string lengths are byte counts for the body framing.
+    this.input += chunk.toString('latin1');
+    try {
+      while (this.parse()) {
+        /* one response per turn of the loop */
+      }
+    } catch (error) {
+      socket.destroy(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    // After a `Connection: close` response the server reads nothing more: what is still in flight fails and is retried.
+    if (this.closeAfter && this.body === null) socket.destroy();
+    else this.scheduleWrite();
+  }
+
+  /** Consumes one response head or body from `input`; false when more bytes are needed. */
+  private parse(): boolean {
+    if (this.body === null) return this.parseHead();
+    const body = this.body;
+    switch (body.kind) {
+      case 'none':
+        return this.finish();
+      case 'length': {
+        const take = Math.min(body.left, this.input.length);
+        body.left -= take;
+        this.input = this.input.slice(take);
+        return body.left === 0 ? this.finish() : false;
+      }
+      case 'chunked':
+        return this.parseChunk();
+      case 'until-close':
+        this.input = '';
+        return false;
+    }
+  }
+
+  private parseHead(): boolean {
+    const end = this.input.indexOf('\r\n\r\n');
+    if (end < 0) {
+      if (this.input.length > 64 * 1024) throw new Error('response head too large');
+      return false;
+    }
+    const head = this.input.slice(0, end);
+    this.input = this.input.slice(end + 4);
+    const status = /^HTTP\/1\.[01] (\d{3})/.exec(head);
+    if (status === null) throw new Error('not an HTTP/1.1 response');
+    this.status = Number(status[1]);
+    if (this.status < 200) return true;
+    const lower = head.toLowerCase();
+    if (/\r\nconnection:[^\r]*close/.test(lower) || head.startsWith('HTTP/1.0')) this.closeAfter = true;
+    const length = /\r\ncontent-length: *(\d+)/.exec(lower);
+    if (this.status === 204 || this.status === 304) this.body = { kind: 'none' };
+    else if (/\r\ntransfer-encoding:[^\r]*chunked/.test(lower)) this.body = { kind: 'chunked' };
+    else if (length !== null) this.body = { kind: 'length', left: Number(length[1]) };
+    else {
+      this.body = { kind: 'until-close' };
+      this.closeAfter = true;
+    }
+    return true;
+  }
+
+  private parseChunk(): boolean {
+    const lineEnd = this.input.indexOf('\r\n');
+    if (lineEnd < 0) return false;
+    const size = parseInt(this.input.slice(0, lineEnd), 16);
+    if (Number.isNaN(size)) throw new Error('bad chunk size');
+    if (size === 0) {
+      // The last chunk, then optional trailers, then an empty line.
+      const end = this.input.indexOf('\r\n\r\n', lineEnd - 2);
+      if (end < 0) return false;
+      this.input = this.input.slice(end + 4);
+      return this.finish();
+    }
+    if (this.input.length < lineEnd + 2 + size + 2) return false;
+    this.input = this.input.slice(lineEnd + 2 + size + 2);
+    return true;
+  }
+
+  private finish(): boolean {
+    this.body = null;
+    this.inFlight.shift()?.resolve(this.status);
+    return !this.closeAfter;
+  }
+
+  private onClosed(socket: net.Socket, error: Error | null): void {
+    if (this.socket !== socket) return;
+    // A body that runs until the connection closes has ended with it.
+    if (this.body?.kind === 'until-close' && error === null) this.finish();
+    const wasConnected = this.connected;
+    this.socket = null;
+    this.connected = false;
+    this.body = null;
+    this.input = '';
+    const unanswered = this.inFlight.splice(0);
+    const reason = error === null ? 'connection closed before the response' : error.message;
+    const failed = new AlertSendError(`POST ${this.origin.origin} failed: ${reason}`);
+    for (const exchange of unanswered) exchange.reject(failed);
+    // Never connected: the receiver is unreachable, so what waits fails too (and is retried with backoff).
+    if (!wasConnected) for (const exchange of this.queued.splice(0)) exchange.reject(failed);
+    this.closeAfter = false;
+    if (this.queued.length > 0) this.connect();
+  }
+
+  private fail(error: Error): void {
+    const socket = this.socket;
+    for (const exchange of this.queued.splice(0)) exchange.reject(error);
+    socket?.destroy();
+  }
+}

@@ -1,0 +1,74 @@
+import Redis from 'ioredis';
+
+const MINUTE_MS = 60_000;
+
+/** ALERT_RATE_LIMIT's counter: alerts sent per clock minute, all providers together. */
+export interface AlertRateCounter {
+  /** Counts up to `count` alerts against this minute's limit; returns how many may be sent (the first ones). */
+  take(count: number, nowMs: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** The counter of one process (no REDIS_URL). */
+export class LocalAlertRateCounter implements AlertRateCounter {
+  private minute = -1;
+  private used = 0;
+
+  constructor(private readonly limit: number) {}
+
+  async take(count: number, nowMs: number): Promise<number> {
+    return this.takeNow(count, nowMs);
+  }
+
+  takeNow(count: number, nowMs: number): number {
+    const minute = Math.floor(nowMs / MINUTE_MS);
+    if (minute !== this.minute) {
+      this.minute = minute;
+      this.used = 0;
+    }
+    const allowed = Math.max(0, Math.min(count, this.limit - this.used));
+    this.used += allowed;
+    return allowed;
+  }
+
+  async close(): Promise<void> {}
+}
+
+/**
+ * The counter shared by every gateway instance through Redis (REDIS_URL): one INCRBY per batch
+ * of alerts on a key per clock minute and environment (ALERT_ENVIRONMENT), so staging and
+ * production sharing a Redis keep their own limits. While Redis cannot be reached, each process
+ * counts alone rather than dropping or flooding.
+ */
+export class RedisAlertRateCounter implements AlertRateCounter {
+  private readonly redis: Redis;
+  private readonly fallback: LocalAlertRateCounter;
+
+  constructor(
+    url: string,
+    private readonly limit: number,
+    private readonly environment: string,
+    private readonly onError: (message: string) => void,
+  ) {
+    this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false });
+    this.redis.on('error', (error: Error) => onError(error.message));
+    this.fallback = new LocalAlertRateCounter(limit);
+  }
+
+  async take(count: number, nowMs: number): Promise<number> {
+    const key = `agentgov:alert-rate:${this.environment}:${Math.floor(nowMs / MINUTE_MS)}`;
+    try {
+      const results = await this.redis.multi().incrby(key, count).pexpire(key, 2 * MINUTE_MS).exec();
+      const total = Number(results?.[0]?.[1]);
+      if (!Number.isFinite(total)) throw new Error('unexpected INCRBY answer');
+      return Math.max(0, Math.min(count, this.limit - (total - count)));
+    } catch (error) {
+      this.onError(`alert rate counter in Redis unavailable, counting in this process: ${error instanceof Error ? error.message : String(error)}`);
+      return this.fallback.takeNow(count, nowMs);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+}

@@ -1,0 +1,194 @@
+import type { AuditRecord } from '../audit/audit-record';
+import type { AlertTriggerName } from '../config/app-config';
+import type { DecisionEvent } from '../decisions/decision-events';
+import { canonicalTier } from '../policy-engine/tiers';
+import type { Decision, FiredAlert } from '../policy-engine/types';
+import { Alert, AlertSeverity, AlertTrigger, newAlertId } from './alert';
+
+/** The ALERT_ON triggers in force, `all` expanded. */
+export type ActiveTriggers = ReadonlySet<Exclude<AlertTriggerName, 'all'>>;
+
+/** ALERT_ON as a set, `all` expanded. */
+export function activeTriggers(on: readonly AlertTriggerName[]): ActiveTriggers {
+  return new Set(on.includes('all') ? (['deny', 'error', 'rate_limit'] as const) : on.filter((name) => name !== 'all'));
+}
+
+/**
+ * A raised alert in transit from the request thread to the alert worker: the facts of its
+ * decision as a flat run of RAISED_FIELDS values in a batch array (a flat array of strings is
+ * the cheapest thing to hand to another thread), in this order.
+ */
+interface Raised {
+  trigger: AlertTrigger;
+  ts: number;
+  traceId: string | null;
+  agentId: string | null;
+  agentName: string | null;
+  trustTier: string | null;
+  action: string;
+  method: string | null;
+  path: string | null;
+  decision: 'allow' | 'deny';
+  enforced: boolean;
+  /** The entry's policy, or the alert rule's. */
+  policyName: string | null;
+  /** The entry's reason, or the alert rule's. */
+  reason: string | null;
+  status: number | null;
+  upstreamStatus: number | null;
+  /** The tripped rate limit, e.g. `10/1m per_agent`. */
+  limit: string | null;
+  /** The alert rule's name. */
+  rule: string | null;
+}
+
+/** Values per raised alert in a batch. */
+export const RAISED_FIELDS = 17;
+
+/**
+ * Appends to `batch` the alerts one decision raises and returns how many (0, the common case,
+ * decided without allocating). It runs on the request thread, so it only picks the triggers:
+ * - `error`: the caller got a 5xx (the gateway's 502/504, or an upstream's 5xx passed through);
+ * - `rate_limit`: a denial because a rate limit tripped; only that, not also `deny`, since
+ *   SPEC.md lists them as separate triggers and one event should raise one alert;
+ * - `deny`: any other denial, including one MODE=audit let through (the message says so);
+ * - `alert_rule`: each `alert` rule that fired, whatever ALERT_ON says: the policy asked for it.
+ */
+export function raiseAlerts(event: DecisionEvent, triggers: ActiveTriggers, batch: unknown[]): number {
+  const { entry, decision } = event;
+  const failed = entry.status !== null && entry.status >= 500;
+  if (entry.decision === 'allow' && !failed && decision.alerts === undefined) return 0;
+  let raised = 0;
+  if (failed && triggers.has('error')) raised += raise(batch, 'error', entry, decision, null);
+  if (entry.decision === 'deny') {
+    if (entry.rateLimited) {
+      if (triggers.has('rate_limit')) raised += raise(batch, 'rate_limit', entry, decision, null);
+    } else if (triggers.has('deny')) raised += raise(batch, 'deny', entry, decision, null);
+  }
+  if (decision.alerts !== undefined) for (const fired of decision.alerts) raised += raise(batch, 'alert_rule', entry, decision, fired);
+  return raised;
+}
+
+function raise(batch: unknown[], trigger: AlertTrigger, entry: AuditRecord, decision: Decision, fired: FiredAlert | null): number {
+  batch.push(
+    trigger,
+    entry.ts,
+    entry.traceId,
+    entry.agentId,
+    entry.agentName,
+    entry.trustTier,
+    entry.action,
+    entry.method,
+    entry.path,
+    entry.decision,
+    entry.enforced,
+    fired === null ? entry.policyName : fired.policy,
+    fired === null ? entry.reason : fired.reason,
+    entry.status,
+    entry.upstreamStatus,
+    decision.rateLimit === undefined ? null : decision.rateLimit.limit,
+    fired === null ? null : fired.rule,
+  );
+  return 1;
+}
+
+/** The alerts of a batch built by raiseAlerts (in the alert worker): ids, severities, titles and messages. */
+export function alertsOfBatch(batch: readonly unknown[]): Alert[] {
+  const alerts: Alert[] = [];
+  for (let at = 0; at + RAISED_FIELDS <= batch.length; at += RAISED_FIELDS) alerts.push(alertOf(readRaised(batch, at)));
+  return alerts;
+}
+
+/** The alerts one decision raises, built at once (tests, and callers off the request path). */
+export function alertsOf(event: DecisionEvent, triggers: ActiveTriggers): Alert[] {
+  const batch: unknown[] = [];
+  raiseAlerts(event, triggers, batch);
+  return alertsOfBatch(batch);
+}
+
+function readRaised(batch: readonly unknown[], at: number): Raised {
+  const value = (offset: number) => batch[at + offset] as never;
+  return {
+    trigger: value(0),
+    ts: value(1),
+    traceId: value(2),
+    agentId: value(3),
+    agentName: value(4),
+    trustTier: value(5),
+    action: value(6),
+    method: value(7),
+    path: value(8),
+    decision: value(9),
+    enforced: value(10),
+    policyName: value(11),
+    reason: value(12),
+    status: value(13),
+    upstreamStatus: value(14),
+    limit: value(15),
+    rule: value(16),
+  };
+}
+
+// A path or action segment named `admin`: `/admin/users`, `/api/admin`, `delete:admin/keys`, `admin:reset`.
+const ADMIN_SEGMENT = /(^|[/:.])admin($|[/:.?])/i;
+
+/** CONTRACT.md: critical for denials of `privileged` agents or of actions on an `admin` path, else warning. */
+function denialSeverity(raised: Raised): AlertSeverity {
+  if (raised.trustTier !== null && canonicalTier(raised.trustTier) === 'privileged') return 'critical';
+  return ADMIN_SEGMENT.test(raised.action) || (raised.path !== null && ADMIN_SEGMENT.test(raised.path)) ? 'critical' : 'warning';
+}
+
+function alertOf(raised: Raised): Alert {
+  const [severity, title, message] = describe(raised);
+  return {
+    id: newAlertId(),
+    timestamp: new Date(raised.ts).toISOString(),
+    severity,
+    trigger: raised.trigger,
+    title,
+    message,
+    entry: {
+      traceId: raised.traceId ?? '',
+      agentId: raised.agentId ?? '',
+      agentName: raised.agentName ?? '',
+      trustTier: raised.trustTier ?? '',
+      action: raised.action,
+      method: raised.method ?? '',
+      path: raised.path ?? '',
+      decision: raised.decision,
+      policyName: raised.policyName ?? '',
+      reason: raised.reason ?? '',
+    },
+  };
+}
+
+/** Severity, title and message of a raised alert. */
+function describe(raised: Raised): [AlertSeverity, string, string] {
+  const reason = raised.reason ?? '';
+  switch (raised.trigger) {
+    case 'deny': {
+      const enforced = raised.enforced ? '' : ' (not enforced: MODE=audit let it through)';
+      return [denialSeverity(raised), `Request denied by policy ${raised.policyName ?? 'default'}`, `${who(raised)} was denied ${what(raised)}: ${reason}${enforced}`];
+    }
+    case 'rate_limit': {
+      const limit = raised.limit === null ? '' : ` (${raised.limit})`;
+      return ['warning', `Rate limit exceeded by agent ${raised.agentName ?? raised.agentId ?? 'unknown'}`, `${who(raised)} exceeded a rate limit${limit} on ${what(raised)}: ${reason}`];
+    }
+    case 'error': {
+      const upstream = raised.upstreamStatus === null ? 'the gateway could not get an answer from the upstream' : `the upstream answered ${raised.upstreamStatus}`;
+      return ['critical', `Request failed with status ${raised.status}`, `${who(raised)} asked ${what(raised)} and got ${raised.status}: ${upstream}`];
+    }
+    default: {
+      const outcome = raised.decision === 'allow' ? 'allowed' : 'denied';
+      return ['warning', `Alert rule ${raised.rule} of policy ${raised.policyName}`, `${reason}: ${who(raised)} was ${outcome} ${what(raised)}`];
+    }
+  }
+}
+
+function who(raised: Raised): string {
+  return `Agent ${raised.agentName ?? raised.agentId ?? 'unknown'} (${raised.trustTier ?? 'unknown tier'})`;
+}
+
+function what(raised: Raised): string {
+  return raised.method !== null && raised.path !== null ? `${raised.action} (${raised.method} ${raised.path})` : raised.action;
+}

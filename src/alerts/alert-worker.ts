@@ -1,0 +1,28 @@
+/**
+ * The alert worker thread: receives batches of alerts from the AlertDispatcher and delivers
+ * them (rate limit, providers, retries), so no alert's JSON, signature or HTTP exchange runs on
+ * the thread that serves requests.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { AlertDelivery } from './alert-delivery';
+import { alertsOfBatch } from './alert-triggers';
+import type { AlertWorkerData, AlertWorkerReply, AlertWorkerRequest } from './alert-dispatcher';
+
+const { config, redisUrl } = workerData as AlertWorkerData;
+const delivery = AlertDelivery.fromConfig(config, redisUrl, (level, message, fields) => reply({ type: 'log', level, message, fields }));
+
+parentPort!.on('message', (request: AlertWorkerRequest) => {
+  if (request.type === 'drain') {
+    const deadline = new Promise((resolve) => setTimeout(resolve, request.withinMs));
+    void Promise.race([delivery.idle(), deadline]).then(() => reply({ type: 'drained' }));
+    return;
+  }
+  const alerts = alertsOfBatch(request.alerts);
+  delivery.deliver(alerts).catch((error: unknown) =>
+    reply({ type: 'log', level: 'error', message: 'alert delivery failed', fields: { err: error instanceof Error ? error.message : String(error), alertIds: alerts.map((alert) => alert.id) } }),
+  );
+});
+
+function reply(message: AlertWorkerReply): void {
+  parentPort!.postMessage(message);
+}

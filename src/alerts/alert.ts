@@ -1,0 +1,72 @@
+import { newId } from '../common/ids';
+
+/** CONTRACT.md "Alert severity". */
+export type AlertSeverity = 'critical' | 'warning' | 'info';
+
+/**
+ * What raised an alert: the three ALERT_ON triggers, an `alert` rule of a policy (always on),
+ * or `ags alerts test`.
+ */
+export type AlertTrigger = 'deny' | 'error' | 'rate_limit' | 'alert_rule' | 'test';
+
+/** The audit-entry fields an alert carries (SPEC.md "Audit entry (as carried in alerts)"); `''` when unknown. */
+export interface AlertEntry {
+  traceId: string;
+  agentId: string;
+  agentName: string;
+  trustTier: string;
+  action: string;
+  method: string;
+  path: string;
+  decision: string;
+  policyName: string;
+  reason: string;
+}
+
+/** One alert, as every provider renders it. */
+export interface Alert {
+  /** `alert_<hex>`: names the alert in every provider's message and in delivery logs. */
+  id: string;
+  /** ISO 8601. */
+  timestamp: string;
+  severity: AlertSeverity;
+  trigger: AlertTrigger;
+  title: string;
+  message: string;
+  entry: AlertEntry;
+}
+
+/** Where alerts come from: named in every message. */
+export interface AlertOrigin {
+  instance: string;
+  environment: string;
+}
+
+/** A new alert id. */
+export function newAlertId(): string {
+  return newId('alert');
+}
+
+/** The clearly marked test alert of `ags alerts test`. */
+export function testAlert(nowMs = Date.now()): Alert {
+  return {
+    id: newAlertId(),
+    timestamp: new Date(nowMs).toISOString(),
+    severity: 'info',
+    trigger: 'test',
+    title: '[TEST] Test alert from ags alerts test',
+    message: 'This is a test alert sent by `ags alerts test` to check the alert configuration. No request was denied and nothing needs doing.',
+    entry: {
+      traceId: 'test',
+      agentId: 'test',
+      agentName: 'test',
+      trustTier: 'test',
+      action: 'test:alert',
+      method: 'POST',
+      path: '/test',
+      decision: 'allow',
+      policyName: 'test',
+      reason: 'test alert',
+    },
+  };
+}

@@ -1,0 +1,68 @@
+import type { Alert, AlertOrigin, AlertSeverity } from './alert';
+import { AlertHttpClient, safeUrl } from './alert-http';
+import type { AlertProvider } from './alert-provider';
+
+const SEVERITY_MARK: Record<AlertSeverity, string> = { critical: ':red_circle: CRITICAL', warning: ':warning: WARNING', info: ':information_source: INFO' };
+const CHAT_HEADERS = ['content-type: application/json', 'user-agent: Service/1.0'];
+const SEVERITY_COLOR: Record<AlertSeverity, string> = { critical: '#d32f2f', warning: '#f9a825', info: '#1976d2' };
+
+/**
+ * A Slack-compatible incoming-webhook message with every item SPEC.md lists: title, summary,
+ * policy, agent with tier, decision, action, method and path, trace id, reason, instance with
+ * environment. `text` is the notification fallback; the blocks carry the details.
+ */
+export function chatMessage(alert: Alert, origin: AlertOrigin): Record<string, unknown> {
+  const { entry } = alert;
+  const field = (label: string, value: string) => ({ type: 'mrkdwn', text: `*${label}*\n${value === '' ? '-' : value}` });
+  const request = entry.method === '' && entry.path === '' ? '-' : `${entry.method} ${entry.path}`.trim();
+  return {
+    text: `${SEVERITY_MARK[alert.severity]}: ${alert.title}`,
+    attachments: [
+      {
+        color: SEVERITY_COLOR[alert.severity],
+        blocks: [
+          { type: 'header', text: { type: 'plain_text', text: alert.title.slice(0, 150) } },
+          { type: 'section', text: { type: 'mrkdwn', text: `${SEVERITY_MARK[alert.severity]} (${alert.trigger}): ${alert.message}` } },
+          {
+            type: 'section',
+            fields: [
+              field('Policy', entry.policyName),
+              field('Agent', `${entry.agentName || entry.agentId} (${entry.trustTier})`),
+              field('Decision', entry.decision),
+              field('Action', entry.action),
+              field('Request', request),
+              field('Trace ID', entry.traceId),
+              field('Reason', entry.reason),
+              field('Instance', `${origin.instance} (${origin.environment})`),
+            ],
+          },
+          { type: 'context', elements: [{ type: 'mrkdwn', text: `${alert.id} · ${alert.timestamp}` }] },
+        ],
+      },
+    ],
+  };
+}
+
+/** A chat service's incoming webhook (ALERT_CHAT_WEBHOOK). */
+export class ChatProvider implements AlertProvider {
+  readonly name = 'chat';
+  readonly target: string;
+  private readonly parsed: URL;
+
+  constructor(
+    private readonly url: string,
+    private readonly origin: AlertOrigin,
+    private readonly http: AlertHttpClient,
+  ) {
+    this.target = safeUrl(url);
+    this.parsed = new URL(url);
+  }
+
+  send(alert: Alert): Promise<void> {
+    return this.http.post(this.parsed, CHAT_HEADERS, JSON.stringify(chatMessage(alert, this.origin)));
+  }
+
+  async close(): Promise<void> {
+    this.http.close();
+  }
+}

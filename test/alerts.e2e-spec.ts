@@ -1,0 +1,539 @@
+import { execFile } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { AppConfig } from '../src/config/app-config';
+import { createGateway } from '../src/gateway';
+import { AlertReceiver, checkSignature, ReceivedRequest, SmtpReceiver, startAlertReceiver, startSmtpReceiver } from './support/alert-receivers';
+import { call, TestResponse } from './support/http-client';
+import { createOrganization, startGateway, testEnv, TestGateway, TestOrganization } from './support/test-gateway';
+import { startUpstream, TestUpstream } from './support/upstream';
+
+/** Outgoing alerts (SPEC.md "Alerts (outgoing)", CONTRACT.md "Alert severity"), with real receivers. */
+
+const SECRET = 'whsec-e2e-alerts-0123456789';
+const SMTP_USER = 'alerts@mail.test';
+const SMTP_PASS = 'smtp-e2e-password';
+const CLI = path.resolve(__dirname, '../dist/src/cli/main.js');
+
+interface Agent {
+  id: string;
+  name: string;
+  token: string;
+}
+
+interface Rule {
+  condition: string;
+  action: 'allow' | 'deny' | 'alert';
+  reason: string;
+}
+
+interface WebhookPayload {
+  event: string;
+  version: string;
+  id: string;
+  timestamp: string;
+  severity: string;
+  trigger: string;
+  title: string;
+  message: string;
+  entry: Record<string, string>;
+  instance: string;
+  environment: string;
+}
+
+let upstream: TestUpstream;
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+});
+afterAll(() => upstream.close());
+
+/** A unique environment name, so the Redis rate counters of runs and gateways never meet. */
+function uniqueEnvironment(label: string): string {
+  return `e2e-${label}-${process.pid}-${Date.now()}`;
+}
+
+function policyYaml(name: string, rules: Rule[], action?: string): string {
+  return [
+    `name: ${name}`,
+    ...(action === undefined ? [] : [`match: { action: ${JSON.stringify(action)} }`]),
+    'rules:',
+    ...rules.flatMap((rule, index) => [
+      `  - name: ${name}-${index}`,
+      `    condition: ${JSON.stringify(rule.condition)}`,
+      `    action: ${rule.action}`,
+      `    reason: ${JSON.stringify(rule.reason)}`,
+    ]),
+    '',
+  ].join('\n');
+}
+
+/** An organization with these policies and one agent of `tier`. */
+async function setup(gateway: TestGateway, policies: Array<{ name: string; rules: Rule[]; action?: string }>, tier = 'verified'): Promise<{ org: TestOrganization; agent: Agent }> {
+  const org = await createOrganization(gateway, 'enterprise', 'Alerts org');
+  for (const policy of policies) {
+    const response = await call(gateway.url, 'PUT', `/admin/policies/${policy.name}`, {
+      adminToken: org.adminToken,
+      body: policyYaml(policy.name, policy.rules, policy.action),
+      headers: { 'content-type': 'application/yaml' },
+    });
+    expect([200, 201]).toContain(response.status);
+  }
+  const created = await call<Agent>(gateway.url, 'POST', '/admin/agents', { adminToken: org.adminToken, body: { name: `alerts-agent-${tier}`, trustTier: tier } });
+  expect(created.status).toBe(201);
+  return { org, agent: created.body };
+}
+
+function proxy(gateway: TestGateway, agent: Agent, method: string, requestPath: string, headers: Record<string, string> = {}): Promise<TestResponse> {
+  return call(gateway.url, method, `/proxy${requestPath}`, { bearer: agent.token, headers });
+}
+
+/** The webhook alerts about one agent. */
+function about(agent: Agent) {
+  return (request: ReceivedRequest) => (request.json as unknown as WebhookPayload).entry?.agentId === agent.id;
+}
+
+function payloads(requests: ReceivedRequest[]): WebhookPayload[] {
+  return requests.map((request) => request.json as unknown as WebhookPayload);
+}
+
+const DENY_SECRETS = { name: 'no-secrets', action: 'read:secret*', rules: [{ condition: 'true', action: 'deny' as const, reason: 'Secrets are off limits' }] };
+
+/**
+ * The ways a denial reaches the decision core. Each entry point denies `agent` of `org` once and
+ * returns the trace id its audit entry carries; `method` and `path` are what that entry shows.
+ */
+const DENIAL_ENTRY_POINTS: Array<{ source: string; deny: (gateway: TestGateway, org: TestOrganization, agent: Agent) => Promise<string>; method: string; path: string; action: string }> = [
+  {
+    source: 'proxy',
+    deny: async (gateway, _org, agent) => {
+      const traceId = `alerts-trace-${Date.now()}`;
+      const response = await proxy(gateway, agent, 'GET', '/secret/plans.txt', { 'x-trace-id': traceId });
+      expect(response.status).toBe(403);
+      return traceId;
+    },
+    method: 'GET',
+    path: '/secret/plans.txt',
+    action: 'read:secret/plans.txt',
+  },
+  {
+    source: '/v1/check',
+    deny: async (gateway, org, agent) => {
+      const key = await call<{ key: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'alerts test' } });
+      expect(key.status).toBe(201);
+      const response = await call<{ decision: string; traceId: string }>(gateway.url, 'POST', '/v1/check', {
+        body: { agentId: agent.id, plugin: 'FilePlugin', function: 'ReadFile', action: 'read:secret/plans.txt' },
+        headers: { 'x-api-key': key.body.key },
+      });
+      expect(response.body.decision).toBe('deny');
+      return response.body.traceId;
+    },
+    method: '',
+    path: '',
+    action: 'read:secret/plans.txt',
+  },
+];
+
+describe('every provider, ALERT_ON=all', () => {
+  let gateway: TestGateway;
+  let webhook: AlertReceiver;
+  let chat: AlertReceiver;
+  let emailApi: AlertReceiver;
+  const environment = uniqueEnvironment('all');
+
+  beforeAll(async () => {
+    [webhook, chat, emailApi] = await Promise.all([startAlertReceiver(), startAlertReceiver(), startAlertReceiver()]);
+    gateway = await startGateway({
+      UPSTREAM_URL: upstream.url,
+      UPSTREAM_TIMEOUT_MS: '1000',
+      ALERT_ON: 'all',
+      ALERT_WEBHOOK_URL: `${webhook.url}/hooks/governance`,
+      ALERT_WEBHOOK_SECRET: SECRET,
+      ALERT_CHAT_WEBHOOK: `${chat.url}/services/T000/B000/XXXX`,
+      ALERT_EMAIL_ENABLED: 'true',
+      ALERT_EMAIL_FROM: 'gateway@alerts.test',
+      ALERT_EMAIL_TO: 'oncall@acme.test,security@acme.test',
+      ALERT_EMAIL_API_KEY: 're_e2e_key_0123',
+      ALERT_EMAIL_API_URL: emailApi.url,
+      ALERT_RATE_LIMIT: '10000',
+      ALERT_INSTANCE_NAME: 'gw-e2e-1',
+      ALERT_ENVIRONMENT: environment,
+    });
+  });
+  afterAll(async () => {
+    await gateway.close();
+    await Promise.all([webhook.close(), chat.close(), emailApi.close()]);
+  });
+
+  it.each(DENIAL_ENTRY_POINTS)('a $source denial: the signed SPEC payload to the webhook, a chat message and an email', async ({ deny, method, path: requestPath, action }) => {
+    const { org, agent } = await setup(gateway, [DENY_SECRETS]);
+    const traceId = await deny(gateway, org, agent);
+
+    const [received] = await webhook.waitFor(1, about(agent));
+    expect(received).toBeDefined();
+    expect(received.path).toBe('/hooks/governance');
+    expect(received.headers).toMatchObject({
+      'content-type': 'application/json',
+      'user-agent': 'Service/1.0',
+      'x-service-event': 'alert',
+      'x-service-trigger': 'deny',
+    });
+    expect(checkSignature(SECRET, received)).toEqual({ bodySignature: true, timestampedSignature: true, fresh: true });
+    expect(checkSignature('another-secret', received)).toMatchObject({ bodySignature: false, timestampedSignature: false });
+    const payload = received.json as unknown as WebhookPayload;
+    expect(Object.keys(payload).sort()).toEqual(['entry', 'environment', 'event', 'id', 'instance', 'message', 'severity', 'timestamp', 'title', 'trigger', 'version']);
+    expect(payload).toMatchObject({
+      event: 'service.alert',
+      version: '1.0',
+      id: expect.stringMatching(/^alert_[0-9a-f]+$/),
+      severity: 'warning',
+      trigger: 'deny',
+      title: 'Request denied by policy no-secrets',
+      instance: 'gw-e2e-1',
+      environment,
+    });
+    expect(new Date(payload.timestamp).toISOString()).toBe(payload.timestamp);
+    expect(payload.message).toContain('Secrets are off limits');
+    expect(payload.entry).toEqual({
+      traceId,
+      agentId: agent.id,
+      agentName: agent.name,
+      trustTier: 'verified',
+      action,
+      method,
+      path: requestPath,
+      decision: 'deny',
+      policyName: 'no-secrets',
+      reason: 'Secrets are off limits',
+    });
+
+    const [message] = await chat.waitFor(1, (request) => request.raw.includes(agent.id) || request.raw.includes(traceId));
+    expect(message.path).toBe('/services/T000/B000/XXXX');
+    expect(message.headers['x-service-signature']).toBeUndefined();
+    const chatText = message.raw;
+    const request = method === '' ? [] : [`${method} ${requestPath}`];
+    for (const item of ['Request denied by policy no-secrets', 'Secrets are off limits', 'no-secrets', `${agent.name} (verified)`, 'deny', action, ...request, traceId, 'gw-e2e-1', `(${environment})`]) {
+      expect(chatText).toContain(item);
+    }
+    expect(message.json).toMatchObject({ text: expect.stringContaining('WARNING') });
+
+    const [mail] = await emailApi.waitFor(1, (request) => request.raw.includes(traceId));
+    expect(mail.path).toBe('/emails');
+    expect(mail.headers.authorization).toBe('Bearer re_e2e_key_0123');
+    expect(mail.json).toMatchObject({ from: 'gateway@alerts.test', to: ['oncall@acme.test', 'security@acme.test'], subject: '[WARNING] Request denied by policy no-secrets' });
+    expect(mail.json.text).toEqual(expect.stringContaining(`Trace ID:    ${traceId}`));
+    expect(mail.json.text).toEqual(expect.stringContaining(payload.id));
+  });
+
+  describe('severity (CONTRACT.md)', () => {
+    const RATE_LIMITED = { name: 'two-per-minute', rules: [{ condition: 'rate_limit(per_agent, 2, 1m)', action: 'deny' as const, reason: 'Two requests a minute' }] };
+    const DENY_DELETES = { name: 'no-deletes', action: 'delete:*', rules: [{ condition: 'true', action: 'deny' as const, reason: 'Nothing is deleted' }] };
+
+    it('a denial of a verified agent is a warning; of a privileged agent, critical', async () => {
+      const verified = await setup(gateway, [DENY_SECRETS], 'verified');
+      const privileged = await setup(gateway, [DENY_SECRETS], 'privileged');
+      expect((await proxy(gateway, verified.agent, 'GET', '/secret/a')).status).toBe(403);
+      expect((await proxy(gateway, privileged.agent, 'GET', '/secret/a')).status).toBe(403);
+      expect(payloads(await webhook.waitFor(1, about(verified.agent)))).toMatchObject([{ trigger: 'deny', severity: 'warning' }]);
+      expect(payloads(await webhook.waitFor(1, about(privileged.agent)))).toMatchObject([{ trigger: 'deny', severity: 'critical', entry: { trustTier: 'privileged' } }]);
+    });
+
+    it('a denial of an action on an admin path is critical, a similar path is not', async () => {
+      const { agent } = await setup(gateway, [DENY_DELETES]);
+      expect((await proxy(gateway, agent, 'DELETE', '/api/admin/users/7')).status).toBe(403);
+      expect((await proxy(gateway, agent, 'DELETE', '/api/administrators-guide')).status).toBe(403);
+      const alerts = payloads(await webhook.waitFor(2, about(agent)));
+      expect(alerts.map((alert) => [alert.entry.path, alert.severity]).sort()).toEqual([
+        ['/api/admin/users/7', 'critical'],
+        ['/api/administrators-guide', 'warning'],
+      ]);
+    });
+
+    it('a tripped rate limit is rate_limit, a warning, and not also a deny alert', async () => {
+      const { agent } = await setup(gateway, [RATE_LIMITED]);
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await proxy(gateway, agent, 'GET', '/items')).status);
+      expect(statuses).toEqual([200, 200, 429]);
+      const alerts = await webhook.waitFor(1, about(agent));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(webhook.accepted(about(agent))).toHaveLength(1);
+      expect(alerts[0].headers['x-service-trigger']).toBe('rate_limit');
+      expect(payloads(alerts)).toMatchObject([{ trigger: 'rate_limit', severity: 'warning', entry: { decision: 'deny', policyName: 'two-per-minute' } }]);
+    });
+
+    it('an upstream 5xx is an error, critical; a 4xx and a 200 raise nothing', async () => {
+      const { agent } = await setup(gateway, []);
+      expect((await proxy(gateway, agent, 'GET', '/status/404')).status).toBe(404);
+      expect((await proxy(gateway, agent, 'GET', '/echo')).status).toBe(200);
+      expect((await proxy(gateway, agent, 'GET', '/status/503')).status).toBe(503);
+      const alerts = payloads(await webhook.waitFor(1, about(agent)));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(webhook.accepted(about(agent))).toHaveLength(1);
+      expect(alerts).toMatchObject([{ trigger: 'error', severity: 'critical', entry: { decision: 'allow', path: '/status/503' } }]);
+      expect(alerts[0].message).toContain('503');
+    });
+
+    it('the gateway giving up on the upstream (504) is an error, critical', async () => {
+      const { agent } = await setup(gateway, []);
+      expect((await proxy(gateway, agent, 'GET', '/slow/3000')).status).toBe(504);
+      const alerts = payloads(await webhook.waitFor(1, about(agent)));
+      expect(alerts).toMatchObject([{ trigger: 'error', severity: 'critical', title: 'Request failed with status 504' }]);
+      expect(alerts[0].message).toContain('could not get an answer from the upstream');
+    });
+  });
+
+  describe('alert rules', () => {
+    const WATCH_PRIVILEGED_DELETES = {
+      name: 'watch-privileged-deletes',
+      rules: [
+        { condition: 'agent.trust_tier == "privileged" and action starts_with "delete:"', action: 'alert' as const, reason: 'Privileged agent deleting' },
+        { condition: 'args.path starts_with "/locked"', action: 'deny' as const, reason: 'Locked' },
+      ],
+    };
+
+    it('let the request through and raise an alert with the rule reason', async () => {
+      const { org, agent } = await setup(gateway, [WATCH_PRIVILEGED_DELETES], 'privileged');
+      const simulated = await call(gateway.url, 'POST', '/admin/policies/simulate', {
+        adminToken: org.adminToken,
+        body: { input: { agent: { trust_tier: 'privileged' }, action: 'delete:orders/42' } },
+      });
+      expect(simulated.body).toMatchObject({ decision: 'allow', alerts: [{ policy: 'watch-privileged-deletes', rule: 'watch-privileged-deletes-0', reason: 'Privileged agent deleting' }] });
+      const response = await proxy(gateway, agent, 'DELETE', '/orders/42');
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-service-decision')).toBe('allow');
+      const [alert] = await webhook.waitFor(1, about(agent));
+      expect(alert.headers['x-service-trigger']).toBe('alert_rule');
+      expect(alert.json).toMatchObject({
+        trigger: 'alert_rule',
+        severity: 'warning',
+        title: 'Alert rule watch-privileged-deletes-0 of policy watch-privileged-deletes',
+        entry: { decision: 'allow', policyName: 'watch-privileged-deletes', reason: 'Privileged agent deleting', action: 'delete:orders/42' },
+      });
+    });
+
+    it('do not fire when their condition is false, and never change a denial', async () => {
+      const verified = await setup(gateway, [WATCH_PRIVILEGED_DELETES], 'verified');
+      const privileged = await setup(gateway, [WATCH_PRIVILEGED_DELETES], 'privileged');
+      expect((await proxy(gateway, verified.agent, 'DELETE', '/orders/42')).status).toBe(200);
+      const denied = await proxy(gateway, privileged.agent, 'DELETE', '/locked/1');
+      expect(denied.status).toBe(403);
+      expect(denied.body).toMatchObject({ policy: 'watch-privileged-deletes', reason: 'Locked' });
+      const alerts = payloads(await webhook.waitFor(2, about(privileged.agent)));
+      expect(alerts.map((alert) => alert.trigger).sort()).toEqual(['alert_rule', 'deny']);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(webhook.accepted(about(verified.agent))).toEqual([]);
+    });
+  });
+});
+
+describe('ALERT_ON=deny, SMTP email, unsigned webhook that fails first', () => {
+  let gateway: TestGateway;
+  let webhook: AlertReceiver;
+  let smtp: SmtpReceiver;
+
+  beforeAll(async () => {
+    [webhook, smtp] = await Promise.all([startAlertReceiver({ failFirst: 1 }), startSmtpReceiver(SMTP_USER, SMTP_PASS)]);
+    // No UPSTREAM_URL: allowed requests get the gateway's own 502.
+    gateway = await startGateway({
+      ALERT_ON: 'deny',
+      ALERT_WEBHOOK_URL: `${webhook.url}/hook`,
+      ALERT_EMAIL_ENABLED: 'true',
+      ALERT_EMAIL_FROM: 'gateway@alerts.test',
+      ALERT_EMAIL_TO: 'oncall@acme.test',
+      ALERT_SMTP_HOST: '127.0.0.1',
+      ALERT_SMTP_PORT: String(smtp.port),
+      ALERT_SMTP_USER: SMTP_USER,
+      ALERT_SMTP_PASS: SMTP_PASS,
+      ALERT_INSTANCE_NAME: 'gw-e2e-2',
+      ALERT_ENVIRONMENT: uniqueEnvironment('deny'),
+    });
+  });
+  afterAll(async () => {
+    await gateway.close();
+    await Promise.all([webhook.close(), smtp.close()]);
+  });
+
+  it('retries after the receiver fails (500, then 200), and mails through real SMTP', async () => {
+    const { agent } = await setup(gateway, [DENY_SECRETS], 'privileged');
+    const traceId = `alerts-smtp-${Date.now()}`;
+    expect((await proxy(gateway, agent, 'GET', '/secret/x', { 'x-trace-id': traceId })).status).toBe(403);
+
+    const [delivered] = await webhook.waitFor(1, about(agent));
+    const attempts = webhook.requests.filter(about(agent));
+    expect(attempts.map((attempt) => attempt.answered)).toEqual([500, 200]);
+    expect(attempts[0].raw).toBe(attempts[1].raw);
+    expect(delivered.headers['x-service-signature']).toBeUndefined();
+    expect(delivered.headers['x-service-signature-v2']).toBeUndefined();
+    expect(delivered.json).toMatchObject({ trigger: 'deny', severity: 'critical', instance: 'gw-e2e-2' });
+
+    const [mail] = await smtp.waitFor(1, (received) => received.text.includes(traceId));
+    expect(mail).toMatchObject({ from: 'gateway@alerts.test', to: ['oncall@acme.test'], user: SMTP_USER, subject: '[CRITICAL] Request denied by policy no-secrets' });
+    for (const line of [`Agent:       ${agent.name} (${agent.id}, privileged)`, 'Action:      read:secret/x', 'Request:     GET /secret/x', 'Reason:      Secrets are off limits', 'Instance:    gw-e2e-2']) {
+      expect(mail.text).toContain(line);
+    }
+  });
+
+  it('raises no alert for triggers not in ALERT_ON (error, rate_limit)', async () => {
+    const { agent } = await setup(gateway, [DENY_SECRETS, { name: 'one-per-minute', action: 'write:*', rules: [{ condition: 'rate_limit(per_agent, 1, 1m)', action: 'deny', reason: 'One a minute' }] }]);
+    expect((await proxy(gateway, agent, 'GET', '/anything')).status).toBe(502);
+    expect((await proxy(gateway, agent, 'POST', '/w')).status).toBe(502);
+    expect((await proxy(gateway, agent, 'POST', '/w')).status).toBe(429);
+    // A denial afterwards: once its alert has arrived, the earlier ones would have too.
+    expect((await proxy(gateway, agent, 'GET', '/secret/sentinel')).status).toBe(403);
+    await webhook.waitFor(1, about(agent));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(payloads(webhook.accepted(about(agent))).map((alert) => [alert.trigger, alert.entry.path])).toEqual([['deny', '/secret/sentinel']]);
+  });
+});
+
+describe('ALERT_RATE_LIMIT shared through Redis by two gateways', () => {
+  const gateways: TestGateway[] = [];
+  const logs: string[] = [];
+  let webhook: AlertReceiver;
+
+  /** A gateway whose log lines are kept in `logs`. */
+  async function startLoggedGateway(env: Record<string, string>): Promise<TestGateway> {
+    const config = AppConfig.fromEnv(testEnv({ ...env, LOG_LEVEL: 'warn' }));
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logs.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const app = await createGateway(config, pino({ level: 'warn' }, stream));
+    await app.listen(0, '127.0.0.1');
+    const { port } = app.getHttpServer().address() as AddressInfo;
+    return { url: `http://127.0.0.1:${port}`, app, config, close: () => app.close() };
+  }
+
+  beforeAll(async () => {
+    webhook = await startAlertReceiver();
+    const env = {
+      ALERT_ON: 'deny',
+      ALERT_WEBHOOK_URL: webhook.url,
+      ALERT_WEBHOOK_SECRET: SECRET,
+      ALERT_RATE_LIMIT: '3',
+      ALERT_ENVIRONMENT: uniqueEnvironment('rate'),
+      REDIS_URL: 'redis://127.0.0.1:6379',
+    };
+    gateways.push(await startLoggedGateway(env), await startLoggedGateway(env));
+  });
+  afterAll(async () => {
+    await Promise.all(gateways.map((gateway) => gateway.close()));
+    await webhook.close();
+  });
+
+  it('sends 3 alerts a minute across both, drops the rest with a warning naming them', async () => {
+    // The counter is per clock minute: start early in one.
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 45_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
+    const org = await createOrganization(gateways[0], 'enterprise', 'Alerts rate org');
+    const policy = await call(gateways[0].url, 'PUT', '/admin/policies/no-secrets', {
+      adminToken: org.adminToken,
+      body: policyYaml(DENY_SECRETS.name, DENY_SECRETS.rules, DENY_SECRETS.action),
+      headers: { 'content-type': 'application/yaml' },
+    });
+    expect(policy.status).toBe(201);
+    const agent = (await call<Agent>(gateways[0].url, 'POST', '/admin/agents', { adminToken: org.adminToken, body: { name: 'rate-agent' } })).body;
+    // Give the second gateway time to see the new policy (cross-instance events) before it decides.
+    for (const gateway of gateways) {
+      const deadline = Date.now() + 10_000;
+      while ((await proxy(gateway, agent, 'GET', '/secret/probe')).status !== 403 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    for (let i = 0; i < 3; i++) {
+      for (const gateway of gateways) expect((await proxy(gateway, agent, 'GET', `/secret/${i}`)).status).toBe(403);
+    }
+    await webhook.waitFor(3, about(agent));
+    const deadline = Date.now() + 5000;
+    while (!logs.some((line) => line.includes('alert rate limit reached')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(webhook.accepted(about(agent))).toHaveLength(3);
+    const warnings = logs.filter((line) => line.includes('alert rate limit reached')).map((line) => JSON.parse(line) as { level: number; dropped: number; alertIds: string[] });
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(warnings.every((warning) => warning.level === 40 && warning.alertIds.every((id) => /^alert_[0-9a-f]+$/.test(id)))).toBe(true);
+    expect(warnings.reduce((total, warning) => total + warning.dropped, 0)).toBeGreaterThanOrEqual(5);
+    expect(logs.join('\n')).not.toContain(SECRET);
+  });
+});
+
+describe('shutdown', () => {
+  it('delivers the alerts of the last requests before the gateway stops', async () => {
+    const webhook = await startAlertReceiver();
+    try {
+      const gateway = await startGateway({ ALERT_ON: 'deny', ALERT_WEBHOOK_URL: webhook.url, ALERT_ENVIRONMENT: uniqueEnvironment('shutdown') });
+      const { agent } = await setup(gateway, [DENY_SECRETS]);
+      expect((await proxy(gateway, agent, 'GET', '/secret/last')).status).toBe(403);
+      await gateway.close();
+      expect(webhook.accepted(about(agent))).toHaveLength(1);
+    } finally {
+      await webhook.close();
+    }
+  });
+});
+
+describe('ags alerts', () => {
+  let webhook: AlertReceiver;
+  let chat: AlertReceiver;
+
+  beforeAll(async () => {
+    [webhook, chat] = await Promise.all([startAlertReceiver(), startAlertReceiver({ failFirst: 100 })]);
+  });
+  afterAll(async () => {
+    await Promise.all([webhook.close(), chat.close()]);
+  });
+
+  /** The CLI with only the ALERT_* variables given: it needs no database. */
+  function ags(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      execFile(process.execPath, [CLI, 'alerts', ...args], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr });
+      });
+    });
+  }
+
+  it('test: sends an info test alert to every provider and reports each; exit 0', async () => {
+    const result = await ags({ ALERT_WEBHOOK_URL: `${webhook.url}/cli`, ALERT_WEBHOOK_SECRET: SECRET }, 'test');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).toMatch(/^ok +webhook: http:\/\/127\.0\.0\.1:\d+\/cli \(signed\) \(1 attempt\)$/m);
+    const [received] = await webhook.waitFor(1, (request) => request.path === '/cli');
+    expect(checkSignature(SECRET, received)).toEqual({ bodySignature: true, timestampedSignature: true, fresh: true });
+    expect(received.json).toMatchObject({ severity: 'info', trigger: 'test', title: expect.stringContaining('[TEST]') });
+    expect(result.stdout).toContain((received.json as unknown as WebhookPayload).id);
+  });
+
+  it('test: a failing provider is reported and the exit status is 1', async () => {
+    const result = await ags({ ALERT_WEBHOOK_URL: `${webhook.url}/cli-2`, ALERT_CHAT_WEBHOOK: `${chat.url}/services/T/B/SECRETPART` }, 'test');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/^ok +webhook: /m);
+    expect(result.stdout).toMatch(/^FAILED +chat: http:\/\/127\.0\.0\.1:\d+\/services\/\*\*\* \(4 attempts\): .*answered 500$/m);
+    expect(result.stdout + result.stderr).not.toContain('SECRETPART');
+    expect(result.stderr).toContain('1 of 2 provider(s) failed');
+  });
+
+  it('config masks secrets; providers and triggers say what is on', async () => {
+    const env = { ALERT_ON: 'deny,error', ALERT_WEBHOOK_URL: `${webhook.url}/x`, ALERT_WEBHOOK_SECRET: SECRET, ALERT_EMAIL_ENABLED: 'true', ALERT_EMAIL_FROM: 'a@b.test', ALERT_EMAIL_TO: 'c@d.test', ALERT_EMAIL_API_KEY: 're_secret_key', ALERT_RATE_LIMIT: '25' };
+    const config = await ags(env, 'config');
+    expect(config.code).toBe(0);
+    expect(config.stdout).toContain('ALERT_WEBHOOK_SECRET: (set, hidden)');
+    expect(config.stdout).toContain('ALERT_EMAIL_API_KEY: (set, hidden)');
+    expect(config.stdout).toContain('ALERT_RATE_LIMIT: 25 per minute');
+    expect(config.stdout).not.toContain(SECRET);
+    expect(config.stdout).not.toContain('re_secret_key');
+    const providers = await ags(env, 'providers');
+    expect(providers.stdout).toMatch(/^webhook +configured: .*\(signed\)$/m);
+    expect(providers.stdout).toMatch(/^chat +not configured/m);
+    expect(providers.stdout).toMatch(/^email +configured: email API .* to c@d\.test$/m);
+    const triggers = await ags(env, 'triggers');
+    expect(triggers.stdout).toMatch(/^deny +on /m);
+    expect(triggers.stdout).toMatch(/^error +on /m);
+    expect(triggers.stdout).toMatch(/^rate_limit +off /m);
+  });
+
+  it('test without any provider fails with a clear message', async () => {
+    const result = await ags({}, 'test');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('no alert provider is configured');
+  });
+});
