@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { runPdpBench } from './pdp.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
 import type { BenchReport, BenchRow } from './report';
@@ -14,6 +15,7 @@ import type { BenchReport, BenchRow } from './report';
 const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   policy: runPolicyBench,
   proxy: runProxyBench,
+  pdp: runPdpBench,
 };
 
 const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');
