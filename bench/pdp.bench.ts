@@ -183,7 +183,7 @@ export async function runPdpBench(): Promise<BenchReport> {
           `${IN_FLIGHT} requests outstanding on one EvaluateStream, ${IN_FLIGHT} autocannon connections for /v1/check.`,
         `Each part: ${WARMUP_SECONDS} s warm-up of each subject, then ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s; ops/s is the mean over the rounds, p50/p99 over every call of the rounds; ` +
           'serverCpuUsPerOp is the measured server process’s CPU time per answered call.',
-        'The load generator (this process: grpc-js generated-stub client, autocannon) shares the 2 cores with the server processes, as do PostgreSQL and other users of the machine.',
+        'The load generator (this process: grpc-js generated-stub client, autocannon) shares the 2 cores with the server processes, as do PostgreSQL (when used) and other users of the machine.',
         ...notes,
       ],
     };
