@@ -12,6 +12,7 @@ COPY src ./src
 COPY migrations ./migrations
 COPY bench ./bench
 COPY proto ./proto
+COPY sdk/typescript ./sdk/typescript
 RUN npm run build && npm prune --omit=dev
 
 FROM node:24-bookworm-slim AS runtime

@@ -1,4 +1,7 @@
-/** Two projects: fast unit specs beside the code, and e2e suites that boot the real app. */
+/**
+ * Three projects: fast unit specs beside the code, e2e suites that boot the real app, and the
+ * TypeScript SDK's suites (sdk/typescript), which start gateway processes from dist/ themselves.
+ */
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.jest.json' }] };
 
 module.exports = {
@@ -20,6 +23,13 @@ module.exports = {
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+      transform,
+    },
+    {
+      displayName: 'sdk',
+      testEnvironment: 'node',
+      rootDir: '.',
+      testMatch: ['<rootDir>/sdk/typescript/test/**/*.spec.ts'],
       transform,
     },
   ],

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { runAnalyticsBench } from './analytics.bench';
 import { runPdpBench } from './pdp.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
@@ -16,6 +17,8 @@ const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   policy: runPolicyBench,
   proxy: runProxyBench,
   pdp: runPdpBench,
+  sdk: () => import('./sdk.bench').then((bench) => bench.runSdkBench()),
+  analytics: runAnalyticsBench,
 };
 
 const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');

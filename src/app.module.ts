@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Logger } from 'pino';
 import { AgentsModule } from './agents/agents.module';
+import { AnalyticsModule } from './analytics/analytics.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
@@ -15,6 +16,7 @@ import { HealthModule } from './health/health.module';
 import { PoliciesModule } from './policies/policies.module';
 import { ProxyModule } from './proxy/proxy.module';
 import { IdentityModule } from './identity/identity.module';
+import { AgentIdentityModule } from './identity/agent-identity.module';
 import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
 import { PdpModule } from './pdp/pdp.module';
@@ -33,6 +35,7 @@ export class AppModule {
         ClusterModule,
         ScheduleModule.forRoot(),
         AuditModule,
+        AnalyticsModule,
         OrganizationsModule,
         IdentityModule,
         AgentsModule,
@@ -44,6 +47,7 @@ export class AppModule {
         ProxyModule,
         PdpModule,
         BillingModule,
+        AgentIdentityModule,
       ],
       providers: [GatewayBootstrap],
     };

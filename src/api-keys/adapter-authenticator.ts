@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
+import { OidcVerifier } from '../identity/oidc-verifier';
 import { AdapterPrincipal, ApiKeysService } from './api-keys.service';
 
 /** What an adapter presents: `X-Api-Key`, or `Authorization: Bearer` from its identity provider. */
@@ -12,7 +13,10 @@ export interface AdapterCredentials {
 /** Authenticates agent-side adapters, for the auth guard (HTTP and gRPC) and the lean PDP path alike. */
 @Injectable()
 export class AdapterAuthenticator {
-  constructor(private readonly apiKeys: ApiKeysService) {}
+  constructor(
+    private readonly apiKeys: ApiKeysService,
+    private readonly oidc: OidcVerifier,
+  ) {}
 
   /** The adapter's organization, or a 401 AppError. */
   async authenticate({ apiKey, authorization }: AdapterCredentials): Promise<AdapterPrincipal> {
@@ -22,7 +26,9 @@ export class AdapterAuthenticator {
       return principal;
     }
     if (authorization !== undefined && authorization !== '') {
-      throw new AppError(ErrorCode.Unauthorized, 'Managed-identity bearer tokens are not enabled (OIDC_ISSUER is not set)');
+      if (!/^bearer\s+\S/i.test(authorization)) throw new AppError(ErrorCode.Unauthorized, 'Authorization must be: Bearer <managed-identity token>');
+      const identity = await this.oidc.verify(authorization);
+      return { orgId: identity.orgId, credentialId: identity.subject };
     }
     throw new AppError(ErrorCode.Unauthorized, 'Missing X-Api-Key (or a managed-identity bearer token)');
   }

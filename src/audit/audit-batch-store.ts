@@ -1,7 +1,9 @@
-import { copyText, copyValue, GENESIS_HASH } from './audit-chain';
+import { GENESIS_HASH } from './audit-chain';
+import { COPY_AUDIT_ROWS_SQL, copyText, copyValue, INSERT_AUDIT_ROWS_SQL, jsonRow } from './audit-entry';
 import { createDayPartition, dayStart } from './audit-days';
 import { QueuedAudit, QueuedParts, queuedParts } from './audit-record';
-import { ChainHead, chainRow, COPY_AUDIT_ROWS_SQL, copyLine, INSERT_AUDIT_ROWS_SQL, jsonRow } from './audit-rows';
+import { BatchRollups, rolledDecision } from './audit-rollups';
+import { ChainHead, chainRow, copyLine } from './audit-rows';
 import type { SqlClient } from './sql-client';
 
 /** Entries built between two yields to the event loop, so a big batch never stalls it for long. */
@@ -11,7 +13,8 @@ const BUILD_SLICE = 100;
  * Writes one batch of audit records: creates missing day partitions, then in one transaction
  * locks the chain heads of the batch's organizations (in org_id order), builds and hashes the
  * rows in batch order, writes them with one COPY (or, where the connection cannot COPY, one
- * INSERT) and moves the heads. Plain code with no Nest: it runs in the gateway's thread
+ * INSERT), adds the batch's decisions to the analytics rollups (see BatchRollups) and moves the
+ * heads. Plain code with no Nest: it runs in the gateway's thread
  * (embedded database) or in the audit worker.
  */
 export class AuditBatchStore {
@@ -45,12 +48,17 @@ export class AuditBatchStore {
     const heads = await this.lockHeads(client, [...new Set(entries.map((entry) => entry.orgIdText))]);
     const render = client.copyFrom ? copyLine : jsonRow;
     const rows: string[] = [];
+    const rollups = new BatchRollups();
     for (let i = 0; i < entries.length; i++) {
       if (i > 0 && i % BUILD_SLICE === 0) await yieldToEventLoop();
-      rows.push(render(chainRow(entries[i], heads.get(entries[i].orgIdText)!, stripPayloads)));
+      const entry = entries[i];
+      rows.push(render(chainRow(entry, heads.get(entry.orgIdText)!, stripPayloads)));
+      const decision = rolledDecision(entry.orgIdText, entry.ts, entry.content);
+      if (decision !== null) rollups.add(decision);
     }
     if (client.copyFrom) await client.copyFrom(COPY_AUDIT_ROWS_SQL, rows.join(''));
     else await client.query(INSERT_AUDIT_ROWS_SQL, [`[${rows.join(',')}]`]);
+    await rollups.write(client);
     const moved = [...heads.values()];
     await client.query(
       `INSERT INTO audit_chain_heads (org_id, seq, hash, updated_at)

@@ -1,7 +1,7 @@
-import { chainHash, copyValue, entryText, StoredAudit } from './audit-chain';
+import { chainHash } from './audit-chain';
+import { AUDIT_ENTRY_COLUMNS, copyValue, entryText, jsonRow, readAudit, StoredAudit } from './audit-entry';
 import { AuditRecord, queuedAudit, queuedParts } from './audit-record';
-import { AUDIT_COLUMNS, chainRow, copyLine, jsonRow } from './audit-rows';
-import { toStored, VerifiedRow } from './audit.service';
+import { chainRow, copyLine } from './audit-rows';
 import { AuditSanitizer, REDACTED } from './audit-sanitizer';
 
 const clean = new AuditSanitizer(['password', 'token']);
@@ -49,7 +49,7 @@ function record(overrides: Partial<AuditRecord> = {}): AuditRecord {
 function columns(queued: string): Record<string, string | null> {
   const { ts, orgIdText, content } = queuedParts(queued);
   const fields = [String(ts), orgIdText, ...content.split('\t')];
-  const names = ['ts', 'org_id', ...AUDIT_COLUMNS.slice(4, 26).map(([name]) => name)];
+  const names = ['ts', 'org_id', ...AUDIT_ENTRY_COLUMNS.slice(4, 26).map(({ column }) => column)];
   expect(fields).toHaveLength(names.length);
   return Object.fromEntries(names.map((name, i) => [name, copyValue(fields[i])]));
 }
@@ -93,18 +93,17 @@ describe('queuedAudit', () => {
 describe('chainRow', () => {
   const head = () => ({ seq: 41, hash: 'a'.repeat(64) });
 
-  /** The entry as the verifier reads it back (`toStored`) from the columns of a row built from `text`. */
+  /** The entry as the verifier reads it back (`readAudit`) from the columns of a row built from `text`, as the driver returns them. */
   function stored(text: string): StoredAudit {
     const row = JSON.parse(jsonRow({ text, prevHash: '', hash: '' })) as Record<string, unknown>;
-    const payload = (value: unknown) => (value === null ? null : JSON.stringify(value));
-    return toStored({
-      ...(row as unknown as VerifiedRow),
-      ts: new Date(row.ts as string),
-      seq: String(row.seq),
-      delegation_chain_text: payload(row.delegation_chain),
-      input_text: payload(row.input),
-      details_text: payload(row.details),
-    });
+    const read = (value: unknown, type: string) => {
+      if (value === null) return null;
+      if (type === 'json') return JSON.stringify(value);
+      if (type === 'timestamptz') return new Date(value as string);
+      return type === 'bigint' ? String(value) : value;
+    };
+    const selected = Object.fromEntries(AUDIT_ENTRY_COLUMNS.map(({ field, column, type }) => [field, read(row[column], type)]));
+    return readAudit(selected, AUDIT_ENTRY_COLUMNS.map(({ field }) => field));
   }
 
   it('numbers and hashes the entry after the head, and moves the head', () => {

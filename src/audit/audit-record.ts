@@ -1,5 +1,5 @@
 import { newId } from '../common/ids';
-import { contentText, copyText } from './audit-chain';
+import { AUDIT_CONTENT_COLUMNS, AuditColumn, copyText } from './audit-entry';
 import { compactInput } from './audit-input';
 import type { AuditSanitizer } from './audit-sanitizer';
 
@@ -64,33 +64,58 @@ export interface AuditRecord {
  */
 export type QueuedAudit = string;
 
-/** The queued form of `record`, cleaned by `clean`. */
+/** How the writer turns each content column of a record into its canonical text. */
+const WRITE_FORMAT = { Text: 0, Boolean: 1, Integer: 2, Latency: 3, Json: 4, Input: 5 } as const;
+type WriteFormat = (typeof WRITE_FORMAT)[keyof typeof WRITE_FORMAT];
+
+const WRITTEN_FIELDS = AUDIT_CONTENT_COLUMNS.map((column) => column.field);
+const WRITE_FORMATS = AUDIT_CONTENT_COLUMNS.map(writeFormat);
+
+function writeFormat({ field, type }: AuditColumn): WriteFormat {
+  if (field === 'input') return WRITE_FORMAT.Input;
+  switch (type) {
+    case 'boolean':
+      return WRITE_FORMAT.Boolean;
+    case 'integer':
+      return WRITE_FORMAT.Integer;
+    case 'double precision':
+      return WRITE_FORMAT.Latency;
+    case 'json':
+      return WRITE_FORMAT.Json;
+    default:
+      return WRITE_FORMAT.Text;
+  }
+}
+
+/**
+ * The queued form of `record`, cleaned by `clean`: its content columns, in the order of
+ * AUDIT_ENTRY_COLUMNS, written straight into the canonical text (what `contentText` makes of
+ * the stored entry), with no intermediate object.
+ */
 export function queuedAudit(record: AuditRecord, clean: AuditSanitizer): QueuedAudit {
-  const content = contentText({
-    source: record.source,
-    kind: record.kind,
-    traceId: clean.text(record.traceId),
-    agentId: clean.text(record.agentId),
-    agentName: clean.text(record.agentName),
-    trustTier: clean.text(record.trustTier),
-    action: clean.text(record.action)!,
-    method: clean.text(record.method),
-    path: clean.text(record.path),
-    decision: record.decision,
-    enforced: record.enforced,
-    rateLimited: record.rateLimited,
-    policyName: clean.text(record.policyName),
-    rule: clean.text(record.rule),
-    reason: clean.text(record.reason),
-    decisionLatencyMs: roundMs(record.decisionLatencyMs),
-    latencyMs: roundMs(record.latencyMs),
-    status: record.status,
-    upstreamStatus: record.upstreamStatus,
-    delegationChain: clean.serialize(record.delegationChain),
-    input: clean.serialize(compactInput(record.input)),
-    details: clean.serialize(record.details),
-  });
-  return `${record.id ?? newId('aud')}\t${record.ts}\t${copyText(record.orgId)}\t${content}`;
+  const values = record as unknown as Record<string, unknown>;
+  let text = `${record.id ?? newId('aud')}\t${record.ts}\t${copyText(record.orgId)}`;
+  for (let i = 0; i < WRITTEN_FIELDS.length; i++) text += `\t${writtenText(values[WRITTEN_FIELDS[i]], WRITE_FORMATS[i], clean)}`;
+  return text;
+}
+
+function writtenText(value: unknown, format: WriteFormat, clean: AuditSanitizer): string {
+  switch (format) {
+    case WRITE_FORMAT.Text:
+      return copyText(clean.text(value as string | null));
+    case WRITE_FORMAT.Boolean:
+      return value ? 't' : 'f';
+    case WRITE_FORMAT.Integer:
+      return value === null ? '\\N' : String(value);
+    case WRITE_FORMAT.Latency: {
+      const rounded = roundMs(value as number | null);
+      return rounded === null ? '\\N' : String(rounded);
+    }
+    case WRITE_FORMAT.Input:
+      return copyText(clean.serialize(compactInput(value)));
+    default:
+      return copyText(clean.serialize(value));
+  }
 }
 
 /** The parts of a queued record. */

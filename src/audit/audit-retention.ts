@@ -6,6 +6,8 @@ import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
 import { PLANS, PlanId, UNLIMITED } from '../organizations/plans';
 import { createDayPartition, dayStart } from './audit-days';
+import { auditSelectList, ChainedAudit, readAudit } from './audit-entry';
+import { ROLLUP_TABLES } from './audit-rollups';
 import { AuditPartition, AuditPartitions } from './audit-partitions';
 
 const DAY_MS = 86_400_000;
@@ -19,7 +21,8 @@ export interface RetentionReport {
  * Enforces each plan's `auditRetentionDays`. A day's partition is dropped whole once every
  * organization with entries in it has passed its retention; where organizations on longer
  * plans share the day, only the expired organizations' rows are deleted. Each chain head
- * records how far retention pruned it, so verification tells pruning from tampering.
+ * records how far retention pruned it, so verification tells pruning from tampering. The
+ * analytics rollups of the removed entries go in the same transaction.
  */
 @Injectable()
 export class AuditRetention {
@@ -58,14 +61,34 @@ export class AuditRetention {
       }
       report.deletedEntries += await this.deleteExpiredRows(partition.name, retention, nowMs);
     }
+    await this.pruneRollups(retention, nowMs);
     return report;
+  }
+
+  /**
+   * Analytics rollups of the hours wholly past each organization's retention, and of
+   * organizations that no longer exist. The hour a cut-off falls in goes on a later run, once
+   * it has passed entirely, so rollups never drop counts of entries still kept.
+   */
+  private async pruneRollups(retention: Map<string, number>, nowMs: number): Promise<void> {
+    const limited = [...retention].filter(([, days]) => days !== UNLIMITED);
+    const params = [[...retention.keys()], limited.map(([orgId]) => orgId), limited.map(([, days]) => new Date(nowMs - days * DAY_MS))];
+    await this.dataSource.transaction(async (manager) => {
+      for (const table of ROLLUP_TABLES) {
+        await manager.query(
+          `DELETE FROM ${table} t WHERE NOT (t.org_id = ANY($1::text[]))
+             OR EXISTS (SELECT 1 FROM unnest($2::text[], $3::timestamptz[]) AS c(org_id, cutoff) WHERE c.org_id = t.org_id AND t.hour + interval '1 hour' <= c.cutoff)`,
+          params,
+        );
+      }
+    });
   }
 
   /** Drops a whole day, first recording in each chain head how far its chain was pruned. */
   private async dropPartition(partition: AuditPartition): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
-      const last: PrunedTail[] = await manager.query(`SELECT DISTINCT ON (org_id) org_id, seq, hash FROM ${partition.name} ORDER BY org_id, seq DESC`);
-      await markPruned(manager, last);
+      const last: Array<Record<string, unknown>> = await manager.query(`SELECT DISTINCT ON (org_id) ${TAIL_COLUMNS} FROM ${partition.name} ORDER BY org_id, seq DESC`);
+      await markPruned(manager, last.map(readTail));
       await manager.query(`DROP TABLE IF EXISTS ${partition.name}`);
     });
   }
@@ -77,9 +100,12 @@ export class AuditRetention {
     const cutoffs = [limited.map(([orgId]) => orgId), limited.map(([, days]) => new Date(nowMs - days * DAY_MS))];
     const expiredRows = `${partition} t, unnest($1::text[], $2::timestamptz[]) AS c(org_id, cutoff) WHERE t.org_id = c.org_id AND t.ts < c.cutoff`;
     return this.dataSource.transaction(async (manager) => {
-      const last: PrunedTail[] = await manager.query(`SELECT DISTINCT ON (t.org_id) t.org_id, t.seq, t.hash FROM ${expiredRows} ORDER BY t.org_id, t.seq DESC`, cutoffs);
+      const last: Array<Record<string, unknown>> = await manager.query(
+        `SELECT DISTINCT ON (t.org_id) ${auditSelectList(TAIL_FIELDS, 't')} FROM ${expiredRows} ORDER BY t.org_id, t.seq DESC`,
+        cutoffs,
+      );
       if (last.length === 0) return 0;
-      await markPruned(manager, last);
+      await markPruned(manager, last.map(readTail));
       const deleted: Array<{ count: string }> = await manager.query(
         `WITH d AS (DELETE FROM ${partition} t USING unnest($1::text[], $2::timestamptz[]) AS c(org_id, cutoff)
            WHERE t.org_id = c.org_id AND t.ts < c.cutoff RETURNING 1)
@@ -97,10 +123,12 @@ export class AuditRetention {
 }
 
 /** The newest entry retention removes from an organization's chain. */
-interface PrunedTail {
-  org_id: string;
-  seq: string;
-  hash: string;
+const TAIL_FIELDS = ['orgId', 'seq', 'hash'] as const;
+const TAIL_COLUMNS = auditSelectList(TAIL_FIELDS);
+type PrunedTail = Pick<ChainedAudit, (typeof TAIL_FIELDS)[number]>;
+
+function readTail(row: Record<string, unknown>): PrunedTail {
+  return readAudit(row, TAIL_FIELDS);
 }
 
 /**
@@ -109,7 +137,7 @@ interface PrunedTail {
  */
 async function markPruned(manager: EntityManager, tails: PrunedTail[]): Promise<void> {
   if (tails.length === 0) return;
-  const orgIds = tails.map((tail) => tail.org_id);
+  const orgIds = tails.map((tail) => tail.orgId);
   await manager.query('SELECT org_id FROM audit_chain_heads WHERE org_id = ANY($1::text[]) ORDER BY org_id FOR UPDATE', [orgIds]);
   await manager.query(
     `UPDATE audit_chain_heads h SET pruned_seq = u.seq, pruned_hash = u.hash

@@ -1,56 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AnalyticsService } from '../analytics/analytics.service';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
-import { chainHash, StoredAudit } from './audit-chain';
+import { chainHash } from './audit-chain';
+import { ALL_AUDIT_FIELDS, auditSelectList, ChainedAudit, readAudit } from './audit-entry';
 import { expandInput } from './audit-input';
 import { AuditEntryView, AuditPage, AuditQueryDto, AuditStats, AuditVerification, ChainBreak, Period } from './audit.dto';
 import { AuditWriter } from './audit-writer';
 
-const PERIOD_MS: Record<Period, number> = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
 const VERIFY_PAGE = 2000;
 
-/** A row of audit_entries as the driver returns it. */
-/** An audit_entries row as the queries read it. */
-export interface AuditRow {
-  id: string;
-  ts: Date;
-  org_id: string;
-  seq: string;
-  source: string;
-  kind: string;
-  trace_id: string | null;
-  agent_id: string | null;
-  agent_name: string | null;
-  trust_tier: string | null;
-  action: string;
-  method: string | null;
-  path: string | null;
-  decision: string;
-  enforced: boolean;
-  rate_limited: boolean;
-  policy_name: string | null;
-  rule: string | null;
-  reason: string | null;
-  decision_latency_ms: number | null;
-  latency_ms: number | null;
-  status: number | null;
-  upstream_status: number | null;
-  delegation_chain: unknown;
-  input: unknown;
-  details: unknown;
-  prev_hash: string;
-  hash: string;
-}
-
-/** A row read for verification: payloads as the exact text stored. */
-/** A row read for verification: payloads also as the exact text stored. */
-export interface VerifiedRow extends AuditRow {
-  delegation_chain_text: string | null;
-  input_text: string | null;
-  details_text: string | null;
-}
+/** What the query API reads of an entry: every stored column. */
+const ENTRY_COLUMNS = auditSelectList(ALL_AUDIT_FIELDS);
 
 /** An admin change for the trail: who (the principal), what, and previous and new values. */
 export interface AdminChange {
@@ -67,6 +30,7 @@ export class AuditService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly writer: AuditWriter,
+    private readonly analytics: AnalyticsService,
   ) {}
 
   /** Records an admin change in the same trail (and hash chain) as decisions. */
@@ -121,26 +85,19 @@ export class AuditService {
       where.push(`(ts, id) < ($${params.length - 1}, $${params.length})`);
     }
     params.push(limit + 1);
-    const rows: AuditRow[] = await this.dataSource.query(
-      `SELECT * FROM audit_entries WHERE ${where.join(' AND ')} ORDER BY ts DESC, id DESC LIMIT $${params.length}`,
+    const rows: Array<Record<string, unknown>> = await this.dataSource.query(
+      `SELECT ${ENTRY_COLUMNS} FROM audit_entries WHERE ${where.join(' AND ')} ORDER BY ts DESC, id DESC LIMIT $${params.length}`,
       params,
     );
-    const page = rows.slice(0, limit);
+    const page = rows.slice(0, limit).map((row) => readAudit(row, ALL_AUDIT_FIELDS));
     const last = page[page.length - 1];
-    return { entries: page.map(toView), nextCursor: rows.length > limit && last ? encodeCursor(last.ts, last.id) : null };
+    return { entries: page.map(toView), nextCursor: rows.length > limit && last ? encodeCursor(new Date(last.ts), last.id) : null };
   }
 
-  /** Decisions (admin events excluded) of the last period. */
+  /** Decisions (admin events excluded) of the period, from the analytics rollups (the same hours as the Analytics API). */
   async stats(principal: AdminPrincipal, period: Period = '24h', nowMs = Date.now()): Promise<AuditStats> {
-    const rows: Array<{ total: string; allowed: string; denied: string }> = await this.dataSource.query(
-      `SELECT count(*) AS total,
-              count(*) FILTER (WHERE decision = 'allow') AS allowed,
-              count(*) FILTER (WHERE decision = 'deny') AS denied
-       FROM audit_entries WHERE org_id = $1 AND kind = 'decision' AND ts >= $2 AND ts <= $3`,
-      [principal.orgId, new Date(nowMs - PERIOD_MS[period]), new Date(nowMs)],
-    );
-    const row = rows[0];
-    return { total: Number(row.total), allowed: Number(row.allowed), denied: Number(row.denied), period };
+    const counts = await this.analytics.counts(principal.orgId, period, nowMs);
+    return { total: counts.requests, allowed: counts.allowed, denied: counts.denied, period };
   }
 
   /**
@@ -161,17 +118,17 @@ export class AuditService {
     let previousHash: string | null = first === head.prunedSeq + 1 ? head.prunedHash : null;
     let checked = 0;
     while (expectedSeq <= last) {
-      const rows: VerifiedRow[] = await this.dataSource.query(
-        `SELECT *, delegation_chain::text AS delegation_chain_text, input::text AS input_text, details::text AS details_text
-         FROM audit_entries WHERE org_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
+      const rows: Array<Record<string, unknown>> = await this.dataSource.query(
+        `SELECT ${ENTRY_COLUMNS} FROM audit_entries WHERE org_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
         [principal.orgId, expectedSeq, last, VERIFY_PAGE],
       );
       if (rows.length === 0) break;
       for (const row of rows) {
-        const problem = checkLink(row, expectedSeq, previousHash);
+        const entry = readAudit(row, ALL_AUDIT_FIELDS);
+        const problem = checkLink(entry, expectedSeq, previousHash);
         if (problem) return result(checked, first, last, problem);
-        previousHash = row.hash;
-        expectedSeq = Number(row.seq) + 1;
+        previousHash = entry.hash;
+        expectedSeq = entry.seq + 1;
         checked++;
       }
     }
@@ -217,14 +174,14 @@ interface ChainHeadRow {
   prunedHash: string;
 }
 
-function checkLink(row: VerifiedRow, expectedSeq: number, previousHash: string | null): ChainBreak | null {
-  const seq = Number(row.seq);
+function checkLink(entry: ChainedAudit, expectedSeq: number, previousHash: string | null): ChainBreak | null {
+  const { seq, id } = entry;
   if (seq !== expectedSeq) return breakAt(expectedSeq, null, 'missing_entries', `entries ${expectedSeq} to ${seq - 1} are missing`);
-  if (previousHash !== null && row.prev_hash !== previousHash) {
-    return breakAt(seq, row.id, 'prev_hash_mismatch', `entry ${seq} does not follow entry ${seq - 1}`);
+  if (previousHash !== null && entry.prevHash !== previousHash) {
+    return breakAt(seq, id, 'prev_hash_mismatch', `entry ${seq} does not follow entry ${seq - 1}`);
   }
-  if (chainHash(row.prev_hash, toStored(row)) !== row.hash) {
-    return breakAt(seq, row.id, 'hash_mismatch', `entry ${seq} was modified after it was written`);
+  if (chainHash(entry.prevHash, entry) !== entry.hash) {
+    return breakAt(seq, id, 'hash_mismatch', `entry ${seq} was modified after it was written`);
   }
   return null;
 }
@@ -237,66 +194,39 @@ function result(checked: number, firstSeq: number | null, lastSeq: number | null
   return { ok: brokenAt === null, checked, firstSeq, lastSeq, brokenAt };
 }
 
-/** The entry of a row as the writer hashed it. */
-export function toStored(row: VerifiedRow): StoredAudit {
+function toView(entry: ChainedAudit): AuditEntryView {
+  const { orgId, agentId, agentName, trustTier, action } = entry;
   return {
-    id: row.id,
-    ts: row.ts.getTime(),
-    orgId: row.org_id,
-    seq: Number(row.seq),
-    source: row.source,
-    kind: row.kind,
-    traceId: row.trace_id,
-    agentId: row.agent_id,
-    agentName: row.agent_name,
-    trustTier: row.trust_tier,
-    action: row.action,
-    method: row.method,
-    path: row.path,
-    decision: row.decision,
-    enforced: row.enforced,
-    rateLimited: row.rate_limited,
-    policyName: row.policy_name,
-    rule: row.rule,
-    reason: row.reason,
-    decisionLatencyMs: row.decision_latency_ms,
-    latencyMs: row.latency_ms,
-    status: row.status,
-    upstreamStatus: row.upstream_status,
-    delegationChain: row.delegation_chain_text,
-    input: row.input_text,
-    details: row.details_text,
+    id: entry.id,
+    timestamp: new Date(entry.ts).toISOString(),
+    seq: entry.seq,
+    source: entry.source,
+    kind: entry.kind,
+    traceId: entry.traceId,
+    agentId,
+    agentName,
+    trustTier,
+    action,
+    method: entry.method,
+    path: entry.path,
+    decision: entry.decision,
+    enforced: entry.enforced,
+    rateLimited: entry.rateLimited,
+    policyName: entry.policyName,
+    rule: entry.rule,
+    reason: entry.reason,
+    latencyMs: entry.latencyMs,
+    decisionLatencyMs: entry.decisionLatencyMs,
+    status: entry.status,
+    upstreamStatus: entry.upstreamStatus,
+    delegationChain: parsePayload(entry.delegationChain) as string[] | null,
+    input: expandInput(parsePayload(entry.input), { orgId, agentId, agentName, trustTier, action }),
+    details: parsePayload(entry.details),
   };
 }
 
-function toView(row: AuditRow): AuditEntryView {
-  return {
-    id: row.id,
-    timestamp: row.ts.toISOString(),
-    seq: Number(row.seq),
-    source: row.source,
-    kind: row.kind,
-    traceId: row.trace_id,
-    agentId: row.agent_id,
-    agentName: row.agent_name,
-    trustTier: row.trust_tier,
-    action: row.action,
-    method: row.method,
-    path: row.path,
-    decision: row.decision,
-    enforced: row.enforced,
-    rateLimited: row.rate_limited,
-    policyName: row.policy_name,
-    rule: row.rule,
-    reason: row.reason,
-    latencyMs: row.latency_ms,
-    decisionLatencyMs: row.decision_latency_ms,
-    status: row.status,
-    upstreamStatus: row.upstream_status,
-    delegationChain: row.delegation_chain as string[] | null,
-    input: expandInput(row.input, { orgId: row.org_id, agentId: row.agent_id, agentName: row.agent_name, trustTier: row.trust_tier, action: row.action }),
-    details: row.details,
-  };
+function parsePayload(text: string | null): unknown {
+  return text === null ? null : JSON.parse(text);
 }
 
 function encodeCursor(ts: Date, id: string): string {

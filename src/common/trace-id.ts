@@ -4,6 +4,7 @@ import { randomHex } from './random-hex';
 const CLIENT_TRACE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const INVALID_TRACE_ID = '0'.repeat(32);
 const TRACEPARENT = /^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
+const W3C_TRACE_ID = /^[0-9a-f]{32}$/;
 
 /** A new trace id: 32 lowercase hex characters, usable as a W3C trace-id. */
 export function newTraceId(): string {
@@ -27,12 +28,7 @@ export function traceparentFor(traceId: string): string {
   return `00-${w3c}-${randomHex(8)}-01`;
 }
 
-/** 32 lowercase hex characters, not all zero. A loop: this runs on every proxied request, and a regular expression costs several times more here. */
+/** 32 lowercase hex characters, not all zero. */
 function isW3cTraceId(id: string): boolean {
-  if (id.length !== 32 || id === INVALID_TRACE_ID) return false;
-  for (let i = 0; i < 32; i++) {
-    const c = id.charCodeAt(i);
-    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return false;
-  }
-  return true;
+  return id !== INVALID_TRACE_ID && W3C_TRACE_ID.test(id);
 }

@@ -38,6 +38,8 @@ describe('AppConfig.fromEnv defaults', () => {
     ['ALERT_ON', config.alerts.on, []],
     ['ALERT_RATE_LIMIT', config.alerts.ratePerMinute, 10],
     ['SHUTDOWN_TIMEOUT_MS (25 s)', config.shutdown.timeoutMs, 25_000],
+    ['OIDC_ISSUER', config.oidc.issuer, undefined],
+    ['OIDC_JWKS_COOLDOWN (30s)', config.oidc.jwksCooldownMs, 30_000],
   ])('%s', (_name, actual, expected) => {
     expect(actual).toEqual(expected);
   });
@@ -138,6 +140,8 @@ describe('AppConfig.fromEnv rejects bad values, naming the variable and what it 
     ['ALERT_EMAIL_ENABLED', 'maybe', /true or false/],
     ['SHUTDOWN_TIMEOUT_MS', '0', /whole number from 1 to 3600000/],
     ['SHUTDOWN_TIMEOUT_MS', '25s', /whole number/],
+    ['OIDC_ISSUER', 'login.example.com', /http:.*https:/],
+    ['OIDC_JWKS_COOLDOWN', '500ms', /duration like/],
   ])('%s=%s', (name, value, accepts) => {
     const error = configError({ [name]: value });
     expect(error.problems).toHaveLength(1);

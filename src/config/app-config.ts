@@ -116,7 +116,14 @@ export class AppConfig {
     instanceName: string;
     environment: string;
   };
-  readonly oidc: { issuer?: string; audience?: string };
+  readonly oidc: {
+    /** OIDC_ISSUER: identity provider of managed-identity bearer tokens (its discovery document and JWKS). */
+    issuer?: string;
+    /** OIDC_AUDIENCE: the `aud` such tokens must carry. */
+    audience?: string;
+    /** OIDC_JWKS_COOLDOWN: least time between two JWKS fetches for an unknown `kid`. */
+    jwksCooldownMs: number;
+  };
 
   private constructor(values: Omit<AppConfig, 'embeddedDatabase'>) {
     Object.assign(this, values);
@@ -199,7 +206,11 @@ export class AppConfig {
         instanceName: read.string('ALERT_INSTANCE_NAME', 'agent-governance'),
         environment: read.string('ALERT_ENVIRONMENT', 'production'),
       },
-      oidc: { issuer: read.url('OIDC_ISSUER', ['http:', 'https:']), audience: read.optionalString('OIDC_AUDIENCE') },
+      oidc: {
+        issuer: read.url('OIDC_ISSUER', ['http:', 'https:']),
+        audience: read.optionalString('OIDC_AUDIENCE'),
+        jwksCooldownMs: read.durationMs('OIDC_JWKS_COOLDOWN', '30s'),
+      },
     };
     if (read.errors.length > 0) throw new ConfigError(read.errors);
     return new AppConfig(values);

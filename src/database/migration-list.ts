@@ -6,6 +6,8 @@ import { AuditPruning1763769600004 } from '../../migrations/1763769600004-audit-
 import { AuditIndexOrder1763769600005 } from '../../migrations/1763769600005-audit-index-order';
 import { ApiKeys1764028800000 } from '../../migrations/1764028800000-api-keys';
 import { Billing1763856000000 } from '../../migrations/1763856000000-billing';
+import { AnalyticsRollups1763942400000 } from '../../migrations/1763942400000-analytics-rollups';
+import { OidcClients1764288000000 } from '../../migrations/1764288000000-oidc-clients';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -16,5 +18,7 @@ export const MIGRATIONS = [
   AuditPruning1763769600004,
   AuditIndexOrder1763769600005,
   Billing1763856000000,
+  AnalyticsRollups1763942400000,
   ApiKeys1764028800000,
+  OidcClients1764288000000,
 ];

@@ -4,6 +4,7 @@ import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { newId } from '../common/ids';
 import type { Principal } from '../identity/agent-authenticator';
+import { scopeDenial } from '../identity/delegation-scope';
 import type { Decision, DecisionInput, EvaluationEnv, Explanation, RateLimiter } from '../policy-engine/types';
 import { DecisionEvents } from './decision-events';
 import {
@@ -104,6 +105,8 @@ export class DecisionService {
    * applicable policies, the complete args if a policy reads them, evaluation.
    */
   async decide(principal: Principal, request: DecisionRequest, nowMs = Date.now()): Promise<Verdict> {
+    const outOfScope = scopeDenial(principal.delegation.scope, request);
+    if (outOfScope !== undefined) return this.scopeVerdict(principal, request, outOfScope, nowMs);
     const orgId = principal.agent.orgId;
     if (!(await this.usage.tryConsume(orgId, nowMs))) {
       throw new AppError(ErrorCode.QuotaExceeded, 'The organization has used its monthly policy checks');
@@ -138,6 +141,17 @@ export class DecisionService {
       nowMs,
       decisionMs: performance.now() - started,
     };
+  }
+
+  /**
+   * A request outside its delegated token's scope: denied by the token alone (so offline too),
+   * before quota and policy, which are not consulted (policy version 0). The token's scope is
+   * fixed, so the same input is always denied: cacheable.
+   */
+  private scopeVerdict(principal: Principal, request: DecisionRequest, decision: Decision, nowMs: number): Verdict {
+    const { action, resource, plugin, args, context } = request;
+    const input: DecisionInput = { agent: principal.agent.facts, action, resource, plugin, function: request.function, args, context, delegation: principal.delegation };
+    return { id: newId('aud'), principal, request, input, decision, enforced: this.enforcing, policyVersion: 0, cacheable: true, nowMs, decisionMs: 0 };
   }
 
   /** Records the decision's audit entry and emits its event; never blocks. */

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
+import { auditSelectList, readAudit, StoredAudit } from '../audit/audit-entry';
 import { expandInput } from '../audit/audit-input';
 import { AgentDirectory } from '../agents/agent-directory';
 import { compilePolicies } from '../policy-engine/compile-policies';
@@ -18,20 +19,10 @@ import { BacktestPolicyCount, BacktestReportView, BacktestRequestDto, DecisionVi
 const PAGE = 2000;
 const MAX_FLIPS_LISTED = 1000;
 
-interface RecordedDecision {
-  id: string;
-  ts: Date;
-  org_id: string;
-  agent_id: string | null;
-  agent_name: string | null;
-  trust_tier: string | null;
-  action: string;
-  decision: string;
-  policy_name: string | null;
-  rule: string | null;
-  reason: string | null;
-  input: unknown;
-}
+/** What a backtest reads of each recorded decision. */
+const RECORDED_FIELDS = ['id', 'ts', 'orgId', 'agentId', 'agentName', 'trustTier', 'action', 'decision', 'policyName', 'rule', 'reason', 'input'] as const;
+type RecordedDecision = Pick<StoredAudit, (typeof RECORDED_FIELDS)[number]>;
+const RECORDED_COLUMNS = auditSelectList(RECORDED_FIELDS);
 
 /**
  * What-if tools: simulate one decision with its full trace, and backtest proposed policies
@@ -84,7 +75,7 @@ export class PolicySimulator {
       truncated: false,
     };
     const byPolicy = new Map<string, BacktestPolicyCount>();
-    let cursor: { ts: Date; id: string } | null = null;
+    let cursor: { ts: number; id: string } | null = null;
     while (report.examined < limit) {
       const rows = await this.page(principal.orgId, from, to, cursor, Math.min(PAGE, limit - report.examined));
       if (rows.length === 0) break;
@@ -94,8 +85,8 @@ export class PolicySimulator {
           report.skipped++;
           continue;
         }
-        const input = expandInput(row.input, { orgId: row.org_id, agentId: row.agent_id, agentName: row.agent_name, trustTier: row.trust_tier, action: row.action });
-        const after = await proposed.evaluate(completeInput(input, principal.orgId), { limiter, nowMs: row.ts.getTime() });
+        const input = expandInput(JSON.parse(row.input), row);
+        const after = await proposed.evaluate(completeInput(input, principal.orgId), { limiter, nowMs: row.ts });
         this.tally(report, byPolicy, row, after);
       }
       const last = rows[rows.length - 1];
@@ -113,7 +104,7 @@ export class PolicySimulator {
       return;
     }
     const toDeny = after.effect === 'deny';
-    const responsible = toDeny ? after.policy : (row.policy_name ?? 'default');
+    const responsible = toDeny ? after.policy : (row.policyName ?? 'default');
     const counts = byPolicy.get(responsible) ?? { policy: responsible, allowToDeny: 0, denyToAllow: 0 };
     byPolicy.set(responsible, counts);
     if (toDeny) {
@@ -126,22 +117,23 @@ export class PolicySimulator {
     if (report.flips.length >= MAX_FLIPS_LISTED) return;
     report.flips.push({
       id: row.id,
-      timestamp: row.ts.toISOString(),
-      agentId: row.agent_id,
+      timestamp: new Date(row.ts).toISOString(),
+      agentId: row.agentId,
       action: row.action,
-      before: { decision: row.decision, policy: row.policy_name ?? 'default', rule: row.rule, reason: row.reason ?? '' },
+      before: { decision: row.decision, policy: row.policyName ?? 'default', rule: row.rule, reason: row.reason ?? '' },
       after: decisionView(after),
     });
   }
 
-  private page(orgId: string, from: Date, to: Date, cursor: { ts: Date; id: string } | null, limit: number): Promise<RecordedDecision[]> {
-    return this.dataSource.query(
-      `SELECT id, ts, org_id, agent_id, agent_name, trust_tier, action, decision, policy_name, rule, reason, input FROM audit_entries
+  private async page(orgId: string, from: Date, to: Date, cursor: { ts: number; id: string } | null, limit: number): Promise<RecordedDecision[]> {
+    const rows: Array<Record<string, unknown>> = await this.dataSource.query(
+      `SELECT ${RECORDED_COLUMNS} FROM audit_entries
        WHERE org_id = $1 AND kind = 'decision' AND ts >= $2 AND ts < $3
          AND ($4::timestamptz IS NULL OR (ts, id) > ($4, $5))
        ORDER BY ts, id LIMIT $6`,
-      [orgId, from, to, cursor?.ts ?? null, cursor?.id ?? '', limit],
+      [orgId, from, to, cursor ? new Date(cursor.ts) : null, cursor?.id ?? '', limit],
     );
+    return rows.map((row) => readAudit(row, RECORDED_FIELDS));
   }
 
   /** Proposed policies over the current ones: same names replaced, new names appended (or only the proposed, with `replace`). */

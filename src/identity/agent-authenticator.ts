@@ -6,10 +6,16 @@ import type { DelegationFacts } from '../policy-engine/types';
 import { ActorClaim, AgentTokenClaims, InvalidTokenError } from './agent-token-claims';
 import { AgentTokenVerifier } from './agent-token-verifier';
 
+/** The delegation a principal acts under, with the scope its token is limited to. */
+export interface PrincipalDelegation extends DelegationFacts {
+  /** Action globs the token allows (the `scope` claim); undefined when it is not limited. */
+  scope?: readonly string[];
+}
+
 /** Who a decision is made for: the agent's current record and the delegation it acts under. */
 export interface Principal {
   agent: AgentSnapshot;
-  delegation: DelegationFacts;
+  delegation: PrincipalDelegation;
 }
 
 /** An agent proven by its token, with its current record. */
@@ -24,6 +30,8 @@ export const DIRECT: DelegationFacts = Object.freeze({ depth: 1, chain: Object.f
  * Authenticates `Authorization: Bearer <agent token>`: signature, expiry and issuer (once per
  * token, AgentTokenVerifier), then the agent's current record (exists, same organization, not
  * revoked) on every request, so a revocation or a tier change holds whatever the token says.
+ * A delegated token is checked the same way for every agent of its chain: revoking any
+ * delegator ends every token delegated from it (records are cached, so this is cheap).
  */
 @Injectable()
 export class AgentAuthenticator {
@@ -44,7 +52,18 @@ export class AgentAuthenticator {
     const agent = await this.agents.get(claims.sub);
     if (agent === null || agent.orgId !== claims.org) throw new AppError(ErrorCode.Unauthorized, 'Invalid or expired token');
     if (agent.revoked) throw new AppError(ErrorCode.Unauthorized, 'Agent has been revoked');
-    return { agent, claims, delegation: claims.act ? delegationOf(claims.sub, claims.act) : DIRECT };
+    const delegation = claims.act ? delegationOf(claims.sub, claims.act) : DIRECT;
+    if (delegation.depth > 1) await this.checkDelegators(delegation.chain, claims.org);
+    return { agent, claims, delegation: claims.scope === undefined ? delegation : { ...delegation, scope: claims.scope } };
+  }
+
+  /** Every delegator of the chain (all but the acting agent) must still exist, in the same organization, unrevoked. */
+  private async checkDelegators(chain: readonly string[], orgId: string): Promise<void> {
+    for (const id of chain.slice(0, -1)) {
+      const delegator = await this.agents.get(id);
+      if (delegator === null || delegator.orgId !== orgId) throw new AppError(ErrorCode.Unauthorized, 'Invalid or expired token');
+      if (delegator.revoked) throw new AppError(ErrorCode.Unauthorized, `Delegating agent ${id} has been revoked`);
+    }
   }
 }
 

@@ -14,6 +14,11 @@ export interface AgentTokenClaims {
   iss: string;
   /** Delegation (RFC 8693 style): `{sub: <delegating agent>, act?: {...}}`, innermost is the original delegator. */
   act?: ActorClaim;
+  /**
+   * Action globs a delegated token is limited to (each hop can only narrow them); absent means
+   * no limit beyond policy. Enforced before any policy is consulted (delegation-scope.ts).
+   */
+  scope?: string[];
 }
 
 export interface ActorClaim {
@@ -38,7 +43,18 @@ export function toClaims(payload: JWTPayload): AgentTokenClaims {
     exp: payload.exp!,
     iss: payload.iss ?? '',
     act: toActor(payload.act),
+    scope: toScope(payload.scope),
   };
+}
+
+/**
+ * A scope claim as a list of globs. A claim that is present but not a list of strings is read
+ * as an empty scope, which allows nothing: a malformed limit must never read as no limit.
+ */
+function toScope(value: unknown): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) return [];
+  return value.every((glob) => typeof glob === 'string') ? (value as string[]) : [];
 }
 
 function toActor(value: unknown, depth = 0): ActorClaim | undefined {

@@ -12,6 +12,14 @@ export interface TokenSubject {
   orgId: string;
 }
 
+/** What narrows a delegated token beyond its lifetime. */
+export interface TokenLimits {
+  /** Action globs the token is limited to. */
+  scope?: readonly string[];
+  /** Latest expiry allowed, seconds since the epoch (a delegated token never outlives its parent). */
+  notAfter?: number;
+}
+
 export interface IssuedToken {
   token: string;
   expiresAt: Date;
@@ -25,13 +33,18 @@ export class AgentTokenService {
     private readonly keyRing: KeyRing,
   ) {}
 
-  /** Signs a new token for an agent with the configured lifetime (or `ttlMs`). */
-  async issue(subject: TokenSubject, ttlMs = this.config.auth.agentTokenTtlMs, act?: ActorClaim): Promise<IssuedToken> {
+  /**
+   * Signs a new token for an agent with the configured lifetime (or `ttlMs`); a delegated token
+   * also carries the `act` chain and its limits.
+   */
+  async issue(subject: TokenSubject, ttlMs = this.config.auth.agentTokenTtlMs, act?: ActorClaim, limits: TokenLimits = {}): Promise<IssuedToken> {
     const key = this.keyRing.signingKey();
     const nowSeconds = Math.floor(Date.now() / 1000);
-    const exp = nowSeconds + Math.max(1, Math.round(ttlMs / 1000));
+    const exp = Math.min(nowSeconds + Math.max(1, Math.round(ttlMs / 1000)), limits.notAfter ?? Number.MAX_SAFE_INTEGER);
+    const scope = limits.scope;
     const claims: Record<string, unknown> = { name: subject.name, trust: subject.trustTier, tier: subject.trustTier, tags: [...subject.tags], org: subject.orgId };
     if (act) claims.act = act;
+    if (scope) claims.scope = [...scope];
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
       .setSubject(subject.id)

@@ -1,0 +1,11 @@
+"""Agent Governance adapter SDK: check tool calls against the gateway's policies, audit them."""
+
+from .client import Client, summary_of
+from .decision import CheckRequest, Decision, SoftDenial
+from .errors import AgentGovError, GatewayError, GatewayTimeoutError, GatewayUnreachableError, PolicyDeniedError
+from .options import ClientOptions, FailureMode, PluginOptions
+
+__all__ = [
+    "AgentGovError", "CheckRequest", "Client", "ClientOptions", "Decision", "FailureMode", "GatewayError",
+    "GatewayTimeoutError", "GatewayUnreachableError", "PluginOptions", "PolicyDeniedError", "SoftDenial", "summary_of",
+]

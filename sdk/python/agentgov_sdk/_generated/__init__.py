@@ -1,0 +1,1 @@
+"""Stubs generated from proto/pdp.proto by ../../generate.sh; do not edit."""

@@ -1,0 +1,328 @@
+"""The adapter client: check before a tool call, audit after it, or guard() to do both."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import os
+import threading
+import time
+import uuid
+from types import TracebackType
+from typing import Any, Awaitable, Callable, Coroutine, Dict, Mapping, Optional, ParamSpec, Type, TypeVar, Union, cast, overload
+from urllib.parse import urlsplit
+
+from .audit import AuditBatcher, AuditEvent, WriteAheadLog
+from .cache import DecisionCache, request_hash
+from .decision import CheckRequest, Decision, SoftDenial
+from .errors import GatewayError, GatewayTimeoutError, GatewayUnreachableError, PolicyDeniedError
+from .options import ClientOptions, EffectiveOptions
+from .transports import GrpcTransport, HttpTransport, json_values
+
+logger = logging.getLogger("agentgov_sdk")
+
+T = TypeVar("T")
+P = ParamSpec("P")
+Summarize = Callable[[Any], str]
+
+MAX_SUMMARY = 2048
+MAX_DURATION_MS = 86_400_000
+
+
+class Client:
+    """One agent's connection to the gateway. Use it as a context manager (or call close()):
+    closing sends the audit events still queued, within timeout_seconds."""
+
+    def __init__(self, options: ClientOptions) -> None:
+        self.options = options
+        wal = WriteAheadLog(options.audit_wal_path or default_wal_path(options.agent_id))
+        secure = urlsplit(options.gateway_url).scheme == "https"
+        self._grpc = GrpcTransport(options.resolved_grpc_address(), options.api_key, secure)
+        self._http = HttpTransport(options.gateway_url, options.api_key)
+        self._grpc_down_until = 0.0
+        self._cache = DecisionCache(options.cache_max_entries)
+        self._closed = threading.Event()
+        self._audit = AuditBatcher(
+            wal,
+            self._send_audit,
+            options.audit_batch_size,
+            options.audit_flush_interval_seconds,
+        )
+        self._stream: Any = None
+        self._follower: Optional[threading.Thread] = None
+        if options.cache_enabled:
+            self._follower = threading.Thread(target=self._follow_changes, name="agentgov-subscribe", daemon=True)
+            self._follower.start()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, kind: Optional[Type[BaseException]], error: Optional[BaseException], trace: Optional[TracebackType]) -> None:
+        self.close()
+
+    def check(
+        self, plugin: str, function: str, args: Optional[Mapping[str, Any]] = None, *,
+        context: Optional[Mapping[str, Any]] = None, action: str = "", resource: str = "", trace_id: str = "",
+    ) -> Decision:
+        """Asks whether the agent may call plugin.function with args. Raises PolicyDeniedError on a
+        denial unless throw_on_denied is off (then the Decision says deny)."""
+        effective = self.options.for_plugin(plugin)
+        request = self._request(plugin, function, args, context, effective, action, resource, trace_id)
+        decision = self._decide(request, effective)
+        if decision.source in ("timeout", "fail-open"):
+            self._record(request, decision, 0.0, f"{decision.source}: allowed without a gateway decision ({decision.reason})")
+        if decision.denied and effective.throw_on_denied:
+            raise PolicyDeniedError(plugin, function, decision)
+        return decision
+
+    def audit(
+        self, plugin: str, function: str, *, decision: str, duration_ms: float,
+        args: Optional[Mapping[str, Any]] = None, result_summary: Optional[str] = None,
+        decision_id: str = "", trace_id: str = "",
+    ) -> str:
+        """Records what became of a call (durably, before returning); sent in the next batch.
+        Returns the event's id."""
+        if decision not in ("allow", "deny"):
+            raise ValueError("decision must be 'allow' or 'deny'")
+        event: AuditEvent = {
+            "eventId": uuid.uuid4().hex, "agentId": self.options.agent_id, "plugin": plugin, "function": function,
+            "arguments": json_values(args or {}), "decision": decision,
+            "durationMs": round(min(max(duration_ms, 0.0), MAX_DURATION_MS), 3),
+        }
+        for name, value in (("resultSummary", (result_summary or "")[:MAX_SUMMARY]), ("decisionId", decision_id), ("traceId", trace_id)):
+            if value:
+                event[name] = value
+        self._audit.record(event)
+        return cast(str, event["eventId"])
+
+    def guard(
+        self, plugin: str, function: str, args: Mapping[str, Any], call: Callable[[], T], *,
+        context: Optional[Mapping[str, Any]] = None, summarize: Optional[Summarize] = None,
+    ) -> Union[T, SoftDenial]:
+        """Checks, runs `call` when allowed, and audits it with its duration and a result summary.
+        A denial raises PolicyDeniedError, or returns a SoftDenial when throw_on_denied is off."""
+        effective = self.options.for_plugin(plugin)
+        request = self._request(plugin, function, args, context, effective)
+        decision = self._decide(request, effective)
+        if decision.denied:
+            if effective.throw_on_denied:
+                raise PolicyDeniedError(plugin, function, decision)
+            return SoftDenial(decision)
+        started = time.perf_counter()
+        try:
+            result = call()
+        except BaseException as error:
+            self._record(request, decision, _elapsed_ms(started), _flagged(decision, f"raised {type(error).__name__}"))
+            raise
+        self._record(request, decision, _elapsed_ms(started), _flagged(decision, (summarize or summary_of)(result)))
+        return result
+
+    async def guard_async(
+        self, plugin: str, function: str, args: Mapping[str, Any], call: Callable[[], Awaitable[T]], *,
+        context: Optional[Mapping[str, Any]] = None, summarize: Optional[Summarize] = None,
+    ) -> Union[T, SoftDenial]:
+        """guard() for a coroutine; the gateway calls and the file write run in a worker thread."""
+        effective = self.options.for_plugin(plugin)
+        request = self._request(plugin, function, args, context, effective)
+        decision = await asyncio.to_thread(self._decide, request, effective)
+        if decision.denied:
+            if effective.throw_on_denied:
+                raise PolicyDeniedError(plugin, function, decision)
+            return SoftDenial(decision)
+        started = time.perf_counter()
+        try:
+            result = await call()
+        except BaseException as error:
+            await asyncio.to_thread(self._record, request, decision, _elapsed_ms(started), _flagged(decision, f"raised {type(error).__name__}"))
+            raise
+        await asyncio.to_thread(self._record, request, decision, _elapsed_ms(started), _flagged(decision, (summarize or summary_of)(result)))
+        return result
+
+    def guarded(
+        self, plugin: str, function: Optional[str] = None, *,
+        context: Optional[Mapping[str, Any]] = None, summarize: Optional[Summarize] = None,
+    ) -> "GuardDecorator":
+        """guard() as a decorator: the function's bound arguments are the call's args; `function`
+        defaults to the decorated function's name. Works on coroutine functions too."""
+        return GuardDecorator(self, plugin, function, context, summarize)
+
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Sends the queued audit events now; True when the gateway has acknowledged them all."""
+        return self._audit.flush(self.options.timeout_seconds if timeout is None else timeout)
+
+    def close(self) -> None:
+        """Stops following changes, sends the queued audit events (what is left stays in the
+        write-ahead file for the next start) and closes the connections."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        stream = self._stream
+        if stream is not None:
+            stream.cancel()
+        self._audit.close(self.options.timeout_seconds)
+        self._grpc.stop_waiting()
+        if self._follower is not None:
+            self._follower.join(1.0)
+        self._grpc.close()
+        self._http.close()
+
+    @property
+    def cache(self) -> DecisionCache:
+        return self._cache
+
+    def _request(
+        self, plugin: str, function: str, args: Optional[Mapping[str, Any]], context: Optional[Mapping[str, Any]],
+        effective: EffectiveOptions, action: str = "", resource: str = "", trace_id: str = "",
+    ) -> CheckRequest:
+        return CheckRequest(
+            agent_id=self.options.agent_id, plugin=plugin, function=function, args=dict(args or {}),
+            context=dict(context or {}), trust_tier=effective.trust_tier, action=action, resource=resource, trace_id=trace_id,
+        )
+
+    def _decide(self, request: CheckRequest, effective: EffectiveOptions) -> Decision:
+        key = request_hash(request) if self.options.cache_enabled else ""
+        cached = self._cache.get(key) if key else None
+        if cached is not None:
+            return cached
+        try:
+            decision = self._evaluate(request, effective.timeout_seconds)
+        except GatewayTimeoutError as error:
+            if not effective.throw_on_denied:
+                return Decision.proceeding("timeout", str(error))
+            if self.options.failure_mode == "fail-open":
+                return self._fail_open(error)
+            raise
+        except GatewayUnreachableError as error:
+            if self.options.failure_mode == "fail-open":
+                return self._fail_open(error)
+            raise
+        if key:
+            self._cache.put(key, decision)
+        return decision
+
+    def _evaluate(self, request: CheckRequest, timeout: float) -> Decision:
+        """gRPC, or HTTP when gRPC cannot connect (then HTTP only, for grpc_retry_seconds)."""
+        deadline = time.monotonic() + timeout
+        if time.monotonic() >= self._grpc_down_until:
+            try:
+                return self._grpc.evaluate(request, timeout)
+            except GatewayUnreachableError as error:
+                logger.info("gRPC unreachable, using HTTP for %.0f s: %s", self.options.grpc_retry_seconds, error)
+                self._grpc_down_until = time.monotonic() + self.options.grpc_retry_seconds
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise GatewayTimeoutError(f"no answer within {timeout:g} s")
+        return self._http.evaluate(request, remaining)
+
+    def _fail_open(self, error: GatewayError) -> Decision:
+        logger.warning("fail-open: allowing a call without a gateway decision: %s", error)
+        return Decision.proceeding("fail-open", str(error))
+
+    def _record(self, request: CheckRequest, decision: Decision, duration_ms: float, summary: str) -> None:
+        self.audit(
+            request.plugin, request.function, decision=decision.decision, duration_ms=duration_ms, args=request.args,
+            result_summary=summary, decision_id=decision.decision_id, trace_id=decision.trace_id or request.trace_id,
+        )
+
+    def _send_audit(self, event: AuditEvent) -> None:
+        self._http.post("/v1/audit", event, self.options.timeout_seconds)
+
+    def _follow_changes(self) -> None:
+        """Keeps a Subscribe stream open (resuming after the newest version seen); each change
+        ends the entries decided before it. While the stream is down the cache is off and
+        empty, since changes would go unseen."""
+        backoff = 0.2
+        while not self._closed.is_set():
+            self._stream = self._grpc.subscribe(self._cache.known_version)
+            # The gateway sends nothing on the stream until a change, so a connected channel
+            # (that the stream's request went out on) is the sign the stream is open.
+            self._cache.set_live(self._grpc.connected(self.options.timeout_seconds))
+            try:
+                for version in self._stream:
+                    self._cache.changed(version)
+                    backoff = 0.2
+            except Exception as error:  # the stream ended: the gateway went away or we closed it
+                logger.debug("change stream ended: %s", error)
+            self._cache.set_live(False)
+            if self._closed.wait(backoff):
+                return
+            backoff = min(backoff * 2, 5.0)
+
+
+class GuardDecorator:
+    """What Client.guarded() returns: wraps a tool function in guard() (or guard_async())."""
+
+    def __init__(self, client: Client, plugin: str, function: Optional[str],
+                 context: Optional[Mapping[str, Any]], summarize: Optional[Summarize]) -> None:
+        self._client, self._plugin, self._function = client, plugin, function
+        self._context, self._summarize = context, summarize
+
+    # A coroutine function matches both; the first (checked first) is the right answer for it.
+    @overload
+    def __call__(self, tool: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, Union[T, SoftDenial]]]: ...  # type: ignore[misc]
+
+    @overload
+    def __call__(self, tool: Callable[P, T]) -> Callable[P, Union[T, SoftDenial]]: ...
+
+    def __call__(self, tool: Callable[P, Any]) -> Callable[P, Any]:
+        name = self._function or tool.__name__
+        client, plugin, context, summarize = self._client, self._plugin, self._context, self._summarize
+        arguments = _argument_binder(tool)
+        if inspect.iscoroutinefunction(tool):
+            @functools.wraps(tool)
+            async def guarded_coroutine(*args: P.args, **kwargs: P.kwargs) -> Any:
+                return await client.guard_async(plugin, name, arguments(*args, **kwargs), lambda: cast(Awaitable[Any], tool(*args, **kwargs)), context=context, summarize=summarize)
+
+            return guarded_coroutine
+
+        @functools.wraps(tool)
+        def guarded_call(*args: P.args, **kwargs: P.kwargs) -> Any:
+            return client.guard(plugin, name, arguments(*args, **kwargs), lambda: tool(*args, **kwargs), context=context, summarize=summarize)
+
+        return guarded_call
+
+
+def _argument_binder(tool: Callable[..., Any]) -> Callable[..., Dict[str, Any]]:
+    """The call's args by parameter name (keyword catch-alls flattened, self and cls left out)."""
+    signature = inspect.signature(tool)
+
+    def arguments(*args: Any, **kwargs: Any) -> Dict[str, Any]:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        flat: Dict[str, Any] = {}
+        for key, value in bound.arguments.items():
+            if signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+                flat.update(value)
+            elif key not in ("self", "cls"):
+                flat[key] = value
+        return flat
+
+    return arguments
+
+
+def summary_of(result: Any) -> str:
+    """A result summary that names the result's shape, not its content (which may be sensitive)."""
+    if result is None:
+        return "returned None"
+    if isinstance(result, (str, bytes, list, tuple, dict, set)):
+        unit = {str: "characters", bytes: "bytes", dict: "keys"}.get(type(result), "items")
+        return f"returned {type(result).__name__} of {len(result)} {unit}"
+    return f"returned {type(result).__name__}"
+
+
+def default_wal_path(agent_id: str) -> str:
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "agentgov", f"audit-{agent_id}.wal")
+
+
+def _flagged(decision: Decision, summary: str) -> str:
+    """A call that ran without a gateway decision says so in its audit event."""
+    if decision.source in ("timeout", "fail-open"):
+        return f"{decision.source}: allowed without a gateway decision ({decision.reason}); {summary}"
+    return summary
+
+
+def _elapsed_ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

@@ -1,0 +1,82 @@
+"""What a check answers, whichever way it was reached."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Literal, Mapping, Optional
+
+DecisionSource = Literal["gateway", "cache", "timeout", "fail-open"]
+Transport = Literal["grpc", "http"]
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """One permission check: the tool call and what policies may read about it."""
+
+    agent_id: str
+    plugin: str
+    function: str
+    args: Mapping[str, Any]
+    context: Mapping[str, Any]
+    trust_tier: str
+    action: str = ""
+    resource: str = ""
+    trace_id: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The gateway's answer (or the SDK's, when the gateway did not answer: source timeout or fail-open)."""
+
+    decision: Literal["allow", "deny"]
+    reason: str
+    policy: str
+    rule: str
+    policy_version: int
+    decision_id: str
+    trace_id: str
+    cacheable: bool
+    cache_ttl_ms: int
+    enforced: bool
+    source: DecisionSource = "gateway"
+    transport: Optional[Transport] = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+    @property
+    def denied(self) -> bool:
+        return self.decision == "deny"
+
+    @staticmethod
+    def proceeding(source: DecisionSource, reason: str) -> "Decision":
+        """An allow the SDK made itself (timeout with throw_on_denied off, or fail-open)."""
+        return Decision("allow", reason, "", "", 0, "", "", False, 0, False, source, None)
+
+    @staticmethod
+    def from_check_json(body: Dict[str, Any]) -> "Decision":
+        """The answer of POST /v1/check."""
+        return Decision(
+            decision="allow" if body.get("decision") == "allow" else "deny",
+            reason=str(body.get("reason") or ""),
+            policy=str(body.get("policy") or ""),
+            rule=str(body.get("rule") or ""),
+            policy_version=int(body.get("policyVersion") or 0),
+            decision_id=str(body.get("decisionId") or ""),
+            trace_id=str(body.get("traceId") or ""),
+            cacheable=bool(body.get("cacheable")),
+            cache_ttl_ms=int(body.get("cacheTtlMs") or 0),
+            enforced=bool(body.get("enforced", True)),
+            transport="http",
+        )
+
+
+@dataclass(frozen=True)
+class SoftDenial:
+    """What guard() returns instead of raising when throw_on_denied is off; falsy."""
+
+    decision: Decision
+
+    def __bool__(self) -> bool:
+        return False

@@ -1,0 +1,82 @@
+"""The client's options: SPEC.md's adapter options, in Python's casing, and per-plugin overrides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping, Optional
+from urllib.parse import urlsplit
+
+FailureMode = Literal["fail-closed", "fail-open"]
+
+DEFAULT_GRPC_PORT = 50051
+
+
+@dataclass(frozen=True)
+class PluginOptions:
+    """Overrides for one plugin's calls; None keeps the client's value."""
+
+    trust_tier: Optional[str] = None
+    timeout_seconds: Optional[float] = None
+    throw_on_denied: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """How a Client reaches the gateway and what it does with the answers (see README.md)."""
+
+    gateway_url: str
+    api_key: str
+    agent_id: str
+    default_trust_tier: str = "standard"
+    throw_on_denied: bool = True
+    timeout_seconds: float = 5.0
+    plugins: Mapping[str, PluginOptions] = field(default_factory=dict)
+    failure_mode: FailureMode = "fail-closed"
+    grpc_address: Optional[str] = None
+    cache_enabled: bool = True
+    cache_max_entries: int = 10_000
+    audit_wal_path: Optional[str] = None
+    audit_batch_size: int = 50
+    audit_flush_interval_seconds: float = 1.0
+    grpc_retry_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        for name in ("gateway_url", "api_key", "agent_id"):
+            if not getattr(self, name):
+                raise ValueError(f"{name} is required")
+        if urlsplit(self.gateway_url).scheme not in ("http", "https"):
+            raise ValueError("gateway_url must be an http:// or https:// URL")
+        if self.failure_mode not in ("fail-closed", "fail-open"):
+            raise ValueError("failure_mode must be 'fail-closed' or 'fail-open'")
+        if self.timeout_seconds <= 0:
+            raise ValueError("timeout_seconds must be greater than 0")
+        for plugin, overrides in self.plugins.items():
+            if overrides.timeout_seconds is not None and overrides.timeout_seconds <= 0:
+                raise ValueError(f"plugins[{plugin!r}].timeout_seconds must be greater than 0")
+        if self.audit_batch_size < 1:
+            raise ValueError("audit_batch_size must be at least 1")
+        if self.audit_flush_interval_seconds <= 0:
+            raise ValueError("audit_flush_interval_seconds must be greater than 0")
+
+    def resolved_grpc_address(self) -> str:
+        """The gRPC address: grpc_address, else the gateway URL's host on port 50051."""
+        if self.grpc_address:
+            return self.grpc_address
+        host = urlsplit(self.gateway_url).hostname or "localhost"
+        return f"[{host}]:{DEFAULT_GRPC_PORT}" if ":" in host else f"{host}:{DEFAULT_GRPC_PORT}"
+
+    def for_plugin(self, plugin: str) -> "EffectiveOptions":
+        """The options a call to `plugin` runs under, overrides applied."""
+        overrides = self.plugins.get(plugin, PluginOptions())
+        return EffectiveOptions(
+            trust_tier=overrides.trust_tier if overrides.trust_tier is not None else self.default_trust_tier,
+            timeout_seconds=overrides.timeout_seconds if overrides.timeout_seconds is not None else self.timeout_seconds,
+            throw_on_denied=overrides.throw_on_denied if overrides.throw_on_denied is not None else self.throw_on_denied,
+        )
+
+
+@dataclass(frozen=True)
+class EffectiveOptions:
+    trust_tier: str
+    timeout_seconds: float
+    throw_on_denied: bool

@@ -1,0 +1,50 @@
+"""The package itself: options validation, and stubs that match proto/pdp.proto."""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import subprocess
+import tempfile
+from typing import Any, Dict
+
+import pytest
+
+from agentgov_sdk import ClientOptions, PluginOptions
+
+PACKAGE_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+
+def test_the_committed_stubs_are_what_generate_sh_makes_of_the_proto() -> None:
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([os.path.join(PACKAGE_ROOT, "generate.sh"), out], check=True)
+        for name in ("pdp_pb2.py", "pdp_pb2_grpc.py"):
+            fresh = os.path.join(out, "agentgov_sdk", "_generated", name)
+            committed = os.path.join(PACKAGE_ROOT, "agentgov_sdk", "_generated", name)
+            assert filecmp.cmp(fresh, committed, shallow=False), f"{name} is stale: run sdk/python/generate.sh"
+
+
+def test_options_defaults_follow_the_spec() -> None:
+    options = ClientOptions(gateway_url="https://gov.example.com", api_key="agk_x", agent_id="agent_1")
+    assert (options.default_trust_tier, options.throw_on_denied, options.timeout_seconds, options.failure_mode) == ("standard", True, 5.0, "fail-closed")
+    assert options.resolved_grpc_address() == "gov.example.com:50051"
+
+
+@pytest.mark.parametrize("missing", ["gateway_url", "api_key", "agent_id"])
+def test_options_name_a_missing_required_field(missing: str) -> None:
+    values: Dict[str, Any] = {"gateway_url": "http://localhost:8080", "api_key": "agk_x", "agent_id": "agent_1", missing: ""}
+    with pytest.raises(ValueError, match=f"{missing} is required"):
+        ClientOptions(**values)
+
+
+def test_per_plugin_overrides_replace_only_what_they_set() -> None:
+    options = ClientOptions(gateway_url="http://localhost:8080", api_key="k", agent_id="a", timeout_seconds=2,
+                            plugins={"Files": PluginOptions(trust_tier="elevated")})
+    files, other = options.for_plugin("Files"), options.for_plugin("Other")
+    assert (files.trust_tier, files.timeout_seconds, files.throw_on_denied) == ("elevated", 2, True)
+    assert other.trust_tier == "standard"
+
+
+def test_options_refuse_an_unknown_failure_mode() -> None:
+    with pytest.raises(ValueError, match="failure_mode"):
+        ClientOptions(gateway_url="http://localhost:8080", api_key="k", agent_id="a", failure_mode="fail-sometimes")  # type: ignore[arg-type]

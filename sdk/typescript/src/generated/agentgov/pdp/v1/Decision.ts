@@ -1,0 +1,17 @@
+// Original file: proto/pdp.proto
+
+export const Decision = {
+  DECISION_UNSPECIFIED: 'DECISION_UNSPECIFIED',
+  DECISION_ALLOW: 'DECISION_ALLOW',
+  DECISION_DENY: 'DECISION_DENY',
+} as const;
+
+export type Decision =
+  | 'DECISION_UNSPECIFIED'
+  | 0
+  | 'DECISION_ALLOW'
+  | 1
+  | 'DECISION_DENY'
+  | 2
+
+export type Decision__Output = typeof Decision[keyof typeof Decision]

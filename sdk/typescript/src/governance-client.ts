@@ -1,0 +1,189 @@
+import { performance } from 'node:perf_hooks';
+import { AuditBatcher } from './audit-batcher';
+import { DecisionCache } from './decision-cache';
+import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
+import { GrpcTransport } from './grpc-transport';
+import { HttpTransport } from './http-transport';
+import { CallOptions, callOptions, GovernanceOptions, ResolvedOptions, resolveOptions } from './options';
+import type { CheckRequest, CheckResult, GatewayDecision, Transport } from './transport';
+
+/** What an audited call did (POST /v1/audit without the ids the client fills in). */
+export interface AuditRecord {
+  plugin: string;
+  function: string;
+  decision: 'allow' | 'deny';
+  durationMs: number;
+  resultSummary?: string;
+  decisionId?: string;
+  traceId?: string;
+}
+
+/** guard()'s answer when a policy denied the call and throwOnDenied is false: the call did not run. */
+export class SoftDenial {
+  constructor(readonly result: CheckResult) {}
+}
+
+/** After a Subscribe stream fails, wait this long before opening another. */
+const RESUBSCRIBE_AFTER_MS = 1000;
+const MAX_SUMMARY = 200;
+
+/**
+ * The agent-side adapter: asks the gateway's PDP before a tool call (check), records what the
+ * call did afterwards (audit), or both around a call (guard). gRPC by default, HTTP when gRPC
+ * cannot connect; decisions cached until their TTL or a Subscribe event; audit events batched
+ * behind a write-ahead file. Create with GovernanceClient.create(), end with close().
+ */
+export class GovernanceClient {
+  private transport: Transport;
+  private readonly cache = new DecisionCache();
+  private stopSubscription: (() => void) | null = null;
+  private resubscribeAt = 0;
+  private closed = false;
+
+  private constructor(
+    private readonly options: ResolvedOptions,
+    private readonly grpc: GrpcTransport,
+    private readonly http: HttpTransport,
+    private readonly audits: AuditBatcher,
+  ) {
+    this.transport = grpc;
+  }
+
+  /** A client with `options`; resends the audit events a previous process left unacknowledged. */
+  static async create(options: GovernanceOptions): Promise<GovernanceClient> {
+    const resolved = resolveOptions(options);
+    const http = new HttpTransport(resolved.gatewayUrl, resolved.apiKey);
+    const grpc = new GrpcTransport(resolved.grpcAddress, resolved.apiKey, resolved.gatewayUrl.startsWith('https:'));
+    const audits = await AuditBatcher.start({
+      logPath: resolved.auditLogPath,
+      batchSize: resolved.auditBatchSize,
+      flushMs: resolved.auditFlushMs,
+      send: (event) => http.sendAudit(event, resolved.timeoutSeconds * 1000),
+    });
+    return new GovernanceClient(resolved, grpc, http, audits);
+  }
+
+  /** Asks whether the agent may call `plugin.fn` with `args`; a denial throws PolicyDeniedError unless throwOnDenied is false. */
+  async check(plugin: string, fn: string, args: Record<string, unknown> = {}, context: Record<string, unknown> = {}): Promise<CheckResult> {
+    const call = callOptions(this.options, plugin);
+    const request: CheckRequest = { agentId: this.options.agentId, plugin, function: fn, args, context, trustTier: call.trustTier };
+    const hash = this.options.cache ? DecisionCache.hashOf(request) : '';
+    const cached = this.stopSubscription !== null && hash !== '' ? this.cache.get(hash) : undefined;
+    if (cached !== undefined) return settle({ ...cached, allowed: cached.decision === 'allow', via: 'cache' }, call);
+    let decision: GatewayDecision;
+    try {
+      decision = await this.ask(request, call.timeoutMs);
+    } catch (error) {
+      return settle(await this.withoutDecision(error, request, call), call);
+    }
+    if (hash !== '') {
+      this.cache.put(hash, decision);
+      this.follow(decision.policyVersion);
+    }
+    return settle({ ...decision, allowed: decision.decision === 'allow', via: this.transport.name }, call);
+  }
+
+  /** Records what a call did; resolves with the event's id once it is in the write-ahead file. */
+  audit(record: AuditRecord): Promise<string> {
+    return this.audits.record({ agentId: this.options.agentId, ...record });
+  }
+
+  /** check(), then run `call` if allowed, then audit() its duration and outcome; a soft denial returns SoftDenial without running it. */
+  async guard<T>(plugin: string, fn: string, args: Record<string, unknown>, call: () => T | Promise<T>, context: Record<string, unknown> = {}): Promise<T | SoftDenial> {
+    const result = await this.check(plugin, fn, args, context);
+    if (!result.allowed) return new SoftDenial(result);
+    const outcome = { plugin, function: fn, decision: 'allow' as const, decisionId: result.decisionId || undefined, traceId: result.traceId || undefined };
+    const started = performance.now();
+    try {
+      const value = await call();
+      await this.audit({ ...outcome, durationMs: performance.now() - started, resultSummary: summaryOf(value) });
+      return value;
+    } catch (error) {
+      await this.audit({ ...outcome, durationMs: performance.now() - started, resultSummary: `error: ${errorText(error)}` });
+      throw error;
+    }
+  }
+
+  /** Sends every queued audit event now (they are also sent on their own, in batches). */
+  flushAudit(): Promise<void> {
+    return this.audits.flush();
+  }
+
+  /** Audit events written but not yet acknowledged by the gateway. */
+  get pendingAudit(): number {
+    return this.audits.pending;
+  }
+
+  /** Stops following policy changes, sends what audit events it can, and closes the connections. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopSubscription?.();
+    this.stopSubscription = null;
+    await this.audits.close();
+    this.grpc.close();
+  }
+
+  /** The transport's answer; over HTTP from now on when gRPC cannot connect. */
+  private async ask(request: CheckRequest, timeoutMs: number): Promise<GatewayDecision> {
+    try {
+      return await this.transport.evaluate(request, timeoutMs);
+    } catch (error) {
+      if (!(error instanceof GatewayUnavailableError && error.cannotConnect) || this.transport === this.http) throw error;
+      const answer = await this.http.evaluate(request, timeoutMs);
+      this.transport = this.http;
+      return answer;
+    }
+  }
+
+  /**
+   * No decision came: a tripped rate limit is a denial; another refusal is thrown; a timeout
+   * proceeds when throwOnDenied is false; otherwise fail-open allows and fail-closed throws.
+   * Every call allowed without a decision leaves a failure-mode audit event.
+   */
+  private async withoutDecision(error: unknown, request: CheckRequest, call: CallOptions): Promise<CheckResult> {
+    if (error instanceof GatewayRejectedError && error.code === 'resource_exhausted') return denialOf(error, this.transport.name);
+    if (!(error instanceof GatewayUnavailableError || error instanceof GatewayTimeoutError)) throw error;
+    const failOpen = this.options.failureMode === 'fail-open';
+    if (!failOpen && !(error instanceof GatewayTimeoutError && !call.throwOnDenied)) throw error;
+    const reason = `${failOpen ? 'fail-open' : 'timeout, throwOnDenied false'}: allowed without a decision (${errorText(error)})`;
+    await this.audit({ plugin: request.plugin, function: request.function, decision: 'allow', durationMs: 0, resultSummary: reason });
+    return { decision: 'allow', allowed: true, reason, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, via: 'failure-mode' };
+  }
+
+  /** Follows Subscribe from `version` so a change empties the cache at once. */
+  private follow(version: number): void {
+    if (this.stopSubscription !== null || this.closed || Date.now() < this.resubscribeAt) return;
+    this.stopSubscription = this.grpc.subscribe(
+      version,
+      (event) => this.cache.invalidate(event.policyVersion),
+      () => {
+        this.stopSubscription = null;
+        this.resubscribeAt = Date.now() + RESUBSCRIBE_AFTER_MS;
+        this.cache.invalidate();
+      },
+    );
+  }
+}
+
+function settle(result: CheckResult, call: CallOptions): CheckResult {
+  if (!result.allowed && call.throwOnDenied) throw new PolicyDeniedError(result);
+  return result;
+}
+
+function denialOf(error: GatewayRejectedError, via: 'grpc' | 'http'): CheckResult {
+  return { decision: 'deny', allowed: false, reason: error.message, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, via };
+}
+
+/** A short description of a result that does not copy its content (results may hold secrets). */
+function summaryOf(value: unknown): string {
+  if (value === undefined || value === null) return `ok: ${value}`;
+  if (typeof value === 'string') return `ok: string of ${value.length} characters`;
+  if (Array.isArray(value)) return `ok: list of ${value.length}`;
+  if (typeof value === 'object') return `ok: object with ${Object.keys(value).slice(0, 10).join(', ')}`.slice(0, MAX_SUMMARY);
+  return `ok: ${typeof value}`;
+}
+
+function errorText(error: unknown): string {
+  return (error instanceof Error ? `${error.name}: ${error.message}` : String(error)).slice(0, MAX_SUMMARY);
+}

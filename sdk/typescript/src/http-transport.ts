@@ -1,0 +1,85 @@
+import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, RejectionCode } from './errors';
+import type { CheckRequest, GatewayDecision, Transport } from './transport';
+
+/** The body of POST /v1/audit: what became of a checked call. */
+export interface AuditEvent {
+  eventId: string;
+  agentId: string;
+  plugin: string;
+  function: string;
+  decision: 'allow' | 'deny';
+  durationMs: number;
+  resultSummary?: string;
+  decisionId?: string;
+  traceId?: string;
+}
+
+const REJECTIONS: Record<number, RejectionCode> = {
+  400: 'invalid_argument',
+  401: 'unauthenticated',
+  403: 'permission_denied',
+  404: 'not_found',
+  429: 'resource_exhausted',
+};
+
+/** The PDP over HTTP (POST /v1/check), the fallback when gRPC cannot connect; and POST /v1/audit. */
+export class HttpTransport implements Transport {
+  readonly name = 'http';
+
+  constructor(
+    private readonly gatewayUrl: string,
+    private readonly apiKey: string,
+  ) {}
+
+  /** One POST /v1/check, aborted after `timeoutMs`. */
+  async evaluate(request: CheckRequest, timeoutMs: number): Promise<GatewayDecision> {
+    const { args, ...rest } = request;
+    const answer = await this.post('/v1/check', { ...rest, arguments: args }, timeoutMs);
+    return {
+      decision: answer.decision === 'allow' ? 'allow' : 'deny',
+      reason: String(answer.reason ?? ''),
+      policy: String(answer.policy ?? ''),
+      rule: String(answer.rule ?? ''),
+      policyVersion: Number(answer.policyVersion ?? 0),
+      traceId: String(answer.traceId ?? ''),
+      decisionId: String(answer.decisionId ?? ''),
+      cacheable: answer.cacheable === true,
+      cacheTtlMs: Number(answer.cacheTtlMs ?? 0),
+    };
+  }
+
+  /** One POST /v1/audit; the gateway records an eventId once, however often it is sent. */
+  async sendAudit(event: AuditEvent, timeoutMs: number): Promise<void> {
+    await this.post('/v1/audit', event, timeoutMs);
+  }
+
+  /** Nothing to close: fetch pools its connections itself. */
+  close(): void {}
+
+  private async post(path: string, body: object, timeoutMs: number): Promise<Record<string, unknown>> {
+    let response: Response;
+    try {
+      response = await fetch(this.gatewayUrl + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': this.apiKey },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      if (error instanceof Error && error.name === 'TimeoutError') throw new GatewayTimeoutError(`HTTP ${path}: no answer within ${timeoutMs} ms`);
+      throw new GatewayUnavailableError(`HTTP ${path}: ${causeOf(error)}`, true);
+    }
+    const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
+    if (response.ok) return answer;
+    const message = String(answer.message ?? response.statusText);
+    const rejection = REJECTIONS[response.status];
+    if (rejection !== undefined) throw new GatewayRejectedError(rejection, message);
+    throw new GatewayUnavailableError(`HTTP ${path}: ${response.status} ${message}`);
+  }
+}
+
+function causeOf(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as Error & { cause?: unknown }).cause;
+  return cause instanceof Error ? `${error.message} (${cause.message})` : error.message;
+}

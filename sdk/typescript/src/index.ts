@@ -1,0 +1,6 @@
+export { GovernanceClient, SoftDenial } from './governance-client';
+export type { AuditRecord } from './governance-client';
+export { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
+export type { RejectionCode } from './errors';
+export type { FailureMode, GovernanceOptions, PluginOptions } from './options';
+export type { AnswerSource, CheckResult } from './transport';

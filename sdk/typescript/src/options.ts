@@ -1,0 +1,95 @@
+import os from 'node:os';
+import path from 'node:path';
+
+export type FailureMode = 'fail-closed' | 'fail-open';
+
+/** What a single plugin may set differently from the client-wide options. */
+export interface PluginOptions {
+  trustTier?: string;
+  timeoutSeconds?: number;
+  throwOnDenied?: boolean;
+}
+
+/** Options of a GovernanceClient (SPEC.md "Adapter behavior", in TypeScript casing). */
+export interface GovernanceOptions {
+  /** The gateway's HTTP address, e.g. `http://gateway:3000` (HTTP fallback and audit). */
+  gatewayUrl: string;
+  /** An adapter API key (POST /admin/api-keys). */
+  apiKey: string;
+  /** The agent the calls are made for (`agent_<id>`). */
+  agentId: string;
+  /** The adapter's tier hint sent with every check. Default `standard`. */
+  defaultTrustTier?: string;
+  /** Throw PolicyDeniedError on a denial (default), or return a soft denial. */
+  throwOnDenied?: boolean;
+  /** Time allowed for each gateway call. Default 5. */
+  timeoutSeconds?: number;
+  /** The PDP's gRPC address. Default: gatewayUrl's host, port 50051. */
+  grpcAddress?: string;
+  /** `fail-closed` (default): no decision, no call. `fail-open`: allow and audit the failure. */
+  failureMode?: FailureMode;
+  /** Per-plugin overrides of trustTier, timeoutSeconds and throwOnDenied. */
+  plugins?: Record<string, PluginOptions>;
+  /** Reuse cacheable decisions until their TTL or a Subscribe event. Default true. */
+  cache?: boolean;
+  /** The audit write-ahead file. Default: `<tmpdir>/agentgov-sdk/audit-<agentId>.wal`; one per process. */
+  auditLogPath?: string;
+  /** Send queued audit events once this many are waiting. Default 50. */
+  auditBatchSize?: number;
+  /** Send queued audit events at least this often, in milliseconds. Default 1000. */
+  auditFlushMs?: number;
+}
+
+/** The options with every default filled in. */
+export type ResolvedOptions = Required<Omit<GovernanceOptions, 'plugins'>> & { plugins: Record<string, PluginOptions> };
+
+/** What applies to one call of `plugin`. */
+export interface CallOptions {
+  trustTier: string;
+  timeoutMs: number;
+  throwOnDenied: boolean;
+}
+
+/** Checks the required options and fills in the defaults. */
+export function resolveOptions(options: GovernanceOptions): ResolvedOptions {
+  for (const name of ['gatewayUrl', 'apiKey', 'agentId'] as const) {
+    if (typeof options[name] !== 'string' || options[name] === '') throw new TypeError(`${name} is required`);
+  }
+  const gatewayUrl = options.gatewayUrl.replace(/\/+$/, '');
+  return {
+    gatewayUrl,
+    apiKey: options.apiKey,
+    agentId: options.agentId,
+    defaultTrustTier: options.defaultTrustTier ?? 'standard',
+    throwOnDenied: options.throwOnDenied ?? true,
+    timeoutSeconds: positive(options.timeoutSeconds, 'timeoutSeconds') ?? 5,
+    grpcAddress: options.grpcAddress ?? `${new URL(gatewayUrl).hostname}:50051`,
+    failureMode: failureMode(options.failureMode),
+    plugins: options.plugins ?? {},
+    cache: options.cache ?? true,
+    auditLogPath: options.auditLogPath ?? path.join(os.tmpdir(), 'agentgov-sdk', `audit-${options.agentId}.wal`),
+    auditBatchSize: positive(options.auditBatchSize, 'auditBatchSize') ?? 50,
+    auditFlushMs: positive(options.auditFlushMs, 'auditFlushMs') ?? 1000,
+  };
+}
+
+/** The options for a call of `plugin`: its overrides over the client-wide values. */
+export function callOptions(options: ResolvedOptions, plugin: string): CallOptions {
+  const override = Object.hasOwn(options.plugins, plugin) ? options.plugins[plugin] : {};
+  return {
+    trustTier: override.trustTier ?? options.defaultTrustTier,
+    timeoutMs: (positive(override.timeoutSeconds, `plugins.${plugin}.timeoutSeconds`) ?? options.timeoutSeconds) * 1000,
+    throwOnDenied: override.throwOnDenied ?? options.throwOnDenied,
+  };
+}
+
+function positive(value: number | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number`);
+  return value;
+}
+
+function failureMode(value: string | undefined): FailureMode {
+  if (value === undefined || value === 'fail-closed' || value === 'fail-open') return value ?? 'fail-closed';
+  throw new TypeError(`failureMode must be fail-closed or fail-open, not ${value}`);
+}

@@ -1,0 +1,109 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AuditEvent } from './http-transport';
+
+/** Rewrite the file once this much was appended while events stayed unacknowledged. */
+const COMPACT_AFTER_BYTES = 4 * 1024 * 1024;
+
+type LogRecord = { event: AuditEvent } | { ack: string[] };
+
+/**
+ * The audit events' write-ahead file: one JSON line per event (appended and fsynced before the
+ * caller hears back), one line per acknowledged batch. Emptied when nothing is left
+ * unacknowledged, rewritten with only the unacknowledged events when it grows; on open, the
+ * events never acknowledged are handed back to be sent again.
+ */
+export class WriteAheadLog {
+  private readonly open = new Map<string, string>();
+  private buffered: string[] = [];
+  private pendingWrite: Promise<void> | null = null;
+  private tail: Promise<unknown> = Promise.resolve();
+  private appendedBytes = 0;
+
+  private constructor(
+    private readonly file: string,
+    private handle: fs.promises.FileHandle,
+  ) {}
+
+  /** Opens (creating) the file and returns it with the events it holds that were never acknowledged. */
+  static async openFile(file: string): Promise<{ log: WriteAheadLog; unacknowledged: AuditEvent[] }> {
+    await fs.promises.mkdir(path.dirname(file), { recursive: true });
+    const text = await fs.promises.readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? '' : Promise.reject(error)));
+    const log = new WriteAheadLog(file, await fs.promises.open(file, 'a'));
+    for (const record of parseRecords(text)) {
+      if ('event' in record) log.open.set(record.event.eventId, JSON.stringify(record));
+      else for (const id of record.ack) log.open.delete(id);
+    }
+    await log.rewrite();
+    const unacknowledged = [...log.open.values()].map((line) => (JSON.parse(line) as { event: AuditEvent }).event);
+    return { log, unacknowledged };
+  }
+
+  /** Appends the event; resolves once it is on disk (events appended together share one fsync). */
+  append(event: AuditEvent): Promise<void> {
+    const line = JSON.stringify({ event });
+    this.open.set(event.eventId, line);
+    this.buffered.push(`${line}\n`);
+    this.pendingWrite ??= this.serially(async () => {
+      const text = this.buffered.join('');
+      this.buffered = [];
+      this.pendingWrite = null;
+      await this.handle.write(text);
+      await this.handle.datasync();
+      this.appendedBytes += Buffer.byteLength(text);
+    });
+    return this.pendingWrite;
+  }
+
+  /** Records that the gateway has these events; empties or compacts the file when it can. */
+  acknowledge(eventIds: string[]): Promise<void> {
+    for (const id of eventIds) this.open.delete(id);
+    return this.serially(async () => {
+      if (this.buffered.length === 0 && (this.open.size === 0 || this.appendedBytes > COMPACT_AFTER_BYTES)) return this.rewrite();
+      // Not fsynced: a lost acknowledgement only means a resend, which the gateway ignores.
+      await this.handle.write(`${JSON.stringify({ ack: eventIds })}\n`);
+    });
+  }
+
+  /** Closes the file after the writes already asked for. */
+  async close(): Promise<void> {
+    await this.serially(() => this.handle.close());
+  }
+
+  /** Replaces the file by the unacknowledged events only (atomically: temp file, fsync, rename). */
+  private async rewrite(): Promise<void> {
+    if (this.open.size === 0) {
+      await this.handle.truncate(0);
+    } else {
+      const temp = `${this.file}.tmp`;
+      const file = await fs.promises.open(temp, 'w');
+      await file.write([...this.open.values()].map((line) => `${line}\n`).join(''));
+      await file.datasync();
+      await file.close();
+      await fs.promises.rename(temp, this.file);
+      await this.handle.close();
+      this.handle = await fs.promises.open(this.file, 'a');
+    }
+    this.appendedBytes = 0;
+  }
+
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(work);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+}
+
+/** The file's records; a torn last line (a crash mid-append, never acknowledged to anyone) is skipped. */
+function parseRecords(text: string): LogRecord[] {
+  const records: LogRecord[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    try {
+      records.push(JSON.parse(line) as LogRecord);
+    } catch {
+      continue;
+    }
+  }
+  return records;
+}

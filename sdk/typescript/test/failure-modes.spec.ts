@@ -1,0 +1,108 @@
+import { GatewayTimeoutError, GatewayUnavailableError, GovernanceClient, GovernanceOptions } from '../src';
+import { AuditEntry, forwarder, freePort, SdkGateway, stalledServer, tempWal } from './support/sdk-gateway';
+
+/**
+ * What the client does without a decision: timeouts against a server that never answers, and
+ * the failure modes against a gateway that cannot be reached (fail-open's audit event arriving
+ * once the gateway is back).
+ */
+
+const clients: GovernanceClient[] = [];
+
+async function client(options: Partial<GovernanceOptions> & Pick<GovernanceOptions, 'gatewayUrl'>): Promise<GovernanceClient> {
+  const created = await GovernanceClient.create({ apiKey: 'agk_unused', agentId: 'agent_unused', auditLogPath: tempWal(), ...options });
+  clients.push(created);
+  return created;
+}
+
+async function elapsed(promise: Promise<unknown>): Promise<number> {
+  const started = Date.now();
+  await promise.catch(() => undefined);
+  return Date.now() - started;
+}
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((each) => each.close()));
+});
+
+describe('timeout against a stalled server', () => {
+  let stalled: Awaited<ReturnType<typeof stalledServer>>;
+  let addresses: { gatewayUrl: string; grpcAddress: string };
+
+  beforeAll(async () => {
+    stalled = await stalledServer();
+    addresses = { gatewayUrl: `http://127.0.0.1:${stalled.port}`, grpcAddress: `127.0.0.1:${stalled.port}` };
+  });
+  afterAll(() => stalled.close());
+
+  it('throws GatewayTimeoutError after timeoutSeconds by default', async () => {
+    const check = (await client({ ...addresses, timeoutSeconds: 0.5 })).check('FilePlugin', 'ReadFile', { path: '/tmp/a' });
+    const tookMs = await elapsed(check);
+    await expect(check).rejects.toBeInstanceOf(GatewayTimeoutError);
+    expect(tookMs).toBeGreaterThanOrEqual(450);
+    expect(tookMs).toBeLessThan(3000);
+  });
+
+  it('proceeds when throwOnDenied is false, with a failure-mode audit event waiting to be sent', async () => {
+    const lenient = await client({ ...addresses, timeoutSeconds: 0.5, throwOnDenied: false });
+    const result = await lenient.check('FilePlugin', 'ReadFile', { path: '/tmp/a' });
+    expect(result).toMatchObject({ allowed: true, via: 'failure-mode' });
+    expect(result.reason).toMatch(/^timeout, throwOnDenied false: allowed without a decision/);
+    expect(lenient.pendingAudit).toBe(1);
+  });
+
+  it('a per-plugin timeoutSeconds applies to that plugin only', async () => {
+    const quick = await client({ ...addresses, timeoutSeconds: 30, plugins: { QuickPlugin: { timeoutSeconds: 0.3 } } });
+    const check = quick.check('QuickPlugin', 'Run');
+    const tookMs = await elapsed(check);
+    await expect(check).rejects.toBeInstanceOf(GatewayTimeoutError);
+    expect(tookMs).toBeLessThan(3000);
+    const slow = quick.check('OtherPlugin', 'Run');
+    const outcome = await Promise.race([slow.then(() => 'answered', () => 'failed'), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 1500))]);
+    expect(outcome).toBe('still waiting');
+  });
+});
+
+describe('failure modes against an unreachable gateway', () => {
+  let gateway: SdkGateway;
+
+  beforeAll(async () => {
+    gateway = await SdkGateway.start();
+  }, 120_000);
+  afterAll(() => gateway?.stop());
+
+  it('fail-closed (the default) throws GatewayUnavailableError', async () => {
+    const closed = await client({ gatewayUrl: `http://127.0.0.1:${await freePort()}`, grpcAddress: `127.0.0.1:${await freePort()}`, throwOnDenied: false });
+    await expect(closed.check('FilePlugin', 'ReadFile', { path: '/tmp/a' })).rejects.toBeInstanceOf(GatewayUnavailableError);
+    expect(closed.pendingAudit).toBe(0);
+  });
+
+  it('fail-open allows, and its failure-mode audit event reaches the gateway once it is back', async () => {
+    const agentId = await gateway.createAgent('fail-open-agent');
+    const deadPort = await freePort();
+    const open = await client({
+      gatewayUrl: `http://127.0.0.1:${deadPort}`,
+      grpcAddress: `127.0.0.1:${await freePort()}`,
+      apiKey: gateway.apiKey,
+      agentId,
+      failureMode: 'fail-open',
+      auditFlushMs: 100,
+    });
+    const result = await open.check('FilePlugin', 'ReadFile', { path: '/etc/passwd' });
+    expect(result).toMatchObject({ allowed: true, via: 'failure-mode' });
+    expect(result.reason).toMatch(/^fail-open: allowed without a decision \(GatewayUnavailableError/);
+    expect(open.pendingAudit).toBe(1);
+
+    const back = await forwarder(deadPort, Number(new URL(gateway.url).port));
+    try {
+      const isFailOpen = (entry: AuditEntry) => entry.kind === 'outcome' && (entry.reason ?? '').startsWith('fail-open');
+      const entries = await gateway.auditEntries(`agentId=${agentId}&source=check`, (found) => found.some(isFailOpen));
+      expect(entries.filter(isFailOpen)).toEqual([expect.objectContaining({ action: 'FilePlugin.ReadFile', decision: 'allow' })]);
+      for (let waited = 0; open.pendingAudit > 0 && waited < 5000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(open.pendingAudit).toBe(0);
+    } finally {
+      await open.close();
+      await back.close();
+    }
+  });
+});

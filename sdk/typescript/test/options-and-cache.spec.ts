@@ -1,0 +1,79 @@
+import { DecisionCache } from '../src/decision-cache';
+import { callOptions, resolveOptions } from '../src/options';
+import type { CheckRequest, GatewayDecision } from '../src/transport';
+
+/** The options' defaults and per-plugin resolution, and the cache's TTL and version rules. */
+
+const REQUIRED = { gatewayUrl: 'https://gateway.example:8443/', apiKey: 'agk_x', agentId: 'agent_1' };
+
+describe('options', () => {
+  it('fills in the defaults of SPEC.md', () => {
+    expect(resolveOptions(REQUIRED)).toMatchObject({
+      gatewayUrl: 'https://gateway.example:8443',
+      defaultTrustTier: 'standard',
+      throwOnDenied: true,
+      timeoutSeconds: 5,
+      grpcAddress: 'gateway.example:50051',
+      failureMode: 'fail-closed',
+      cache: true,
+    });
+  });
+
+  it.each(['gatewayUrl', 'apiKey', 'agentId'] as const)('requires %s', (name) => {
+    expect(() => resolveOptions({ ...REQUIRED, [name]: '' })).toThrow(`${name} is required`);
+  });
+
+  it('refuses an unknown failure mode and a non-positive timeout', () => {
+    expect(() => resolveOptions({ ...REQUIRED, failureMode: 'fail-sometimes' as 'fail-open' })).toThrow('failureMode must be fail-closed or fail-open');
+    expect(() => resolveOptions({ ...REQUIRED, timeoutSeconds: 0 })).toThrow('timeoutSeconds must be a positive number');
+  });
+
+  it('applies a plugin override over the client-wide values, and only to that plugin', () => {
+    const options = resolveOptions({ ...REQUIRED, defaultTrustTier: 'elevated', plugins: { FilePlugin: { trustTier: 'restricted', timeoutSeconds: 0.5, throwOnDenied: false } } });
+    expect(callOptions(options, 'FilePlugin')).toEqual({ trustTier: 'restricted', timeoutMs: 500, throwOnDenied: false });
+    expect(callOptions(options, 'OtherPlugin')).toEqual({ trustTier: 'elevated', timeoutMs: 5000, throwOnDenied: true });
+    expect(callOptions(options, 'constructor')).toEqual({ trustTier: 'elevated', timeoutMs: 5000, throwOnDenied: true });
+  });
+});
+
+describe('DecisionCache', () => {
+  const request: CheckRequest = { agentId: 'agent_1', plugin: 'P', function: 'f', args: { a: 1 }, context: {}, trustTier: 'standard' };
+  const decision = (overrides: Partial<GatewayDecision> = {}): GatewayDecision => ({
+    decision: 'allow', reason: '', policy: 'p', rule: '', policyVersion: 3, traceId: 't', decisionId: 'aud_1', cacheable: true, cacheTtlMs: 60_000, ...overrides,
+  });
+
+  it('hashes every part of the question', () => {
+    const base = DecisionCache.hashOf(request);
+    expect(DecisionCache.hashOf({ ...request })).toBe(base);
+    for (const change of [{ agentId: 'agent_2' }, { plugin: 'Q' }, { function: 'g' }, { args: { a: 2 } }, { context: { x: 1 } }, { trustTier: 'elevated' }]) {
+      expect(DecisionCache.hashOf({ ...request, ...change })).not.toBe(base);
+    }
+  });
+
+  it('keeps cacheable answers for their TTL only', () => {
+    jest.useFakeTimers({ now: 1_000_000 });
+    try {
+      const cache = new DecisionCache();
+      cache.put('h', decision({ cacheTtlMs: 1000 }));
+      cache.put('n', decision({ cacheable: false, cacheTtlMs: 0 }));
+      expect(cache.get('h')).toMatchObject({ decisionId: 'aud_1' });
+      expect(cache.get('n')).toBeUndefined();
+      jest.advanceTimersByTime(1001);
+      expect(cache.get('h')).toBeUndefined();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('a newer policy version empties it, and an answer made on an older one is not kept', () => {
+    const cache = new DecisionCache();
+    cache.put('h', decision());
+    cache.invalidate(4);
+    expect(cache.get('h')).toBeUndefined();
+    cache.put('h', decision({ policyVersion: 3 }));
+    expect(cache.get('h')).toBeUndefined();
+    cache.put('h', decision({ policyVersion: 5, decisionId: 'aud_5' }));
+    expect(cache.version).toBe(5);
+    expect(cache.get('h')).toMatchObject({ decisionId: 'aud_5' });
+  });
+});

@@ -1,0 +1,48 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
+import { AdminPrincipal } from '../common/admin-principal';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
+import { OidcClientView, RegisterOidcClientDto } from './identity.dto';
+import { OidcClient } from './oidc-client.entity';
+import { OidcVerifier } from './oidc-verifier';
+
+/** Which managed-identity clients act for an organization; each client id belongs to one organization. */
+@Injectable()
+export class OidcClientsService {
+  constructor(
+    @InjectRepository(OidcClient) private readonly clients: Repository<OidcClient>,
+    private readonly verifier: OidcVerifier,
+    private readonly audit: AuditService,
+  ) {}
+
+  async register(admin: AdminPrincipal, dto: RegisterOidcClientDto): Promise<OidcClientView> {
+    const existing = await this.clients.findOne({ where: { clientId: dto.clientId } });
+    if (existing !== null) throw new AppError(ErrorCode.Conflict, `managed identity client ${dto.clientId} is already registered`);
+    const saved = await this.clients.save(this.clients.create({ clientId: dto.clientId, orgId: admin.orgId, description: dto.description ?? '' }));
+    this.verifier.forget(dto.clientId);
+    this.audit.recordAdminEvent(admin, { action: 'oidc-client.register', details: { next: { clientId: saved.clientId, description: saved.description } } });
+    return toView(saved);
+  }
+
+  async list(admin: AdminPrincipal): Promise<OidcClientView[]> {
+    const rows = await this.clients.find({ where: { orgId: admin.orgId }, order: { createdAt: 'ASC', clientId: 'ASC' } });
+    return rows.map(toView);
+  }
+
+  /** Removes the mapping: at once on this instance, within 30 s on others (their cache). */
+  async remove(admin: AdminPrincipal, clientId: string): Promise<OidcClientView> {
+    const row = await this.clients.findOne({ where: { clientId, orgId: admin.orgId } });
+    if (row === null) throw AppError.notFound('managed identity client', clientId);
+    await this.clients.delete({ clientId, orgId: admin.orgId });
+    this.verifier.forget(clientId);
+    this.audit.recordAdminEvent(admin, { action: 'oidc-client.remove', details: { previous: { clientId, description: row.description } } });
+    return toView(row);
+  }
+}
+
+function toView(row: OidcClient): OidcClientView {
+  return { clientId: row.clientId, description: row.description, createdAt: row.createdAt.toISOString() };
+}
