@@ -11,6 +11,7 @@ import { runAnalyticsBench } from './analytics.bench';
 import { runPdpBench } from './pdp.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
+import { runSidecarBench } from './sidecar.bench';
 import type { BenchReport, BenchRow } from './report';
 
 const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
@@ -19,6 +20,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   pdp: runPdpBench,
   sdk: () => import('./sdk.bench').then((bench) => bench.runSdkBench()),
   analytics: runAnalyticsBench,
+  sidecar: runSidecarBench,
 };
 
 const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');

@@ -5,6 +5,7 @@ import { AgentsModule } from './agents/agents.module';
 import { AnalyticsModule } from './analytics/analytics.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AuditModule } from './audit/audit.module';
+import { BundlesModule } from './bundles/bundles.module';
 import { AuthModule } from './auth/auth.module';
 import { BillingModule } from './billing/billing.module';
 import { ClusterModule } from './cluster/cluster.module';
@@ -48,6 +49,7 @@ export class AppModule {
         PdpModule,
         BillingModule,
         AgentIdentityModule,
+        BundlesModule,
       ],
       providers: [GatewayBootstrap],
     };

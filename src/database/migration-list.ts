@@ -6,6 +6,7 @@ import { AuditPruning1763769600004 } from '../../migrations/1763769600004-audit-
 import { AuditIndexOrder1763769600005 } from '../../migrations/1763769600005-audit-index-order';
 import { ApiKeys1764028800000 } from '../../migrations/1764028800000-api-keys';
 import { Billing1763856000000 } from '../../migrations/1763856000000-billing';
+import { Sidecars1764201600000 } from '../../migrations/1764201600000-sidecars';
 import { AnalyticsRollups1763942400000 } from '../../migrations/1763942400000-analytics-rollups';
 import { OidcClients1764288000000 } from '../../migrations/1764288000000-oidc-clients';
 
@@ -20,5 +21,6 @@ export const MIGRATIONS = [
   Billing1763856000000,
   AnalyticsRollups1763942400000,
   ApiKeys1764028800000,
+  Sidecars1764201600000,
   OidcClients1764288000000,
 ];

@@ -47,6 +47,7 @@ class Gateway:
     grpc_port: int
     process: "subprocess.Popen[bytes]"
     data_dir: str
+    scratch_database: Optional[str] = None
 
     @property
     def grpc_address(self) -> str:
@@ -93,6 +94,8 @@ class Gateway:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.scratch_database is not None:
+            drop_database(self.scratch_database)
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
@@ -108,11 +111,12 @@ def start_gateway(policies_file: str = os.path.join(FIXTURES, "policies.yaml")) 
         "ADMIN_TOKEN": ADMIN_TOKEN, "POLICIES_FILE": policies_file, "DATA_DIR": data_dir,
         "AUDIT_FLUSH_MS": "10", "LOG_LEVEL": "error",
     }
-    if os.environ.get("DATABASE_URL"):
-        env["DATABASE_URL"] = os.environ["DATABASE_URL"]
+    scratch = create_database(os.environ["DATABASE_URL"]) if os.environ.get("DATABASE_URL") else None
+    if scratch is not None:
+        env["DATABASE_URL"] = scratch
     with open(os.path.join(data_dir, "gateway.log"), "wb") as log:
         process = subprocess.Popen(["node", GATEWAY_MAIN], cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    gateway = Gateway(f"http://127.0.0.1:{port}", grpc_port, process, data_dir)
+    gateway = Gateway(f"http://127.0.0.1:{port}", grpc_port, process, data_dir, scratch)
     deadline = time.monotonic() + 60
     while True:
         if process.poll() is not None:
@@ -127,3 +131,17 @@ def start_gateway(policies_file: str = os.path.join(FIXTURES, "policies.yaml")) 
             gateway.stop()
             raise RuntimeError("the gateway did not answer /health within 60 s")
         time.sleep(0.1)
+
+
+def create_database(server_url: str) -> str:
+    """A throwaway database on DATABASE_URL's server, so these suites never share org_default with
+    another suite running on the same database; returns its URL."""
+    name = f"agentgov_sdkpy_{os.getpid()}_{int(time.time() * 1000)}"
+    subprocess.run(["psql", server_url, "-q", "-c", f"CREATE DATABASE {name}"], check=True, capture_output=True)
+    base, _, _ = server_url.rpartition("/")
+    return f"{base}/{name}"
+
+
+def drop_database(url: str) -> None:
+    base, _, name = url.rpartition("/")
+    subprocess.run(["psql", f"{base}/postgres", "-q", "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=False, capture_output=True)

@@ -1,0 +1,63 @@
+import { Body, Controller, Get, Headers, HttpCode, Post, Res } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiHeader, ApiNotModifiedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { AdminPrincipal } from '../common/admin-principal';
+import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
+import { ErrorBody } from '../common/error-body.dto';
+import type { SignedBundle } from './bundle-format';
+import { AuditIngestDto, AuditIngestResult, SidecarListView } from './bundles.dto';
+import { BundlesService } from './bundles.service';
+import { SidecarHeader } from './sidecar-header';
+import { SidecarsService } from './sidecars.service';
+
+@ApiTags('sidecar')
+@AdminAuth()
+@Controller()
+export class BundlesController {
+  constructor(
+    private readonly bundles: BundlesService,
+    private readonly sidecars: SidecarsService,
+  ) {}
+
+  @Get('api/v1/bundle')
+  @ApiOperation({ summary: 'The organization’s signed policy bundle for edge sidecars; 304 when If-None-Match names the current content' })
+  @ApiHeader({ name: 'If-None-Match', required: false })
+  @ApiHeader({ name: SidecarHeader.Id, required: false, description: 'The fetching sidecar, listed by GET /admin/sidecars' })
+  @ApiHeader({ name: SidecarHeader.Mode, required: false, description: 'The fetching sidecar’s MODE' })
+  @ApiOkResponse({ description: 'The bundle (see docs/architecture.md “Edge sidecar”)' })
+  @ApiNotModifiedResponse({ description: 'The sidecar already holds this content' })
+  async bundle(
+    @CurrentAdmin() admin: AdminPrincipal,
+    @Headers('if-none-match') ifNoneMatch: string | undefined,
+    @Headers('x-sidecar-id') sidecarId: string | undefined,
+    @Headers('x-sidecar-mode') mode: string | undefined,
+    @Res({ passthrough: true }) response: Response,
+  ): Promise<SignedBundle | undefined> {
+    const served = await this.bundles.bundle(admin, ifNoneMatch);
+    await this.sidecars.recordSync(admin, { id: sidecarId, mode, bundleVersion: served.version });
+    response.setHeader('ETag', served.etag);
+    response.setHeader(SidecarHeader.BundleVersion, served.version);
+    response.setHeader('Cache-Control', 'no-cache');
+    if (served.bundle === undefined) {
+      response.status(304);
+      return undefined;
+    }
+    return served.bundle;
+  }
+
+  @Post('api/v1/audit/ingest')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'A sidecar’s buffered audit entries; idempotent by (sidecarId, seq)' })
+  @ApiOkResponse({ type: AuditIngestResult })
+  @ApiBadRequestResponse({ description: 'Invalid field (named in the message)', type: ErrorBody })
+  ingest(@CurrentAdmin() admin: AdminPrincipal, @Body() dto: AuditIngestDto): Promise<AuditIngestResult> {
+    return this.sidecars.ingest(admin, dto);
+  }
+
+  @Get('admin/sidecars')
+  @ApiOperation({ summary: 'Every sidecar that synced: bundle version, last sync, mode, audit sequence and gaps' })
+  @ApiOkResponse({ type: SidecarListView })
+  async list(@CurrentAdmin() admin: AdminPrincipal): Promise<SidecarListView> {
+    return { sidecars: await this.sidecars.list(admin) };
+  }
+}

@@ -1,0 +1,118 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNumber,
+  IsOptional,
+  IsString,
+  Matches,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+
+/** Most entries one ingest request may carry (a sidecar sends at most 500, under 1 MiB). */
+export const MAX_INGEST_ENTRIES = 1000;
+const SIDECAR_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** One buffered decision of a sidecar: its sequence number and the audit entry's fields. */
+export class IngestedEntryDto {
+  @ApiProperty({ description: 'Per-sidecar sequence number, from 1, never reused', example: 1041 })
+  @IsInt()
+  @Min(1)
+  seq: number;
+
+  @ApiProperty({ description: 'Decision id, kept as the entry id', example: 'aud_5f0c…' })
+  @IsString()
+  @Matches(/^aud_[A-Za-z0-9]{1,64}$/, { message: 'id must be an audit entry id (aud_…)' })
+  id: string;
+
+  @ApiProperty({ description: 'Time of the decision, milliseconds since the epoch' })
+  @IsInt()
+  @Min(0)
+  ts: number;
+
+  @ApiPropertyOptional({ description: 'Ignored: entries join the organization of the admin token' })
+  @IsOptional()
+  @IsString()
+  orgId?: string;
+
+  @ApiPropertyOptional({ description: 'Ignored: recorded as `sidecar`' })
+  @IsOptional()
+  @IsString()
+  source?: string;
+
+  @ApiPropertyOptional({ enum: ['decision', 'outcome'], default: 'decision', description: '`outcome`: an adapter’s /v1/audit event made at the edge' })
+  @IsOptional()
+  @IsIn(['decision', 'outcome'])
+  kind?: 'decision' | 'outcome';
+
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) traceId?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) agentId?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) agentName?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) trustTier?: string | null;
+  @ApiProperty() @IsString() @MaxLength(65536) action: string;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) method?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(65536) path?: string | null;
+  @ApiProperty({ enum: ['allow', 'deny'] }) @IsIn(['allow', 'deny']) decision: 'allow' | 'deny';
+  @ApiProperty({ description: 'False when the sidecar ran in MODE=audit and let a denial through' }) @IsBoolean() enforced: boolean;
+  @ApiProperty() @IsBoolean() rateLimited: boolean;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) policyName?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) rule?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(65536) reason?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsNumber() decisionLatencyMs?: number | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsNumber() latencyMs?: number | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsInt() status?: number | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsInt() upstreamStatus?: number | null;
+  @ApiPropertyOptional({ type: [String], nullable: true }) @IsOptional() @IsArray() @IsString({ each: true }) delegationChain?: string[] | null;
+  @ApiPropertyOptional({ description: 'The decision input (redacted at the edge and again here)' }) @IsOptional() input?: unknown;
+  @ApiPropertyOptional({ nullable: true, description: 'Outcomes: eventId, decisionId, durationMs, resultSummary' }) @IsOptional() details?: unknown;
+}
+
+export class AuditIngestDto {
+  @ApiProperty({ description: 'The sidecar id (its X-Sidecar-Id)', example: 'sc_edge-eu-1' })
+  @IsString()
+  @Matches(SIDECAR_ID, { message: 'sidecarId must be 1-128 letters, digits, or . _ : -' })
+  sidecarId: string;
+
+  @ApiProperty({ type: [IngestedEntryDto], maxItems: MAX_INGEST_ENTRIES })
+  @IsArray()
+  @ArrayMaxSize(MAX_INGEST_ENTRIES)
+  @ValidateNested({ each: true })
+  @Type(() => IngestedEntryDto)
+  entries: IngestedEntryDto[];
+}
+
+export class AuditIngestResult {
+  @ApiProperty({ description: 'Entries written now' }) accepted: number;
+  @ApiProperty({ description: 'Entries already received before (ignored)' }) duplicates: number;
+  @ApiProperty({ description: 'Highest sequence number received from this sidecar' }) lastSeq: number;
+}
+
+export class SequenceGap {
+  @ApiProperty() first: number;
+  @ApiProperty() last: number;
+  @ApiProperty({ example: 'sidecar sc_edge-eu-1 is missing 1041-1090' }) message: string;
+}
+
+export class SidecarView {
+  @ApiProperty({ example: 'sc_edge-eu-1' }) id: string;
+  @ApiProperty({ nullable: true, enum: ['enforce', 'audit'] }) mode: string | null;
+  @ApiProperty({ nullable: true, description: 'Version of the bundle it last fetched' }) bundleVersion: string | null;
+  @ApiProperty({ nullable: true }) lastSync: string | null;
+  @ApiProperty({ nullable: true }) lastIngest: string | null;
+  @ApiProperty({ description: 'Highest audit sequence number received; 0 when none' }) lastSeq: number;
+  @ApiProperty({ description: 'Audit entries received' }) received: number;
+  @ApiProperty({ type: [SequenceGap], description: 'Sequence numbers missing below lastSeq' }) gaps: SequenceGap[];
+}
+
+export class SidecarListView {
+  @ApiProperty({ type: [SidecarView] }) sidecars: SidecarView[];
+}
+
+export const SIDECAR_ID_PATTERN = SIDECAR_ID;
+export const SIDECAR_MODES = ['enforce', 'audit'] as const;

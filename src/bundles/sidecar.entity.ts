@@ -1,0 +1,28 @@
+import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
+
+/** An edge sidecar that fetched its organization's bundle. */
+@Entity('sidecars')
+export class Sidecar {
+  @PrimaryColumn('text', { name: 'org_id' })
+  orgId: string;
+
+  @PrimaryColumn('text')
+  id: string;
+
+  /** MODE the sidecar reported at its last fetch. */
+  @Column('text', { nullable: true })
+  mode: string | null;
+
+  /** Version of the bundle it held at its last fetch (after a 200: the one it was sent). */
+  @Column('text', { name: 'bundle_version', nullable: true })
+  bundleVersion: string | null;
+
+  @Column('timestamptz', { name: 'last_sync_at', nullable: true })
+  lastSyncAt: Date | null;
+
+  @Column('timestamptz', { name: 'last_ingest_at', nullable: true })
+  lastIngestAt: Date | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+}

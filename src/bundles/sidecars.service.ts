@@ -1,0 +1,190 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, Repository } from 'typeorm';
+import type { AuditRecord } from '../audit/audit-record';
+import { AuditWriter } from '../audit/audit-writer';
+import type { AdminPrincipal } from '../common/admin-principal';
+import { DecisionEvents } from '../decisions/decision-events';
+import { AuditIngestDto, AuditIngestResult, IngestedEntryDto, SIDECAR_ID_PATTERN, SIDECAR_MODES, SidecarView } from './bundles.dto';
+import { SidecarAuditRange } from './sidecar-audit-range.entity';
+import { Sidecar } from './sidecar.entity';
+import { covers, gapsOf, mergeRanges, rangesOf, SequenceRange } from './sequence-ranges';
+
+/** What a sidecar said about itself on a bundle fetch. */
+export interface SidecarSync {
+  id: string | undefined;
+  mode: string | undefined;
+  bundleVersion: string;
+}
+
+/**
+ * The fleet of edge sidecars: who synced which bundle when, and their buffered audit entries.
+ * Ingestion is idempotent by (sidecar, sequence number): numbers already received are skipped,
+ * new entries go through the AuditWriter into the organization's hash chain as `source:
+ * sidecar` and out on DecisionEvents (alerting), and only once they are written are their
+ * numbers recorded. A crash between the two leaves entries whose numbers are not recorded; a
+ * retry finds them by id and time and does not write them again.
+ */
+@Injectable()
+export class SidecarsService {
+  /** One ingestion at a time per sidecar on this instance. */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(
+    @InjectRepository(Sidecar) private readonly sidecars: Repository<Sidecar>,
+    @InjectRepository(SidecarAuditRange) private readonly ranges: Repository<SidecarAuditRange>,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly writer: AuditWriter,
+    private readonly events: DecisionEvents,
+  ) {}
+
+  /** Records a bundle fetch by a sidecar that named itself (others are not tracked). */
+  async recordSync(admin: AdminPrincipal, sync: SidecarSync): Promise<void> {
+    if (sync.id === undefined || !SIDECAR_ID_PATTERN.test(sync.id)) return;
+    const mode = (SIDECAR_MODES as readonly string[]).includes(sync.mode ?? '') ? sync.mode! : null;
+    await this.sidecars.upsert({ orgId: admin.orgId, id: sync.id, mode, bundleVersion: sync.bundleVersion, lastSyncAt: new Date() }, ['orgId', 'id']);
+  }
+
+  /** Writes a batch of buffered entries once each. */
+  ingest(admin: AdminPrincipal, dto: AuditIngestDto): Promise<AuditIngestResult> {
+    const key = `${admin.orgId}\u0000${dto.sidecarId}`;
+    const previous = this.inFlight.get(key) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(() => this.ingestNow(admin, dto));
+    this.inFlight.set(key, next);
+    void next.finally(() => {
+      if (this.inFlight.get(key) === next) this.inFlight.delete(key);
+    }).catch(() => undefined);
+    return next;
+  }
+
+  /** Every sidecar of the organization with its sequence state. */
+  async list(admin: AdminPrincipal): Promise<SidecarView[]> {
+    const [sidecars, ranges] = await Promise.all([
+      this.sidecars.find({ where: { orgId: admin.orgId }, order: { id: 'ASC' } }),
+      this.ranges.find({ where: { orgId: admin.orgId } }),
+    ]);
+    return sidecars.map((sidecar) => toView(sidecar, ranges.filter((range) => range.sidecarId === sidecar.id)));
+  }
+
+  private async ingestNow(admin: AdminPrincipal, dto: AuditIngestDto): Promise<AuditIngestResult> {
+    await this.sidecars.createQueryBuilder().insert().values({ orgId: admin.orgId, id: dto.sidecarId }).orIgnore().execute();
+    const received = mergeRanges((await this.ranges.find({ where: { orgId: admin.orgId, sidecarId: dto.sidecarId } })).map(toRange));
+    const fresh = firstOfEachSeq(dto.entries).filter((entry) => !covers(received, entry.seq));
+    const written = await this.alreadyWritten(admin.orgId, fresh);
+    const toWrite: IngestedEntryDto[] = [];
+    for (const entry of fresh) if (!written.has(entry.id) && (await this.claimOutcome(admin.orgId, entry))) toWrite.push(entry);
+    for (const entry of toWrite) {
+      const record = toRecord(admin.orgId, entry);
+      this.writer.record(record);
+      if (record.kind === 'decision') this.events.emit({ entry: record, decision: { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '' } });
+    }
+    if (toWrite.length > 0) await this.writer.drain();
+    const all = mergeRanges([...received, ...rangesOf(fresh.map((entry) => entry.seq).sort((a, b) => a - b))]);
+    await this.saveRanges(admin.orgId, dto.sidecarId, received, all);
+    return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length, lastSeq: all.at(-1)?.last ?? 0 };
+  }
+
+  /**
+   * An adapter outcome with an eventId is recorded once per organization, at the edge as on the
+   * gateway (the same ledger as /v1/audit); false when it was recorded before.
+   */
+  private async claimOutcome(orgId: string, entry: IngestedEntryDto): Promise<boolean> {
+    const eventId = entry.kind === 'outcome' ? (entry.details as { eventId?: unknown } | null | undefined)?.eventId : undefined;
+    if (typeof eventId !== 'string') return true;
+    const rows: unknown[] = await this.dataSource.query(
+      'INSERT INTO adapter_audit_events (org_id, event_id, audit_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING event_id',
+      [orgId, eventId, entry.id],
+    );
+    if (rows.length === 1) return true;
+    // Claimed by this very entry in an attempt that failed before writing it: write it now.
+    const claimed: Array<{ audit_id: string }> = await this.dataSource.query('SELECT audit_id FROM adapter_audit_events WHERE org_id = $1 AND event_id = $2', [orgId, eventId]);
+    return claimed[0]?.audit_id === entry.id;
+  }
+
+  /** Ids of entries a previous attempt wrote without recording their numbers. */
+  private async alreadyWritten(orgId: string, entries: IngestedEntryDto[]): Promise<Set<string>> {
+    if (entries.length === 0) return new Set();
+    const rows: Array<{ id: string }> = await this.dataSource.query(
+      'SELECT id FROM audit_entries WHERE org_id = $1 AND id = ANY($2) AND ts = ANY($3::timestamptz[])',
+      [orgId, entries.map((entry) => entry.id), [...new Set(entries.map((entry) => new Date(entry.ts).toISOString()))]],
+    );
+    return new Set(rows.map((row) => row.id));
+  }
+
+  private async saveRanges(orgId: string, sidecarId: string, before: SequenceRange[], after: SequenceRange[]): Promise<void> {
+    await this.dataSource.transaction(async (manager) => {
+      if (sameRanges(before, after)) {
+        await manager.update(Sidecar, { orgId, id: sidecarId }, { lastIngestAt: new Date() });
+        return;
+      }
+      await manager.delete(SidecarAuditRange, { orgId, sidecarId });
+      await manager.insert(
+        SidecarAuditRange,
+        after.map((range) => ({ orgId, sidecarId, firstSeq: range.first, lastSeq: range.last })),
+      );
+      await manager.update(Sidecar, { orgId, id: sidecarId }, { lastIngestAt: new Date() });
+    });
+  }
+}
+
+function toRange(row: SidecarAuditRange): SequenceRange {
+  return { first: row.firstSeq, last: row.lastSeq };
+}
+
+function sameRanges(a: SequenceRange[], b: SequenceRange[]): boolean {
+  return a.length === b.length && a.every((range, index) => range.first === b[index].first && range.last === b[index].last);
+}
+
+/** A batch that repeats a number keeps its first entry. */
+function firstOfEachSeq(entries: IngestedEntryDto[]): IngestedEntryDto[] {
+  const seen = new Set<number>();
+  return entries.filter((entry) => !seen.has(entry.seq) && seen.add(entry.seq) !== undefined);
+}
+
+function toRecord(orgId: string, entry: IngestedEntryDto): AuditRecord & { id: string } {
+  return {
+    id: entry.id,
+    ts: entry.ts,
+    orgId,
+    source: 'sidecar',
+    kind: entry.kind ?? 'decision',
+    traceId: entry.traceId ?? null,
+    agentId: entry.agentId ?? null,
+    agentName: entry.agentName ?? null,
+    trustTier: entry.trustTier ?? null,
+    action: entry.action,
+    method: entry.method ?? null,
+    path: entry.path ?? null,
+    decision: entry.decision,
+    enforced: entry.enforced,
+    rateLimited: entry.rateLimited,
+    policyName: entry.policyName ?? null,
+    rule: entry.rule ?? null,
+    reason: entry.reason ?? null,
+    decisionLatencyMs: entry.decisionLatencyMs ?? null,
+    latencyMs: entry.latencyMs ?? null,
+    status: entry.status ?? null,
+    upstreamStatus: entry.upstreamStatus ?? null,
+    delegationChain: entry.delegationChain ?? null,
+    input: entry.input ?? null,
+    details: entry.kind === 'outcome' ? (entry.details ?? null) : null,
+  };
+}
+
+function toView(sidecar: Sidecar, rows: SidecarAuditRange[]): SidecarView {
+  const merged = mergeRanges(rows.map(toRange));
+  return {
+    id: sidecar.id,
+    mode: sidecar.mode,
+    bundleVersion: sidecar.bundleVersion,
+    lastSync: sidecar.lastSyncAt?.toISOString() ?? null,
+    lastIngest: sidecar.lastIngestAt?.toISOString() ?? null,
+    lastSeq: merged.at(-1)?.last ?? 0,
+    received: merged.reduce((sum, range) => sum + range.last - range.first + 1, 0),
+    gaps: gapsOf(merged).map((gap) => ({
+      first: gap.first,
+      last: gap.last,
+      message: `sidecar ${sidecar.id} is missing ${gap.first === gap.last ? gap.first : `${gap.first}-${gap.last}`}`,
+    })),
+  };
+}

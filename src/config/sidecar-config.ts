@@ -1,0 +1,78 @@
+import path from 'node:path';
+import { AppConfig, ConfigError, GatewayMode, LogLevel } from './app-config';
+import { EnvReader } from './env-reader';
+
+/** Variables the sidecar passes on to the proxy and audit code it shares with the gateway. */
+const SHARED_WITH_GATEWAY = ['UPSTREAM_URL', 'UPSTREAM_TIMEOUT_MS', 'PROXY_MAX_BODY_BYTES', 'MAX_JSON_BYTES', 'MODE', 'LOG_LEVEL', 'AUDIT_REDACT'];
+
+/**
+ * The edge sidecar's configuration (SPEC.md "Edge sidecar", CONTRACT.md: plus UPSTREAM_URL and
+ * HOST), read once from the environment. A missing or invalid variable stops the start with a
+ * message naming it.
+ */
+export class SidecarConfig {
+  /** GATEWAY_URL (required): the central gateway bundles come from and audit goes to. */
+  readonly gatewayUrl: string;
+  /** ADMIN_TOKEN (required): the organization's admin token, sent as X-Admin-Token. */
+  readonly adminToken: string;
+  /** MODE: `enforce` denies violations; `audit` records them and allows everything. */
+  readonly mode: GatewayMode;
+  /** BUNDLE_SYNC_INTERVAL: seconds between bundle fetches (jittered ±10%). */
+  readonly syncIntervalMs: number;
+  /** PORT and HOST: where /enforce, /health, /v1/* and /proxy/* listen. */
+  readonly port: number;
+  readonly host: string;
+  /** CACHE_DIR: the verified bundle, the pinned gateway key, the sidecar id and the audit write-ahead file. */
+  readonly cacheDir: string;
+  readonly logLevel: LogLevel;
+  /** BUNDLE_PUBLIC_KEY: the gateway's public key (JWK JSON or PEM); unset: the key of the first bundle is pinned. */
+  readonly bundlePublicKey?: string;
+  /** SIDECAR_ID: this sidecar's name in the fleet status; unset: generated once and kept in CACHE_DIR. */
+  readonly sidecarId?: string;
+  /** AUDIT_BUFFER_MAX_BYTES: largest size of the audit write-ahead file while the gateway is away. */
+  readonly auditBufferMaxBytes: number;
+  /** AUDIT_DURABILITY: `write` (answer once the audit entry is written: survives kill -9) or `sync` (once fdatasynced: survives power loss). */
+  readonly auditDurability: 'write' | 'sync';
+  /** AUDIT_FORWARD_INTERVAL_MS: pause between forwarding batches once the buffer is empty. */
+  readonly auditForwardIntervalMs: number;
+  /** The gateway configuration of the proxy and audit-redaction code the sidecar shares. */
+  readonly shared: AppConfig;
+
+  private constructor(values: SidecarConfig) {
+    Object.assign(this, values);
+  }
+
+  /** Reads and validates the environment; throws ConfigError naming every bad or missing variable. */
+  static fromEnv(env: NodeJS.ProcessEnv = process.env): SidecarConfig {
+    const read = new EnvReader(env);
+    const gatewayUrl = read.url('GATEWAY_URL', ['http:', 'https:']);
+    if (gatewayUrl === undefined && read.raw('GATEWAY_URL') === undefined) read.errors.push('GATEWAY_URL is required: the URL of the central gateway');
+    const adminToken = read.optionalString('ADMIN_TOKEN');
+    if (adminToken === undefined) read.errors.push('ADMIN_TOKEN is required: the admin token the sidecar fetches bundles with');
+    const values = {
+      gatewayUrl: gatewayUrl ?? '',
+      adminToken: adminToken ?? '',
+      mode: read.oneOf('MODE', ['enforce', 'audit'] as const, 'enforce'),
+      syncIntervalMs: read.int('BUNDLE_SYNC_INTERVAL', 60, 1, 86_400) * 1000,
+      port: read.int('PORT', 4000, 0, 65535),
+      host: read.string('HOST', '0.0.0.0'),
+      cacheDir: path.resolve(read.string('CACHE_DIR', '/cache')),
+      logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
+      bundlePublicKey: read.optionalString('BUNDLE_PUBLIC_KEY'),
+      sidecarId: read.optionalString('SIDECAR_ID'),
+      auditBufferMaxBytes: read.int('AUDIT_BUFFER_MAX_BYTES', 256 * 1024 * 1024, 4096, Number.MAX_SAFE_INTEGER),
+      auditDurability: read.oneOf('AUDIT_DURABILITY', ['write', 'sync'] as const, 'write'),
+      auditForwardIntervalMs: read.int('AUDIT_FORWARD_INTERVAL_MS', 1000, 10, 3_600_000),
+    };
+    if (values.sidecarId !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(values.sidecarId)) read.errors.push('SIDECAR_ID: 1-128 letters, digits, or . _ : -');
+    let shared: AppConfig | undefined;
+    try {
+      shared = AppConfig.fromEnv(Object.fromEntries(SHARED_WITH_GATEWAY.filter((name) => env[name] !== undefined).map((name) => [name, env[name]])));
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      read.errors.push(...error.problems);
+    }
+    if (read.errors.length > 0 || shared === undefined) throw new ConfigError([...new Set(read.errors)]);
+    return new SidecarConfig({ ...values, shared } as SidecarConfig);
+  }
+}

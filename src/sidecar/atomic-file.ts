@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Replaces `file` with `data` so that a reader (or a restart after kill -9 or power loss) sees
+ * either the old content or the new, never a mix: temporary file, fsync, rename, fsync of the
+ * directory.
+ */
+export function writeFileAtomic(file: string, data: string | Buffer, mode = 0o600): void {
+  const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+  const fd = fs.openSync(temporary, 'w', mode);
+  try {
+    fs.writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(temporary, file);
+  syncDirectory(path.dirname(file));
+}
+
+/** Makes a rename or a new file in `dir` durable. */
+export function syncDirectory(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The file's text, or undefined when it does not exist. */
+export function readFileIfExists(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** `writeFileAtomic` off the event loop (libuv's thread pool), for writes on a request-serving path. */
+export async function writeFileAtomicAsync(file: string, data: string | Buffer, mode = 0o600): Promise<void> {
+  const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.async.tmp`);
+  const handle = await fs.promises.open(temporary, 'w', mode);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fs.promises.rename(temporary, file);
+  const dir = await fs.promises.open(path.dirname(file), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}

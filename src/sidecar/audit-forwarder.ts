@@ -1,0 +1,88 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { SidecarConfig } from '../config/sidecar-config';
+import { LOGGER } from '../logging/logging.module';
+import { AuditWal } from './audit-wal';
+import { GatewayLink } from './gateway-link';
+
+/** Entries and bytes per ingest request: well under the gateway's 1 MiB JSON limit. */
+const BATCH_ENTRIES = 500;
+const BATCH_BYTES = 512 * 1024;
+const MAX_BACKOFF_MS = 10_000;
+const CLOSING = Buffer.from(']}');
+
+/**
+ * Sends the buffered audit entries to the gateway (`POST /api/v1/audit/ingest`) in order, one
+ * batch at a time, and acknowledges them in the buffer once the gateway has answered 200. The
+ * gateway ignores numbers it already has, so a batch resent after a lost answer arrives once.
+ */
+@Injectable()
+export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShutdown {
+  lastError: string | null = null;
+  lastForwardMs: number | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  private backoffMs = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly config: SidecarConfig,
+    private readonly wal: AuditWal,
+    private readonly link: GatewayLink,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.later(this.config.auditForwardIntervalMs);
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  /** Forward now (the gateway just answered a bundle fetch). */
+  nudge(): void {
+    this.backoffMs = 0;
+    if (!this.running) this.later(0);
+  }
+
+  private later(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.run(), delayMs);
+    this.timer.unref();
+  }
+
+  private async run(): Promise<void> {
+    this.timer = null;
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (!this.stopped && (await this.forwardOne()));
+    } finally {
+      this.running = false;
+    }
+    this.later(this.backoffMs > 0 ? this.backoffMs : this.config.auditForwardIntervalMs);
+  }
+
+  /** Sends one batch; true when there may be more to send right away. */
+  private async forwardOne(): Promise<boolean> {
+    const batch = this.wal.batch(BATCH_ENTRIES, BATCH_BYTES);
+    if (batch === null) return false;
+    const body = Buffer.concat([Buffer.from(`{"sidecarId":${JSON.stringify(this.link.sidecarId)},"entries":[`), batch.entries, CLOSING]);
+    const answer = await this.link.post('/api/v1/audit/ingest', body);
+    if (answer === 'unreachable' || answer.status !== 200) {
+      this.lastError = answer === 'unreachable' ? 'gateway unreachable' : `gateway answered ${answer.status}: ${answer.text.slice(0, 200)}`;
+      if (answer !== 'unreachable') this.logger.error({ status: answer.status, firstSeq: batch.firstSeq, lastSeq: batch.lastSeq }, 'audit batch refused by the gateway; will retry');
+      this.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(500, this.backoffMs * 2));
+      return false;
+    }
+    await this.wal.acknowledge(batch.lastSeq);
+    this.lastError = null;
+    this.lastForwardMs = Date.now();
+    this.backoffMs = 0;
+    this.logger.debug({ firstSeq: batch.firstSeq, lastSeq: batch.lastSeq }, 'audit batch forwarded');
+    return true;
+  }
+}

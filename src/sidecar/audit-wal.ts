@@ -1,0 +1,403 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { compactInput } from '../audit/audit-input';
+import type { AuditRecord } from '../audit/audit-record';
+import { AuditSanitizer } from '../audit/audit-sanitizer';
+import type { DecisionLog } from '../decisions/decision-sources';
+import { readFileIfExists, writeFileAtomic, writeFileAtomicAsync } from './atomic-file';
+
+const WAL_FILE = 'audit.wal';
+const ACKED_FILE = 'audit.acked';
+const SEQ_FILE = 'audit.seq';
+/**
+ * Rewrite the file without its acknowledged head once that head is this large and what is left
+ * to copy is at most COMPACT_MAX_COPY_BYTES: the copy runs on the event loop, so it stays short
+ * (about a millisecond); with a longer backlog the file waits until forwarding catches up.
+ */
+const COMPACT_MIN_BYTES = 8 * 1024 * 1024;
+const COMPACT_MAX_COPY_BYTES = 1024 * 1024;
+const SEQ_LINE = /^\{"seq":(\d+),/;
+const COMMA = 0x2c;
+
+/** A batch of entries to forward: their JSON objects joined by commas (a JSON array's inside), and their numbers. */
+export interface WalBatch {
+  entries: Buffer;
+  count: number;
+  firstSeq: number;
+  lastSeq: number;
+}
+
+/** What /health shows of the buffer. */
+export interface WalState {
+  fileBytes: number;
+  maxBytes: number;
+  /** Entries written but not yet acknowledged by the gateway. */
+  pendingEntries: number;
+  lastSeq: number;
+  ackedSeq: number;
+  /** Entries not kept because the file was full (their numbers show as a gap at the gateway). */
+  dropped: number;
+  overflowing: boolean;
+}
+
+/**
+ * When an answer may leave: `write` once its entry is written to the file (survives kill -9; a
+ * power loss can lose what the background fdatasync had not reached, at most one sync behind),
+ * `sync` once it is also fdatasynced (survives a power loss; costs a sync's latency per answer).
+ */
+export type WalDurability = 'write' | 'sync';
+
+interface Group {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
+/**
+ * The sidecar's audit buffer: a write-ahead file in CACHE_DIR of one JSON line per decision,
+ * `{"seq":N, ...audit record}`, N counting from 1 per sidecar and never reused.
+ *
+ * Durability (group commit): `record` only queues the line; at the end of the event loop's turn
+ * the turn's lines are written with one write(2) in the thread pool (one write at a time: lines
+ * queued meanwhile go with the next), and one fdatasync then covers them (one sync
+ * at a time; lines of later turns wait for the next). A transport sends its answer only after
+ * `durable()` resolves: with AUDIT_DURABILITY=write (the default) once the turn's lines are
+ * written, so a kill -9 of the sidecar loses no answered decision and a power loss at most what
+ * the background fdatasync had not reached; with `sync` once they are synced, so not even a
+ * power loss does, at the price of a sync's latency (≈0.35 ms idle, far more on a busy disk) on
+ * every answer. Only synced entries are forwarded, so the gateway never holds an entry the
+ * sidecar could lose and renumber.
+ *
+ * The gateway acknowledges forwarded entries by number; the highest acknowledged number goes to
+ * `audit.acked` (atomically) and the file is then truncated (everything acknowledged) or
+ * rewritten without its acknowledged head. Growth is bounded by `maxBytes`: past it, entries
+ * are dropped, counted and logged, and their numbers are still used, so the gateway's fleet
+ * status reports exactly which decisions are missing.
+ */
+export class AuditWal implements DecisionLog {
+  private fd: number;
+  private readonly file: string;
+  /** Sequence numbers and end offsets of the written, unacknowledged lines, from `head` on. */
+  private seqs: number[] = [];
+  private ends: number[] = [];
+  private head = 0;
+  /** Offset of the first unacknowledged line. */
+  private start = 0;
+  private size = 0;
+  private lastSeq = 0;
+  private ackedSeq = 0;
+  private syncedSeq = 0;
+  private dropped = 0;
+  private overflowing = false;
+  private pending: string[] = [];
+  private pendingSeqs: number[] = [];
+  private pendingBytes = 0;
+  private openGroup: Group | null = null;
+  private awaitingSync: Group[] = [];
+  private syncing = false;
+  private scheduled = false;
+  /** The group whose lines are being written, if a write is in flight. */
+  private writing: Group | null = null;
+  private readonly settled = Promise.resolve();
+
+  private constructor(
+    private readonly dir: string,
+    private readonly maxBytes: number,
+    private readonly clean: AuditSanitizer,
+    private readonly logger: Logger,
+    private readonly durability: WalDurability,
+  ) {
+    this.file = path.join(dir, WAL_FILE);
+    this.fd = -1;
+  }
+
+  /** Opens the buffer in `dir`, recovering what a previous run left (a torn last line is cut off). */
+  static open(dir: string, maxBytes: number, clean: AuditSanitizer, logger: Logger, durability: WalDurability = 'write'): AuditWal {
+    fs.mkdirSync(dir, { recursive: true });
+    const wal = new AuditWal(dir, maxBytes, clean, logger, durability);
+    wal.recover();
+    return wal;
+  }
+
+  record(entry: AuditRecord): void {
+    const seq = ++this.lastSeq;
+    let line: string;
+    try {
+      line = this.serialize(seq, entry);
+    } catch (error) {
+      this.drop(seq, 'entry could not be serialised', error);
+      return;
+    }
+    const bytes = Buffer.byteLength(line);
+    if (this.size + this.pendingBytes + bytes > this.maxBytes) return this.drop(seq, 'audit buffer full');
+    if (this.overflowing) {
+      this.overflowing = false;
+      this.logger.warn({ dropped: this.dropped, resumedAtSeq: seq }, 'audit buffer has room again');
+    }
+    this.pending.push(line);
+    this.pendingSeqs.push(seq);
+    this.pendingBytes += bytes;
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.writePending());
+    }
+  }
+
+  /** The buffer never makes a decision wait for room: past its bound it drops and says so. */
+  whenWritable(): undefined {
+    return undefined;
+  }
+
+  /** Resolves once every entry recorded so far is written and synced. */
+  durable(): Promise<void> {
+    if (this.pending.length > 0) {
+      if (this.openGroup === null) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((done) => (resolve = done));
+        this.openGroup = { promise, resolve };
+      }
+      return this.openGroup.promise;
+    }
+    if (this.writing !== null) return this.writing.promise;
+    if (this.durability === 'write') return this.settled;
+    const last = this.awaitingSync.at(-1) ?? this.inSync;
+    return last?.promise ?? this.settled;
+  }
+
+  /** Resolves once every entry recorded so far is written and synced, whatever the durability. */
+  async synced(): Promise<void> {
+    while (this.pending.length > 0 || this.writing !== null) await this.durable();
+    const last = this.awaitingSync.at(-1) ?? this.inSync;
+    if (last !== null && last !== undefined) await last.promise;
+  }
+
+  /** The oldest synced, unacknowledged entries: at most `maxEntries` and about `maxBytes`. */
+  batch(maxEntries: number, maxBytes: number): WalBatch | null {
+    let end = this.head;
+    while (end < this.seqs.length && end - this.head < maxEntries && this.seqs[end] <= this.syncedSeq) {
+      if (end > this.head && this.ends[end] - this.start > maxBytes) break;
+      end++;
+    }
+    if (end === this.head) return null;
+    // The lines as they are on disk, their newlines turned into the commas of a JSON array.
+    const length = this.ends[end - 1] - this.start - 1;
+    const entries = Buffer.allocUnsafe(length);
+    fs.readSync(this.fd, entries, 0, length, this.start);
+    for (let index = this.head; index < end - 1; index++) entries[this.ends[index] - 1 - this.start] = COMMA;
+    return { entries, count: end - this.head, firstSeq: this.seqs[this.head], lastSeq: this.seqs[end - 1] };
+  }
+
+  /** The gateway has every entry up to `seq`: remember it (off the event loop), then drop them from the file. */
+  async acknowledge(seq: number): Promise<void> {
+    if (seq <= this.ackedSeq) return;
+    await writeFileAtomicAsync(path.join(this.dir, ACKED_FILE), String(seq));
+    if (seq <= this.ackedSeq) return;
+    this.ackedSeq = seq;
+    while (this.head < this.seqs.length && this.seqs[this.head] <= seq) {
+      this.start = this.ends[this.head];
+      this.head++;
+    }
+    this.compact();
+  }
+
+  state(): WalState {
+    return {
+      fileBytes: this.size,
+      maxBytes: this.maxBytes,
+      pendingEntries: this.seqs.length - this.head + this.pending.length,
+      lastSeq: this.lastSeq,
+      ackedSeq: this.ackedSeq,
+      dropped: this.dropped,
+      overflowing: this.overflowing,
+    };
+  }
+
+  /** Writes and syncs what is queued, then closes the file (shutdown). */
+  async close(): Promise<void> {
+    if (this.fd < 0) return;
+    await this.synced();
+    this.writePending(true);
+    fs.fdatasyncSync(this.fd);
+    fs.closeSync(this.fd);
+    this.fd = -1;
+    for (const group of this.awaitingSync) group.resolve();
+    this.awaitingSync = [];
+  }
+
+  private inSync: Group | null = null;
+
+  private serialize(seq: number, entry: AuditRecord): string {
+    const { input, ...fields } = entry;
+    const inputText = this.clean.serialize(compactInput(input)) ?? 'null';
+    return `{"seq":${seq},${JSON.stringify(fields).slice(1, -1)},"input":${inputText}}\n`;
+  }
+
+  private drop(seq: number, why: string, error?: unknown): void {
+    this.dropped++;
+    if (!this.overflowing) {
+      this.overflowing = true;
+      this.logger.error({ seq, maxBytes: this.maxBytes, fileBytes: this.size, err: error }, `${why}: audit entries are being dropped until the gateway acknowledges some`);
+    }
+    // The numbers used must survive a restart, so the gateway sees the gap rather than reuse.
+    if (this.dropped % 100 === 1) fs.writeFileSync(path.join(this.dir, SEQ_FILE), String(this.lastSeq));
+  }
+
+  /**
+   * Writes the queued lines with one write(2) in libuv's thread pool, one write at a time (lines
+   * queued meanwhile go with the next), so a disk that makes writes wait never stalls the event
+   * loop. `sync` is for shutdown: it writes on this thread.
+   */
+  private readonly writePending = (sync = false): void => {
+    this.scheduled = false;
+    if (this.pending.length === 0 || (this.writing !== null && !sync)) return;
+    const data = Buffer.from(this.pending.join(''));
+    const seqs = this.pendingSeqs;
+    const group = this.openGroup ?? makeGroup();
+    this.pending = [];
+    this.pendingSeqs = [];
+    this.pendingBytes = 0;
+    this.openGroup = null;
+    const position = this.size;
+    this.size += data.length;
+    if (sync) {
+      let failure: unknown = null;
+      try {
+        fs.writeSync(this.fd, data, 0, data.length, position);
+      } catch (error) {
+        failure = error;
+      }
+      this.written(data, seqs, group, position, failure);
+      return;
+    }
+    this.writing = group;
+    fs.write(this.fd, data, 0, data.length, position, (error) => {
+      this.writing = null;
+      this.written(data, seqs, group, position, error);
+      if (this.pending.length > 0 && !this.scheduled) this.writePending();
+      else this.compact();
+    });
+  };
+
+  private written(data: Buffer, seqs: number[], group: Group, position: number, error: unknown): void {
+    if (error) {
+      // Nothing after `position` was written: later writes start there again.
+      this.size = position;
+      this.dropped += seqs.length;
+      this.logger.error({ err: error, entries: seqs.length }, 'audit entries could not be written to the buffer file');
+      group.resolve();
+      return;
+    }
+    let offset = position;
+    for (let index = 0; index < seqs.length; index++) {
+      offset = data.indexOf(10, offset - position) + 1 + position;
+      this.seqs.push(seqs[index]);
+      this.ends.push(offset);
+    }
+    if (this.durability === 'write') {
+      group.resolve();
+      const syncGroup = makeGroup();
+      (syncGroup as Group & { seq?: number }).seq = seqs.at(-1);
+      this.awaitingSync.push(syncGroup);
+    } else {
+      (group as Group & { seq?: number }).seq = seqs.at(-1);
+      this.awaitingSync.push(group);
+    }
+    this.startSync();
+  }
+
+  private startSync(): void {
+    if (this.syncing || this.awaitingSync.length === 0) return;
+    const groups = this.awaitingSync;
+    this.awaitingSync = [];
+    this.syncing = true;
+    this.inSync = groups.at(-1)!;
+    const upTo = (groups.at(-1) as Group & { seq?: number }).seq ?? this.syncedSeq;
+    fs.fdatasync(this.fd, (error) => {
+      this.syncing = false;
+      this.inSync = null;
+      if (error) this.logger.error({ err: error }, 'audit buffer fdatasync failed');
+      this.syncedSeq = Math.max(this.syncedSeq, upTo);
+      for (const group of groups) group.resolve();
+      this.startSync();
+      this.compact();
+    });
+  }
+
+  /** Truncates (all acknowledged) or rewrites the file without its acknowledged head. */
+  private compact(): void {
+    if (this.syncing || this.writing !== null || this.pending.length > 0 || this.start === 0) return;
+    if (this.head === this.seqs.length) {
+      fs.ftruncateSync(this.fd, 0);
+      this.resetIndex(0, []);
+      return;
+    }
+    if (this.start < COMPACT_MIN_BYTES || this.size - this.start > COMPACT_MAX_COPY_BYTES) return;
+    const rest = Buffer.alloc(this.size - this.start);
+    fs.readSync(this.fd, rest, 0, rest.length, this.start);
+    writeFileAtomic(this.file, rest);
+    fs.closeSync(this.fd);
+    this.fd = fs.openSync(this.file, 'r+');
+    const shift = this.start;
+    this.resetIndex(
+      rest.length,
+      this.seqs.slice(this.head).map((seq, index) => [seq, this.ends[this.head + index] - shift]),
+    );
+  }
+
+  private resetIndex(size: number, entries: Array<[number, number]>): void {
+    this.seqs = entries.map(([seq]) => seq);
+    this.ends = entries.map(([, end]) => end);
+    this.head = 0;
+    this.start = 0;
+    this.size = size;
+  }
+
+  private recover(): void {
+    this.ackedSeq = Number(readFileIfExists(path.join(this.dir, ACKED_FILE)) ?? 0) || 0;
+    const usedSeq = Number(readFileIfExists(path.join(this.dir, SEQ_FILE)) ?? 0) || 0;
+    this.fd = fs.openSync(this.file, fs.existsSync(this.file) ? 'r+' : 'w+', 0o600);
+    const data = fs.readFileSync(this.file);
+    let offset = 0;
+    let lastSeq = 0;
+    const entries: Array<[number, number]> = [];
+    while (offset < data.length) {
+      const newline = data.indexOf(10, offset);
+      if (newline < 0) break;
+      const match = SEQ_LINE.exec(data.subarray(offset, Math.min(newline, offset + 40)).toString('utf8'));
+      if (match === null || !isJson(data.subarray(offset, newline))) break;
+      lastSeq = Number(match[1]);
+      entries.push([lastSeq, newline + 1]);
+      offset = newline + 1;
+    }
+    if (offset < data.length) {
+      this.logger.warn({ file: this.file, keptBytes: offset, cutBytes: data.length - offset }, 'audit buffer ended in a torn line (the process was killed mid-write); cut it off');
+      fs.ftruncateSync(this.fd, offset);
+    }
+    const unacked = entries.filter(([seq]) => seq > this.ackedSeq);
+    const firstUnacked = entries.length - unacked.length;
+    this.seqs = entries.map(([seq]) => seq);
+    this.ends = entries.map(([, end]) => end);
+    this.head = firstUnacked;
+    this.start = firstUnacked === 0 ? 0 : this.ends[firstUnacked - 1];
+    this.size = offset;
+    this.lastSeq = Math.max(this.ackedSeq, usedSeq, lastSeq);
+    this.syncedSeq = lastSeq;
+    if (unacked.length > 0) this.logger.info({ entries: unacked.length, from: unacked[0][0], to: lastSeq }, 'audit entries buffered by a previous run will be forwarded');
+    this.compact();
+  }
+}
+
+function makeGroup(): Group {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+function isJson(line: Buffer): boolean {
+  try {
+    JSON.parse(line.toString('utf8'));
+    return true;
+  } catch {
+    return false;
+  }
+}

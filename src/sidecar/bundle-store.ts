@@ -1,0 +1,192 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { KeyObject } from 'node:crypto';
+import type { JWK } from 'jose';
+import type { Logger } from 'pino';
+import { BundleContent, bundleSignatureProblem, isNewerVersion, publicKeyOf, SignedBundle, signerJwk } from '../bundles/bundle-format';
+import { AgentSnapshot, AgentSource, agentSnapshot, LoadedPolicies, PolicySource, VerificationKeySource } from '../decisions/decision-sources';
+import { JwkSet } from '../identity/jwk-set';
+import { compilePolicies } from '../policy-engine/compile-policies';
+import { formatPolicyError, PolicyLoadError } from '../policy-engine/errors';
+import { readFileIfExists, writeFileAtomic } from './atomic-file';
+
+const BUNDLE_FILE = 'bundle.json';
+const PINNED_KEY_FILE = 'gateway-key.json';
+
+/** The bundle in force, ready for decisions. */
+interface ActiveBundle {
+  bundle: SignedBundle;
+  etag: string | null;
+  policies: LoadedPolicies;
+  agents: ReadonlyMap<string, AgentSnapshot>;
+  keys: JwkSet;
+  /** SHA-256 hex of the organization's live adapter API keys. */
+  apiKeyHashes: ReadonlySet<string>;
+  /** When this sidecar applied it (from the cache: when it was loaded). */
+  appliedAtMs: number;
+}
+
+/** What became of a bundle offered to the store. */
+export type Offer = { applied: true } | { applied: false; reason: string };
+
+/**
+ * The sidecar's sources for the decision core, from the one signed bundle in force: compiled
+ * policies, agents with their revocation flags, and the public keys agent tokens verify with.
+ *
+ * A bundle is applied only if it is newer than the one in force and its signature verifies
+ * against the pinned gateway key: BUNDLE_PUBLIC_KEY, else the key that signed the first bundle
+ * this sidecar accepted (trust on first use), kept in CACHE_DIR. It is written to CACHE_DIR
+ * atomically before it takes effect, so a restart starts from it. With no valid bundle there is
+ * nothing to decide with: the sidecar fails closed and says why (`failure`).
+ */
+export class BundleStore implements PolicySource, VerificationKeySource {
+  private active: ActiveBundle | null = null;
+  private pinned: KeyObject | null;
+  private pinnedFromEnv: boolean;
+  private problem = 'no bundle yet: the gateway has not been reached and CACHE_DIR holds none';
+
+  constructor(
+    private readonly cacheDir: string,
+    configuredKey: string | undefined,
+    private readonly logger: Logger,
+  ) {
+    fs.mkdirSync(cacheDir, { recursive: true });
+    this.pinnedFromEnv = configuredKey !== undefined;
+    this.pinned = configuredKey !== undefined ? parseKey(configuredKey, 'BUNDLE_PUBLIC_KEY') : this.readPinnedKey();
+  }
+
+  /** Loads the cached bundle, if there is one and it verifies. */
+  async loadCached(): Promise<Offer> {
+    const text = readFileIfExists(path.join(this.cacheDir, BUNDLE_FILE));
+    if (text === undefined) return { applied: false, reason: 'no cached bundle' };
+    let parsed: { bundle: unknown; etag?: string | null };
+    try {
+      parsed = JSON.parse(text) as { bundle: unknown; etag?: string | null };
+    } catch {
+      return this.refuse('cache', 'cached bundle is not valid JSON');
+    }
+    return this.offer(parsed.bundle, parsed.etag ?? null, 'cache');
+  }
+
+  /** Applies `candidate` if it is newer and verifies; otherwise logs and keeps what is in force. */
+  async offer(candidate: unknown, etag: string | null, from: 'gateway' | 'cache'): Promise<Offer> {
+    const key = this.pinned ?? this.firstUseKey(candidate);
+    if (typeof key === 'string') return this.refuse(from, key);
+    const problem = bundleSignatureProblem(candidate, key);
+    if (problem !== null) return this.refuse(from, problem);
+    const bundle = candidate as SignedBundle;
+    const current = this.active?.bundle;
+    if (current !== undefined && current.orgId !== bundle.orgId) return this.refuse(from, `bundle of organization ${bundle.orgId}, not ${current.orgId}`);
+    if (current !== undefined && !isNewerVersion(bundle.version, current.version)) {
+      if (bundle.version === current.version) return { applied: false, reason: 'same version' };
+      return this.refuse(from, `version ${bundle.version} is older than ${current.version} in force`);
+    }
+    let active: ActiveBundle;
+    try {
+      active = await activate(bundle, etag);
+    } catch (error) {
+      return this.refuse(from, error instanceof PolicyLoadError ? `policies do not compile: ${error.errors.map(formatPolicyError).join('; ')}` : `unusable: ${(error as Error).message}`);
+    }
+    if (from === 'gateway') writeFileAtomic(path.join(this.cacheDir, BUNDLE_FILE), JSON.stringify({ etag, bundle }));
+    if (this.pinned === null) this.pin(signerJwk(bundle)!);
+    this.active = active;
+    this.logger.info({ version: bundle.version, policies: bundle.policies.length, agents: bundle.agents.length, from }, 'bundle applied');
+    return { applied: true };
+  }
+
+  /** Why nothing can be decided, or null when a bundle is in force. */
+  get failure(): string | null {
+    return this.active === null ? this.problem : null;
+  }
+
+  get bundle(): BundleContent | null {
+    return this.active?.bundle ?? null;
+  }
+
+  get etag(): string | null {
+    return this.active?.etag ?? null;
+  }
+
+  get appliedAtMs(): number | null {
+    return this.active?.appliedAtMs ?? null;
+  }
+
+  get tokenIssuer(): string {
+    return this.active?.bundle.tokenIssuer ?? '';
+  }
+
+  /** The bundle's policies: a sidecar serves the one organization its bundle is of. */
+  get(_orgId: string): LoadedPolicies {
+    if (this.active === null) throw new Error(`no valid bundle: ${this.problem}`);
+    return this.active.policies;
+  }
+
+  /** The agent source, apart from the policy source's `get`. */
+  readonly agentSource: AgentSource = { get: (agentId: string) => this.active?.agents.get(agentId) ?? null };
+
+  /** True when `hash` (SHA-256 hex of an X-Api-Key) is one of the bundle's live API keys. */
+  hasApiKey(hash: string): boolean {
+    return this.active?.apiKeyHashes.has(hash) ?? false;
+  }
+
+  verificationKey(kid: string | undefined): KeyObject | undefined {
+    return this.active?.keys.verificationKey(kid);
+  }
+
+  private refuse(from: 'gateway' | 'cache', reason: string): Offer {
+    this.logger.warn({ from, reason }, 'bundle refused');
+    if (this.active === null) this.problem = `${from === 'cache' ? 'cached' : 'fetched'} bundle refused: ${reason}`;
+    return { applied: false, reason };
+  }
+
+  /** With nothing pinned: the key the bundle names among its own keys, or why there is none. */
+  private firstUseKey(candidate: unknown): KeyObject | string {
+    const bundle = candidate as Partial<SignedBundle> | null;
+    if (typeof bundle !== 'object' || bundle === null || typeof bundle.signature !== 'object' || !Array.isArray(bundle.keys)) return 'unsigned';
+    const jwk = signerJwk(bundle as SignedBundle);
+    if (jwk === undefined) return 'the signing key is not among the bundle’s keys';
+    try {
+      return publicKeyOf(jwk);
+    } catch {
+      return 'the signing key is not a valid public key';
+    }
+  }
+
+  private pin(jwk: JWK): void {
+    const { d: _private, ...publicJwk } = jwk;
+    writeFileAtomic(path.join(this.cacheDir, PINNED_KEY_FILE), JSON.stringify(publicJwk));
+    this.pinned = publicKeyOf(publicJwk);
+    this.logger.info({ kid: jwk.kid }, 'gateway bundle key pinned (trust on first use); set BUNDLE_PUBLIC_KEY to pin it explicitly');
+  }
+
+  private readPinnedKey(): KeyObject | null {
+    const text = readFileIfExists(path.join(this.cacheDir, PINNED_KEY_FILE));
+    return text === undefined ? null : parseKey(text, path.join(this.cacheDir, PINNED_KEY_FILE));
+  }
+
+  /** Whether the pinned key came from BUNDLE_PUBLIC_KEY (else from the first bundle, or none yet). */
+  get keyPinning(): 'configured' | 'first-use' | 'none' {
+    if (this.pinnedFromEnv) return 'configured';
+    return this.pinned === null ? 'none' : 'first-use';
+  }
+}
+
+async function activate(bundle: SignedBundle, etag: string | null): Promise<ActiveBundle> {
+  const set = compilePolicies(bundle.policies, { namespace: bundle.orgId });
+  const revoked = new Set(bundle.revoked);
+  const agents = new Map<string, AgentSnapshot>();
+  for (const agent of bundle.agents) {
+    agents.set(agent.id, agentSnapshot({ ...agent, orgId: bundle.orgId, revoked: agent.revoked || revoked.has(agent.id) }));
+  }
+  const apiKeyHashes = new Set((bundle.apiKeys ?? []).map((key) => key.hash));
+  return { bundle, etag, policies: { set, version: bundle.policyVersion }, agents, keys: await JwkSet.of(bundle.keys), apiKeyHashes, appliedAtMs: Date.now() };
+}
+
+function parseKey(text: string, origin: string): KeyObject {
+  const trimmed = text.trim();
+  try {
+    return publicKeyOf(trimmed.startsWith('{') ? (JSON.parse(trimmed) as JWK) : trimmed);
+  } catch {
+    throw new Error(`${origin}: not a public key (a JWK as JSON, or PEM)`);
+  }
+}

@@ -1,0 +1,114 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import type { Logger } from 'pino';
+import { SidecarConfig } from '../config/sidecar-config';
+import { LOGGER } from '../logging/logging.module';
+import { AuditForwarder } from './audit-forwarder';
+import { BundleStore } from './bundle-store';
+import { GatewayLink } from './gateway-link';
+
+const TIMEOUT_NAME = 'bundle-sync';
+const JITTER = 0.1;
+const FIRST_RETRY_MS = 1000;
+
+/**
+ * Keeps the bundle current (SPEC.md "Edge sidecar bundle"): at start the cached bundle, then a
+ * fetch at once and every BUNDLE_SYNC_INTERVAL seconds (±10% jitter, so a fleet does not fetch
+ * in step), with `If-None-Match` so an unchanged bundle costs a 304. While the gateway is away
+ * it retries with exponential backoff from 1 s, never waiting longer than the interval.
+ */
+@Injectable()
+export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown {
+  lastSyncMs: number | null = null;
+  lastSuccessMs: number | null = null;
+  lastSyncSuccess = false;
+  lastError: string | null = null;
+  private failures = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly config: SidecarConfig,
+    private readonly store: BundleStore,
+    private readonly link: GatewayLink,
+    private readonly forwarder: AuditForwarder,
+    private readonly scheduler: SchedulerRegistry,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** The cached bundle before the first request; the first fetch runs at once, without holding up the start. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.store.loadCached();
+    void this.syncAndSchedule();
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    if (this.scheduler.doesExist('timeout', TIMEOUT_NAME)) this.scheduler.deleteTimeout(TIMEOUT_NAME);
+  }
+
+  /** One fetch; true when the gateway answered with a usable bundle or a 304. */
+  async syncOnce(): Promise<boolean> {
+    this.lastSyncMs = Date.now();
+    const headers: Record<string, string> = {};
+    const etag = this.store.etag;
+    if (etag !== null) headers['if-none-match'] = etag;
+    const answer = await this.link.get('/api/v1/bundle', headers);
+    const ok = answer !== 'unreachable' && (await this.handle(answer));
+    if (answer === 'unreachable') this.lastError = 'gateway unreachable';
+    this.lastSyncSuccess = ok;
+    if (ok) {
+      this.lastSuccessMs = this.lastSyncMs;
+      this.lastError = null;
+      this.forwarder.nudge();
+    }
+    return ok;
+  }
+
+  private async handle(answer: Exclude<Awaited<ReturnType<GatewayLink['get']>>, 'unreachable'>): Promise<boolean> {
+    if (answer.status === 304) return true;
+    if (answer.status !== 200) {
+      this.lastError = `gateway answered ${answer.status}${answer.status === 401 ? ' (is ADMIN_TOKEN right?)' : ''}`;
+      this.logger.error({ status: answer.status }, 'bundle fetch refused by the gateway');
+      return false;
+    }
+    let bundle: unknown;
+    try {
+      bundle = JSON.parse(answer.text);
+    } catch {
+      this.lastError = 'gateway sent a bundle that is not JSON';
+      return false;
+    }
+    const offer = await this.store.offer(bundle, answer.headers.get('etag'), 'gateway');
+    if (offer.applied || offer.reason === 'same version') return true;
+    this.lastError = `bundle refused: ${offer.reason}`;
+    return false;
+  }
+
+  private async syncAndSchedule(): Promise<void> {
+    let ok = false;
+    try {
+      ok = await this.syncOnce();
+    } catch (error) {
+      this.lastError = (error as Error).message;
+      this.logger.error({ err: error }, 'bundle sync failed');
+    }
+    this.failures = ok ? 0 : this.failures + 1;
+    this.schedule(this.nextDelayMs());
+  }
+
+  private nextDelayMs(): number {
+    const interval = this.config.syncIntervalMs;
+    const base = this.failures === 0 ? interval : Math.min(interval, FIRST_RETRY_MS * 2 ** (this.failures - 1));
+    return Math.max(100, Math.round(base * (1 - JITTER + Math.random() * 2 * JITTER)));
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.scheduler.doesExist('timeout', TIMEOUT_NAME)) this.scheduler.deleteTimeout(TIMEOUT_NAME);
+    const timer = setTimeout(() => {
+      this.scheduler.deleteTimeout(TIMEOUT_NAME);
+      void this.syncAndSchedule();
+    }, delayMs);
+    this.scheduler.addTimeout(TIMEOUT_NAME, timer);
+  }
+}

@@ -1,0 +1,29 @@
+import { ConfigError } from '../config/app-config';
+import { SidecarConfig } from '../config/sidecar-config';
+import { createLogger } from '../logging/logger';
+import { createSidecar } from './sidecar-app';
+
+/** `npm run start:sidecar`: the edge sidecar, configured from the environment. */
+async function main(): Promise<void> {
+  const config = loadConfigOrExit();
+  const logger = createLogger(config.logLevel, 'sidecar');
+  const app = await createSidecar(config, logger);
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  await app.listen(config.port, config.host);
+  logger.info({ port: config.port, host: config.host, mode: config.mode, gateway: config.gatewayUrl, cacheDir: config.cacheDir }, 'sidecar listening');
+}
+
+function loadConfigOrExit(): SidecarConfig {
+  try {
+    return SidecarConfig.fromEnv();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`sidecar: ${error.message}\n`);
+    process.exit(1);
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`sidecar failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

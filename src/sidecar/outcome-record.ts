@@ -1,0 +1,36 @@
+import type { AuditRecord } from '../audit/audit-record';
+import { newId } from '../common/ids';
+import { resolveTraceId } from '../common/trace-id';
+import type { AgentSnapshot } from '../decisions/decision-sources';
+import type { AdapterAuditDto } from '../pdp/pdp.dto';
+
+/** An adapter's `/v1/audit` event as the audit entry the gateway's AdapterAuditService writes (kind `outcome`). */
+export function outcomeRecord(agent: AgentSnapshot, event: AdapterAuditDto, traceId: string): AuditRecord {
+  return {
+    id: newId('aud'),
+    ts: Date.now(),
+    orgId: agent.orgId,
+    source: 'check',
+    kind: 'outcome',
+    traceId: event.traceId !== undefined && resolveTraceId(event.traceId, undefined) === event.traceId ? event.traceId : traceId,
+    agentId: agent.id,
+    agentName: agent.name,
+    trustTier: agent.trustTier,
+    action: `${event.plugin}.${event.function}`,
+    method: null,
+    path: null,
+    decision: event.decision,
+    enforced: true,
+    rateLimited: false,
+    policyName: null,
+    rule: null,
+    reason: event.resultSummary ?? null,
+    decisionLatencyMs: null,
+    latencyMs: event.durationMs,
+    status: null,
+    upstreamStatus: null,
+    delegationChain: null,
+    input: { plugin: event.plugin, function: event.function, args: event.arguments ?? {} },
+    details: { eventId: event.eventId ?? null, decisionId: event.decisionId ?? null, durationMs: event.durationMs, resultSummary: event.resultSummary ?? null },
+  };
+}

@@ -1,0 +1,116 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { AppError } from '../common/app-error';
+import { errorBody } from '../common/error-body';
+import { ErrorCode } from '../common/error-code';
+import { findProblem } from '../common/json-body-guard';
+import { ServiceHeader } from '../common/service-header';
+import { resolveTraceId } from '../common/trace-id';
+import { SidecarConfig } from '../config/sidecar-config';
+import { LOGGER } from '../logging/logging.module';
+import { hashAdminToken } from '../organizations/admin-token-hash';
+import { checkAnswer, protoJsonAnswer } from '../pdp/pdp-answers';
+import { PdpRequest, pdpRequestFromCheck, pdpRequestFromJson } from '../pdp/pdp-request';
+import { AdapterAuditDto } from '../pdp/pdp.dto';
+import { PdpService } from '../pdp/pdp.service';
+import { sendJson } from '../proxy/decision-headers';
+import { INVALID_JSON, isJsonRequest, parseJsonBody, readBody } from '../proxy/request-body';
+import { AuditWal } from './audit-wal';
+import { BundleStore } from './bundle-store';
+import { outcomeRecord } from './outcome-record';
+
+/** The adapter paths the sidecar serves like the gateway. */
+export const SIDECAR_ADAPTER_PATHS: ReadonlySet<string> = new Set(['/v1/check', '/api/v1/pdp/evaluate', '/v1/audit']);
+
+/**
+ * The gateway's adapter interface at the edge (SPEC.md: clients switch by address alone):
+ * `POST /v1/check` and `POST /api/v1/pdp/evaluate` through the gateway's own PdpService on the
+ * sidecar's decision core, and `POST /v1/audit` into the audit buffer. Adapters authenticate with
+ * their `X-Api-Key`, checked offline against the key hashes in the bundle. Answers leave once
+ * their audit entry is on disk.
+ */
+@Injectable()
+export class SidecarAdapterHandler {
+  constructor(
+    private readonly config: SidecarConfig,
+    private readonly store: BundleStore,
+    private readonly pdp: PdpService,
+    private readonly wal: AuditWal,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** Serves one request to a SIDECAR_ADAPTER_PATHS path; never throws. */
+  handle(request: IncomingMessage, response: ServerResponse, path: string): void {
+    const traceId = resolveTraceId(header(request, 'x-trace-id'), header(request, 'traceparent'));
+    const headers = { [ServiceHeader.ClientTraceId]: traceId };
+    this.answer(request, path, traceId).then(
+      ({ status, body }) => sendJson(response, status, body, headers),
+      (error: unknown) => {
+        request.resume();
+        const failure = errorBody(error, traceId);
+        if (failure.unexpected) this.logger.error({ err: error, traceId, path }, 'adapter request failed');
+        sendJson(response, failure.status, failure.body, headers);
+      },
+    );
+  }
+
+  private async answer(request: IncomingMessage, path: string, traceId: string): Promise<{ status: number; body: Record<string, unknown> }> {
+    if (request.method !== 'POST') throw new AppError(ErrorCode.NotFound, `No route ${request.method} ${path}`);
+    const failure = this.store.failure;
+    if (failure !== null) throw new AppError(ErrorCode.ServiceUnavailable, `No valid policy bundle, so everything is denied: ${failure}`, { decision: 'deny', reason: failure });
+    const orgId = this.authenticate(header(request, 'x-api-key'));
+    const body = await this.readJson(request);
+    if (path === '/v1/audit') return { status: 202, body: await this.audit(orgId, body, traceId) };
+    const answer =
+      path === '/v1/check'
+        ? checkAnswer(await this.pdp.evaluate(orgId, traced(pdpRequestFromCheck(body), traceId), 'check'))
+        : protoJsonAnswer(await this.pdp.evaluate(orgId, traced(pdpRequestFromJson(body), traceId), 'pdp'));
+    await this.wal.durable();
+    return { status: 200, body: answer };
+  }
+
+  /** The bundle's organization, when the key is one of its live API keys. */
+  private authenticate(apiKey: string | undefined): string {
+    if (apiKey === undefined || apiKey === '') throw new AppError(ErrorCode.Unauthorized, 'Missing X-Api-Key');
+    if (!this.store.hasApiKey(hashAdminToken(apiKey))) throw new AppError(ErrorCode.Unauthorized, 'Invalid or revoked API key');
+    return this.store.bundle!.orgId;
+  }
+
+  private async audit(orgId: string, body: unknown, traceId: string): Promise<Record<string, unknown>> {
+    const event = plainToInstance(AdapterAuditDto, body);
+    const problems = validateSync(event, { whitelist: true, forbidNonWhitelisted: true });
+    if (problems.length > 0) throw AppError.invalid(problems.flatMap((problem) => Object.values(problem.constraints ?? {})).join('; '));
+    const agent = await this.store.agentSource.get(event.agentId);
+    if (agent === null || agent.orgId !== orgId) throw AppError.notFound('agent', event.agentId);
+    this.wal.record(outcomeRecord(agent, event, traceId));
+    await this.wal.durable();
+    // Whether an eventId was seen before is known only at the gateway, which records it once.
+    return { accepted: true, recorded: true };
+  }
+
+  private async readJson(request: IncomingMessage): Promise<unknown> {
+    if (!isJsonRequest(request)) throw new AppError(ErrorCode.UnsupportedMediaType, 'Content-Type must be application/json');
+    const limit = this.config.shared.http.maxJsonBytes;
+    const read = await readBody(request, limit);
+    if (read === 'aborted') throw AppError.invalid('The request body ended early');
+    if (read === 'too_large') throw new AppError(ErrorCode.PayloadTooLarge, `Request body is larger than ${limit} bytes`);
+    const parsed = parseJsonBody(read);
+    if (parsed === INVALID_JSON || parsed === undefined) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
+    const problem = typeof parsed === 'object' && parsed !== null ? findProblem(parsed) : null;
+    if (problem !== null) throw AppError.invalid(problem);
+    return parsed;
+  }
+}
+
+/** The body's trace id, else the request's (as the gateway's PDP handler does; its module is not loaded here). */
+function traced(request: PdpRequest, traceId: string): PdpRequest {
+  return request.traceId === '' ? { ...request, traceId } : request;
+}
+
+function header(request: IncomingMessage, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,169 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { AppError } from '../common/app-error';
+import { errorBody } from '../common/error-body';
+import { ErrorCode } from '../common/error-code';
+import { ServiceHeader } from '../common/service-header';
+import { resolveTraceId } from '../common/trace-id';
+import { SidecarConfig } from '../config/sidecar-config';
+import { DecisionService, Verdict } from '../decisions/decision.service';
+import { AgentAuthenticator, AuthenticatedAgent } from '../identity/agent-authenticator';
+import { LOGGER } from '../logging/logging.module';
+import { sendJson } from '../proxy/decision-headers';
+import { INVALID_JSON, parseJsonBody, readBody } from '../proxy/request-body';
+import { AuditWal } from './audit-wal';
+import { BundleStore } from './bundle-store';
+import { agentIdOf, batchItems, decisionRequestOf, enforceItem } from './enforce-request';
+import { SidecarHealth } from './sidecar-health';
+
+/** What /enforce answers for one action. */
+interface EnforceAnswer {
+  decision: 'allow' | 'deny';
+  policy: string;
+  rule: string | null;
+  reason?: string;
+  /** MODE=audit only: the policies deny this, but nothing is blocked. */
+  wouldDeny?: true;
+  rateLimited?: true;
+  retryAfter?: number;
+  latencyMs: number;
+  decisionId: string;
+}
+
+/**
+ * The sidecar's hot endpoints on the lean path (no express): `POST /enforce`, `POST
+ * /enforce/batch` and `GET /health`. A thin transport over the decision core: body to
+ * DecisionRequest, `DecisionService.check`, answer; the audit entry is on disk (AuditWal's
+ * group commit) before the answer is sent. With no valid bundle every request is refused
+ * with 503 and the reason (fail closed).
+ */
+@Injectable()
+export class SidecarHandler {
+  constructor(
+    private readonly config: SidecarConfig,
+    private readonly store: BundleStore,
+    private readonly authenticator: AgentAuthenticator,
+    private readonly decisions: DecisionService,
+    private readonly wal: AuditWal,
+    private readonly health: SidecarHealth,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** True when this handler serves the request's path. */
+  serves(request: IncomingMessage): boolean {
+    const url = request.url ?? '';
+    return url === '/enforce' || url === '/enforce/batch' || url === '/health' || url.startsWith('/health?') || url.startsWith('/enforce?') || url.startsWith('/enforce/batch?');
+  }
+
+  /** Serves one request; never throws. */
+  handle(request: IncomingMessage, response: ServerResponse): void {
+    const traceId = resolveTraceId(header(request, 'x-trace-id'), header(request, 'traceparent'));
+    this.serve(request, response, traceId).catch((error: unknown) => {
+      const answer = errorBody(error, traceId);
+      if (answer.unexpected) this.logger.error({ err: error, traceId }, 'sidecar request failed');
+      sendJson(response, answer.status, answer.body, { [ServiceHeader.TraceId]: traceId });
+    });
+  }
+
+  /** The 503 every decision gets while no valid bundle is in force. */
+  failClosed(response: ServerResponse, traceId: string, reason: string): void {
+    sendJson(
+      response,
+      503,
+      { error: ErrorCode.ServiceUnavailable, message: `No valid policy bundle, so everything is denied: ${reason}`, decision: 'deny', reason },
+      { [ServiceHeader.TraceId]: traceId },
+    );
+  }
+
+  private async serve(request: IncomingMessage, response: ServerResponse, traceId: string): Promise<void> {
+    const path = (request.url ?? '').split('?')[0];
+    if (path === '/health') return this.sendHealth(request, response);
+    if (request.method !== 'POST') throw new AppError(ErrorCode.NotFound, `Cannot ${request.method} ${path}`);
+    const started = performance.now();
+    const body = await this.readJson(request);
+    const failure = this.store.failure;
+    if (failure !== null) return this.failClosed(response, traceId, failure);
+    const agent = await this.authenticator.authenticate(request.headers.authorization);
+    const named = agentIdOf(body);
+    if (named !== undefined && named !== agent.agent.id) throw new AppError(ErrorCode.Forbidden, `agentId ${named} is not the agent of the token`);
+    if (path === '/enforce') return this.enforce(response, agent, body, traceId, started);
+    return this.enforceBatch(response, agent, body, traceId, started);
+  }
+
+  private async enforce(response: ServerResponse, agent: AuthenticatedAgent, body: Record<string, unknown>, traceId: string, started: number): Promise<void> {
+    const verdict = await this.decisions.check(agent, decisionRequestOf(enforceItem(body), traceId));
+    await this.wal.durable();
+    sendJson(response, 200, { ...this.answer(verdict, started), bundleVersion: this.store.bundle?.version ?? null, mode: this.config.mode, traceId }, { [ServiceHeader.TraceId]: traceId });
+  }
+
+  private async enforceBatch(response: ServerResponse, agent: AuthenticatedAgent, body: Record<string, unknown>, traceId: string, started: number): Promise<void> {
+    const items = batchItems(body);
+    const results: Array<EnforceAnswer & { action: string }> = [];
+    for (const item of items) {
+      const itemStarted = performance.now();
+      const verdict = await this.decisions.check(agent, decisionRequestOf(item, traceId));
+      results.push({ action: item.action, ...this.answer(verdict, itemStarted) });
+    }
+    await this.wal.durable();
+    sendJson(
+      response,
+      200,
+      {
+        results,
+        allAllowed: results.every((result) => result.decision === 'allow'),
+        latencyMs: round(performance.now() - started),
+        bundleVersion: this.store.bundle?.version ?? null,
+        mode: this.config.mode,
+        traceId,
+      },
+      { [ServiceHeader.TraceId]: traceId },
+    );
+  }
+
+  /** MODE=audit: a would-be denial answers `allow` with `wouldDeny: true` and the policy's reason. */
+  private answer(verdict: Verdict, started: number): EnforceAnswer {
+    const { decision } = verdict;
+    const answer: EnforceAnswer = {
+      decision: verdict.enforced ? decision.effect : 'allow',
+      policy: decision.policy,
+      rule: decision.rule,
+      latencyMs: round(performance.now() - started),
+      decisionId: verdict.id,
+    };
+    if (decision.effect === 'deny') {
+      answer.reason = decision.reason;
+      if (!verdict.enforced) answer.wouldDeny = true;
+      if (decision.rateLimit) {
+        answer.rateLimited = true;
+        answer.retryAfter = decision.rateLimit.retryAfterSeconds;
+      }
+    }
+    return answer;
+  }
+
+  private sendHealth(request: IncomingMessage, response: ServerResponse): void {
+    request.resume();
+    const report = this.health.report();
+    sendJson(response, report.status === 'healthy' ? 200 : 503, report as unknown as Record<string, unknown>);
+  }
+
+  private async readJson(request: IncomingMessage): Promise<Record<string, unknown>> {
+    const read = await readBody(request, this.config.shared.http.maxJsonBytes);
+    if (read === 'aborted') throw AppError.invalid('The request body was not received completely');
+    if (read === 'too_large') throw new AppError(ErrorCode.PayloadTooLarge, `Request body is larger than ${this.config.shared.http.maxJsonBytes} bytes`);
+    const parsed = parseJsonBody(read);
+    if (parsed === INVALID_JSON) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw AppError.invalid('Request body must be a JSON object');
+    return parsed as Record<string, unknown>;
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+function header(request: IncomingMessage, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,84 @@
+import { Injectable } from '@nestjs/common';
+import { SidecarConfig } from '../config/sidecar-config';
+import { AuditForwarder } from './audit-forwarder';
+import { AuditWal, WalState } from './audit-wal';
+import { BundleStore } from './bundle-store';
+import { BundleSync } from './bundle-sync';
+import { GatewayLink } from './gateway-link';
+
+/** GET /health of the sidecar (SPEC.md "Edge sidecar"), plus why it fails closed and its audit buffer. */
+export interface SidecarHealthReport {
+  /** `healthy`; `fail_closed` when no valid bundle is in force (everything is denied, HTTP 503). */
+  status: 'healthy' | 'fail_closed';
+  mode: 'enforce' | 'audit';
+  sidecarId: string;
+  bundleVersion: string | null;
+  /** Time since the bundle in force was made (its version), e.g. `3m12s`; null without one. */
+  bundleAge: string | null;
+  /** Time of the last sync attempt. */
+  lastSync: string | null;
+  lastSyncSuccess: boolean;
+  lastSuccessfulSync: string | null;
+  lastSyncError: string | null;
+  gatewayReachable: boolean;
+  cachedPolicies: number;
+  cachedAgents: number;
+  uptimeSeconds: number;
+  /** Why every request is denied, when `status` is `fail_closed`. */
+  failClosedReason: string | null;
+  keyPinning: 'configured' | 'first-use' | 'none';
+  audit: WalState & { lastForward: string | null; forwardError: string | null };
+}
+
+const STARTED_MS = Date.now();
+
+@Injectable()
+export class SidecarHealth {
+  constructor(
+    private readonly config: SidecarConfig,
+    private readonly store: BundleStore,
+    private readonly sync: BundleSync,
+    private readonly link: GatewayLink,
+    private readonly wal: AuditWal,
+    private readonly forwarder: AuditForwarder,
+  ) {}
+
+  report(nowMs = Date.now()): SidecarHealthReport {
+    const bundle = this.store.bundle;
+    const failure = this.store.failure;
+    return {
+      status: failure === null ? 'healthy' : 'fail_closed',
+      mode: this.config.mode,
+      sidecarId: this.link.sidecarId,
+      bundleVersion: bundle?.version ?? null,
+      bundleAge: bundle ? durationText(nowMs - Date.parse(bundle.version)) : null,
+      lastSync: iso(this.sync.lastSyncMs),
+      lastSyncSuccess: this.sync.lastSyncSuccess,
+      lastSuccessfulSync: iso(this.sync.lastSuccessMs),
+      lastSyncError: this.sync.lastError,
+      gatewayReachable: this.link.reachable,
+      cachedPolicies: bundle?.policies.length ?? 0,
+      cachedAgents: bundle?.agents.length ?? 0,
+      uptimeSeconds: Math.floor((nowMs - STARTED_MS) / 1000),
+      failClosedReason: failure,
+      keyPinning: this.store.keyPinning,
+      audit: { ...this.wal.state(), lastForward: iso(this.forwarder.lastForwardMs), forwardError: this.forwarder.lastError },
+    };
+  }
+}
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+/** `1d2h3m4s`, leading zero units left out; `0s` for less than a second. */
+export function durationText(ms: number): string {
+  let seconds = Math.max(0, Math.floor(ms / 1000));
+  const parts: string[] = [];
+  for (const [unit, size] of [['d', 86_400], ['h', 3600], ['m', 60]] as const) {
+    if (seconds >= size || parts.length > 0) parts.push(`${Math.floor(seconds / size)}${unit}`);
+    seconds %= size;
+  }
+  parts.push(`${seconds}s`);
+  return parts.join('');
+}

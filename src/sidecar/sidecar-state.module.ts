@@ -1,0 +1,37 @@
+import { Global, Module } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { AuditSanitizer } from '../audit/audit-sanitizer';
+import { AppConfig } from '../config/app-config';
+import { SidecarConfig } from '../config/sidecar-config';
+import { LOGGER } from '../logging/logging.module';
+import { AuditWal } from './audit-wal';
+import { BundleStore } from './bundle-store';
+import { GatewayLink } from './gateway-link';
+import { sidecarIdentity } from './sidecar-identity';
+
+/**
+ * The sidecar's state, shared by the decision core's sources and its transports: its
+ * configuration, the bundle in force, the audit buffer and the link to the gateway.
+ */
+@Global()
+@Module({})
+export class SidecarStateModule {
+  static forRoot(config: SidecarConfig) {
+    return {
+      module: SidecarStateModule,
+      providers: [
+        { provide: SidecarConfig, useValue: config },
+        // The proxy handler and the audit redaction share the gateway's code and its settings.
+        { provide: AppConfig, useValue: config.shared },
+        { provide: BundleStore, inject: [LOGGER], useFactory: (logger: Logger) => new BundleStore(config.cacheDir, config.bundlePublicKey, logger) },
+        {
+          provide: AuditWal,
+          inject: [LOGGER],
+          useFactory: (logger: Logger) => AuditWal.open(config.cacheDir, config.auditBufferMaxBytes, new AuditSanitizer(config.shared.audit.redact), logger, config.auditDurability),
+        },
+        { provide: GatewayLink, useFactory: () => new GatewayLink(config, sidecarIdentity(config)) },
+      ],
+      exports: [SidecarConfig, AppConfig, BundleStore, AuditWal, GatewayLink],
+    };
+  }
+}

@@ -1,0 +1,85 @@
+import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import type { Logger } from 'pino';
+import { SidecarConfig } from '../config/sidecar-config';
+import { DecisionCoreModule } from '../decisions/decision-core.module';
+import {
+  AGENT_SOURCE,
+  DECISION_LOG,
+  DECISION_SETTINGS,
+  DecisionSettings,
+  POLICY_SOURCE,
+  RATE_LIMITER,
+  USAGE_GATE,
+  VERIFICATION_KEYS,
+} from '../decisions/decision-sources';
+import { LOGGER, LoggingModule } from '../logging/logging.module';
+import { SlidingWindowLimiter } from '../policy-engine/sliding-window-limiter';
+import { PdpService } from '../pdp/pdp.service';
+import { ProxyHandler } from '../proxy/proxy-handler';
+import { AuditForwarder } from './audit-forwarder';
+import { AuditWal } from './audit-wal';
+import { BundleStore } from './bundle-store';
+import { BundleSync } from './bundle-sync';
+import { SidecarAdapterHandler } from './sidecar-adapter-handler';
+import { SidecarHandler } from './sidecar-handler';
+import { SidecarHealth } from './sidecar-health';
+import { SidecarStateModule } from './sidecar-state.module';
+
+/** The edge sidecar grants no quota (the gateway meters its organization) and never waits for a quota lookup. */
+const NO_QUOTA = { tryConsume: () => true };
+
+/** Closes the audit buffer last, after the transports stopped. */
+class AuditWalCloser implements OnApplicationShutdown {
+  constructor(
+    @Inject(AuditWal) private readonly wal: AuditWal,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.wal.close();
+    this.logger.info(this.wal.state(), 'audit buffer closed');
+  }
+}
+
+/**
+ * The edge sidecar (SPEC.md "Edge sidecar"): the decision core bound to the signed bundle
+ * (policies, agents, keys), an in-process rate limiter, no quota, and the write-ahead audit
+ * buffer; bundle sync and audit forwarding on timers; the lean HTTP transports. No TypeORM, no
+ * billing, no analytics anywhere in its module graph (sidecar-module.spec.ts).
+ */
+@Module({})
+export class SidecarModule {
+  static forRoot(config: SidecarConfig, logger: Logger): DynamicModule {
+    return {
+      module: SidecarModule,
+      imports: [
+        LoggingModule.forRoot(logger),
+        SidecarStateModule.forRoot(config),
+        ScheduleModule.forRoot(),
+        DecisionCoreModule.register({
+          sources: [
+            { provide: POLICY_SOURCE, useExisting: BundleStore },
+            { provide: AGENT_SOURCE, inject: [BundleStore], useFactory: (store: BundleStore) => store.agentSource },
+            { provide: VERIFICATION_KEYS, useExisting: BundleStore },
+            { provide: USAGE_GATE, useValue: NO_QUOTA },
+            { provide: DECISION_LOG, useExisting: AuditWal },
+            { provide: RATE_LIMITER, useFactory: () => new SlidingWindowLimiter() },
+            {
+              provide: DECISION_SETTINGS,
+              inject: [BundleStore],
+              useFactory: (store: BundleStore): DecisionSettings => ({
+                mode: config.mode,
+                // The issuer comes with each bundle.
+                get tokenIssuer() {
+                  return store.tokenIssuer;
+                },
+              }),
+            },
+          ],
+        }),
+      ],
+      providers: [AuditWalCloser, AuditForwarder, BundleSync, SidecarHealth, SidecarHandler, SidecarAdapterHandler, PdpService, ProxyHandler],
+    };
+  }
+}

@@ -1,0 +1,210 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { generateKeyPairSync, KeyObject } from 'node:crypto';
+import { JWK, SignJWT } from 'jose';
+import { BUNDLE_FORMAT, BundleContent, signBundle, SignedBundle } from '../src/bundles/bundle-format';
+import { call } from './support/http-client';
+import { eventually, freePort, launch, ServiceProcess, SIDECAR_MAIN, waitFor } from './support/processes';
+
+/**
+ * What the sidecar accepts as a bundle, against a small stand-in gateway that serves whatever
+ * the test hands it: tampered, unsigned, older and foreign-signed bundles are refused and the
+ * bundle in force stays; with no valid bundle the sidecar fails closed; in MODE=audit nothing is
+ * denied. The sidecar is the built one, run as a process.
+ */
+
+const ORG = 'org_fake';
+const ISSUER = 'http://fake-gateway.test';
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-sidecar-bundles-'));
+const gatewayKey = generateKeyPairSync('ed25519');
+const otherKey = generateKeyPairSync('ed25519');
+const publicJwk: JWK = { ...(gatewayKey.publicKey.export({ format: 'jwk' }) as JWK), kid: 'fake-key', alg: 'EdDSA', use: 'sig' };
+
+/** The stand-in gateway: serves `bundle` (or a 503 when null) and keeps what is ingested. */
+class FakeGateway {
+  bundle: unknown = null;
+  readonly ingested: Array<Record<string, unknown>> = [];
+  private server!: http.Server;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = http.createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        if (request.url === '/api/v1/bundle') {
+          if (this.bundle === null) return send(response, 503, { error: 'service_unavailable' });
+          return send(response, 200, this.bundle);
+        }
+        if (request.url === '/api/v1/audit/ingest') {
+          const body = JSON.parse(Buffer.concat(chunks).toString()) as { entries: Array<Record<string, unknown>> };
+          this.ingested.push(...body.entries);
+          return send(response, 200, { accepted: body.entries.length, duplicates: 0, lastSeq: body.entries.at(-1)?.seq ?? 0 });
+        }
+        send(response, 404, { error: 'not_found' });
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+function send(response: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  response.end(text);
+}
+
+function content(version: string, overrides: Partial<BundleContent> = {}): BundleContent {
+  return {
+    format: BUNDLE_FORMAT,
+    orgId: ORG,
+    version,
+    policyVersion: 1,
+    policies: [{ name: 'no-etc', match: { action: 'read:*' }, rules: [{ name: 'etc', condition: 'args.path starts_with "/etc"', action: 'deny', reason: 'No system files' }] }],
+    tiers: { order: ['unverified', 'verified', 'trusted', 'privileged'], aliases: {} },
+    agents: [{ id: 'agent_edge1', name: 'edge-one', trustTier: 'verified', tags: [], revoked: false }],
+    revoked: [],
+    keys: [publicJwk],
+    tokenIssuer: ISSUER,
+    gatewayMode: 'enforce',
+    ...overrides,
+  };
+}
+
+function signed(version: string, overrides: Partial<BundleContent> = {}, key: KeyObject = gatewayKey.privateKey): SignedBundle {
+  return signBundle(content(version, overrides), { privateKey: key, kid: 'fake-key', alg: 'EdDSA' });
+}
+
+const V1 = '2026-11-24T08:00:00.000Z';
+const V2 = '2026-11-24T09:00:00.000Z';
+const V0 = '2026-11-23T08:00:00.000Z';
+
+let token: string;
+const processes: ServiceProcess[] = [];
+
+async function startSidecar(gateway: FakeGateway, cacheDir: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  const sidecar = launch(SIDECAR_MAIN, await freePort(), {
+    GATEWAY_URL: gateway.url,
+    ADMIN_TOKEN: 'fake-admin-token',
+    CACHE_DIR: cacheDir,
+    BUNDLE_SYNC_INTERVAL: '1',
+    AUDIT_FORWARD_INTERVAL_MS: '100',
+    BUNDLE_PUBLIC_KEY: JSON.stringify(publicJwk),
+    LOG_LEVEL: 'warn',
+    ...env,
+  });
+  processes.push(sidecar);
+  await waitFor(sidecar, '/health', (status) => status === 200 || status === 503);
+  return sidecar;
+}
+
+const enforce = (sidecar: ServiceProcess, body: Record<string, unknown>) => call(sidecar.url, 'POST', '/enforce', { bearer: token, body: { agentId: 'agent_edge1', ...body } });
+
+beforeAll(async () => {
+  token = await new SignJWT({ name: 'edge-one', tier: 'verified', tags: [], org: ORG })
+    .setProtectedHeader({ alg: 'EdDSA', kid: 'fake-key' })
+    .setSubject('agent_edge1')
+    .setIssuer(ISSUER)
+    .setIssuedAt()
+    .setExpirationTime('1h')
+    .sign(gatewayKey.privateKey);
+});
+
+afterAll(async () => {
+  for (const sidecar of processes) await sidecar.kill();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('bundles a sidecar accepts', () => {
+  const gateway = new FakeGateway();
+  const cacheDir = path.join(scratch, 'cache-a');
+  let sidecar: ServiceProcess;
+
+  beforeAll(() => gateway.start());
+  afterAll(() => gateway.close());
+
+  it('fails closed, saying why, while the only bundle it has seen is tampered', async () => {
+    const tampered = signed(V1);
+    tampered.agents[0].trustTier = 'privileged';
+    gateway.bundle = tampered;
+    sidecar = await startSidecar(gateway, cacheDir);
+    const health = await waitFor(sidecar, '/health', (_status, body) => body.lastSync !== null && body.lastSync !== undefined);
+    expect(health).toMatchObject({ status: 'fail_closed', bundleVersion: null, cachedPolicies: 0 });
+    expect(health.failClosedReason).toMatch(/signature does not verify/);
+    const refused = await enforce(sidecar, { action: 'read:docs/a' });
+    expect(refused.status).toBe(503);
+    expect(refused.body).toMatchObject({ error: 'service_unavailable', decision: 'deny' });
+    expect((await call(sidecar.url, 'GET', '/health')).status).toBe(503);
+  });
+
+  it('applies a valid bundle at the next sync and decides with it', async () => {
+    gateway.bundle = signed(V1);
+    await waitFor(sidecar, '/health', (status, body) => status === 200 && body.bundleVersion === V1, 20_000);
+    expect((await enforce(sidecar, { action: 'read:docs/a', context: { args: { path: '/docs/a' } } })).body).toMatchObject({ decision: 'allow', bundleVersion: V1 });
+    expect((await enforce(sidecar, { action: 'read:etc/passwd', context: { args: { path: '/etc/passwd' } } })).body).toMatchObject({ decision: 'deny', policy: 'no-etc', reason: 'No system files' });
+  });
+
+  it.each([
+    ['tampered', () => Object.assign(signed(V2), { policies: [] }), /signature does not verify/],
+    ['unsigned', () => content(V2), /unsigned/],
+    ['older', () => signed(V0), /older/],
+    ['signed with another key', () => signed(V2, {}, otherKey.privateKey), /signature does not verify/],
+  ] as const)('refuses a %s bundle and keeps the one in force', async (_label, make, reason) => {
+    gateway.bundle = make();
+    const health = await waitFor(sidecar, '/health', (_status, body) => typeof body.lastSyncError === 'string' && reason.test(body.lastSyncError), 20_000);
+    expect(health).toMatchObject({ status: 'healthy', bundleVersion: V1, lastSyncSuccess: false, gatewayReachable: true });
+    expect((await enforce(sidecar, { action: 'read:etc/passwd', context: { args: { path: '/etc/passwd' } } })).body).toMatchObject({ decision: 'deny', bundleVersion: V1 });
+  });
+
+  it('applies a newer bundle that revokes the agent', async () => {
+    gateway.bundle = signed(V2, { agents: [{ id: 'agent_edge1', name: 'edge-one', trustTier: 'verified', tags: [], revoked: true }], revoked: ['agent_edge1'] });
+    await waitFor(sidecar, '/health', (_status, body) => body.bundleVersion === V2, 20_000);
+    const refused = await enforce(sidecar, { action: 'read:docs/a' });
+    expect(refused.status).toBe(401);
+    expect(refused.body.message).toBe('Agent has been revoked');
+  });
+
+  it('refuses a cached bundle that was changed on disk, and fails closed while the gateway is away', async () => {
+    await sidecar.stop();
+    const file = path.join(cacheDir, 'bundle.json');
+    const cached = JSON.parse(fs.readFileSync(file, 'utf8')) as { bundle: SignedBundle };
+    cached.bundle.revoked = [];
+    cached.bundle.agents[0].revoked = false;
+    fs.writeFileSync(file, JSON.stringify(cached));
+    gateway.bundle = null;
+    sidecar = await startSidecar(gateway, cacheDir);
+    const health = await waitFor(sidecar, '/health', (_status, body) => body.lastSync !== null);
+    expect(health).toMatchObject({ status: 'fail_closed', bundleVersion: null });
+    expect(health.failClosedReason).toMatch(/cached bundle refused: signature does not verify/);
+  });
+});
+
+describe('MODE=audit', () => {
+  const gateway = new FakeGateway();
+  let sidecar: ServiceProcess;
+
+  beforeAll(async () => {
+    await gateway.start();
+    gateway.bundle = signed(V1);
+    sidecar = await startSidecar(gateway, path.join(scratch, 'cache-audit'), { MODE: 'audit' });
+    await waitFor(sidecar, '/health', (status) => status === 200, 20_000);
+  });
+  afterAll(() => gateway.close());
+
+  it('allows a would-be denial, says so, and forwards it as a denial that was not enforced', async () => {
+    const answer = await enforce(sidecar, { action: 'read:etc/passwd', context: { args: { path: '/etc/passwd' } } });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ decision: 'allow', wouldDeny: true, policy: 'no-etc', reason: 'No system files', mode: 'audit' });
+    await eventually(async () => gateway.ingested.some((entry) => entry.action === 'read:etc/passwd'), 20_000, 'forwarded');
+    expect(gateway.ingested.find((entry) => entry.action === 'read:etc/passwd')).toMatchObject({ seq: 1, decision: 'deny', enforced: false, policyName: 'no-etc', agentId: 'agent_edge1' });
+  });
+});
