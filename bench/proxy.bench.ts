@@ -56,9 +56,9 @@ const PACED_RATE = positiveNumber('BENCH_PROXY_PACED_RATE', 2000);
 const PACED_SECONDS = positiveNumber('BENCH_PROXY_PACED_SECONDS', 5);
 const ROUNDS = positiveNumber('BENCH_PROXY_ROUNDS', 8);
 const ROUND_SECONDS = positiveNumber('BENCH_PROXY_ROUND_SECONDS', 5);
-const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const PROFILE_DIR = process.env.BENCH_CPU_PROFILE_DIR;
-const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const UPSTREAM_PATH = '/api/items?limit=10';
 const PROXIED_PATH = `/proxy${UPSTREAM_PATH}`;
 const AUDIT_DRAIN_TIMEOUT_MS = 180_000;
@@ -493,7 +493,7 @@ async function alternate(bare: Subject, gateway: Subject): Promise<{ bare: numbe
 }
 
 /** The node flags of `npm start` (package.json), so the gateway runs as users start it. */
-function startScriptNodeFlags(): string[] {
+export function startScriptNodeFlags(): string[] {
   const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   const words = pkg.scripts.start.split(/\s+/);
   const script = words.indexOf('dist/src/main.js');
@@ -514,7 +514,7 @@ async function createAgent(base: string): Promise<string> {
 }
 
 /** Waits until the gateway's audit queue is empty (every entry written). */
-async function waitForAuditDrain(base: string, gateway: Child): Promise<void> {
+export async function waitForAuditDrain(base: string, gateway: Child): Promise<void> {
   const deadline = Date.now() + AUDIT_DRAIN_TIMEOUT_MS;
   let pending = -1;
   while (Date.now() < deadline) {
@@ -527,14 +527,14 @@ async function waitForAuditDrain(base: string, gateway: Child): Promise<void> {
   throw new Error(`${gateway.name}: audit queue still holds ${pending} entries after ${AUDIT_DRAIN_TIMEOUT_MS} ms`);
 }
 
-async function auditDecisionCount(base: string): Promise<number> {
+export async function auditDecisionCount(base: string): Promise<number> {
   const response = await fetch(`${base}/admin/audit/stats`, { headers: { 'x-admin-token': ADMIN_TOKEN } });
   const body = (await response.json()) as { total?: number };
   if (response.status !== 200 || typeof body.total !== 'number') throw new Error(`GET /admin/audit/stats answered ${response.status}: ${JSON.stringify(body)}`);
   return body.total;
 }
 
-async function takeProfile(gateway: Child, file: string): Promise<string[]> {
+export async function takeProfile(gateway: Child, file: string): Promise<string[]> {
   gateway.process.kill('SIGUSR2');
   const deadline = Date.now() + 15_000;
   while (!fs.existsSync(file) && Date.now() < deadline) await sleep(100);
@@ -725,13 +725,13 @@ async function backendPids(database: string): Promise<number[]> {
   return rows.rows.map((row) => row.pid);
 }
 
-async function createDatabase(): Promise<string> {
+export async function createDatabase(): Promise<string> {
   const name = `agentgov_bench_${Date.now()}`;
   await withAdminClient((client) => client.query(`CREATE DATABASE ${name}`));
   return name;
 }
 
-async function dropDatabase(name: string): Promise<void> {
+export async function dropDatabase(name: string): Promise<void> {
   await withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
@@ -745,19 +745,19 @@ async function withAdminClient<T>(work: (client: Client) => Promise<T>): Promise
   }
 }
 
-function withDatabase(url: string, database: string): string {
+export function withDatabase(url: string, database: string): string {
   const parsed = new URL(url);
   parsed.pathname = `/${database}`;
   return parsed.toString();
 }
 
-function redact(url: string): string {
+export function redact(url: string): string {
   const parsed = new URL(url);
   if (parsed.password) parsed.password = '***';
   return parsed.toString();
 }
 
-function positiveNumber(name: string, fallback: number): number {
+export function positiveNumber(name: string, fallback: number): number {
   const value = Number(process.env[name]);
   return Number.isFinite(value) && value > 0 ? value : fallback;
 }

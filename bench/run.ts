@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runAlertsBench } from './alerts.bench';
 import { runAnalyticsBench } from './analytics.bench';
+import { runPdpBench } from './pdp.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
 import { runSidecarBench } from './sidecar.bench';
@@ -17,6 +18,7 @@ import type { BenchReport, BenchRow } from './report';
 const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   policy: runPolicyBench,
   proxy: runProxyBench,
+  pdp: runPdpBench,
   sdk: () => import('./sdk.bench').then((bench) => bench.runSdkBench()),
   analytics: runAnalyticsBench,
   sidecar: runSidecarBench,
