@@ -16,9 +16,9 @@ import autocannon from 'autocannon';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from 'pg';
 import type { BenchReport, BenchRow } from './report';
 import { ask, baseEnv, Child, ChildSet, cpuSeconds, freePort, sleep, waitForHttp } from './servers/processes';
+import { POSTGRES_URL, withAdminClient, withDatabase } from './proxy.bench';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const SERVERS = path.join(__dirname, 'servers');
@@ -26,7 +26,6 @@ const CONNECTIONS = 50;
 const ROUNDS = positiveNumber('BENCH_ALERTS_ROUNDS', 6);
 const ROUND_SECONDS = positiveNumber('BENCH_ALERTS_ROUND_SECONDS', 5);
 const WARMUP_SECONDS = positiveNumber('BENCH_ALERTS_WARMUP_SECONDS', 2);
-const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const SECRET = 'bench-alert-secret';
 const PROXIED_PATH = '/proxy/api/items?limit=10';
@@ -221,22 +220,6 @@ async function createAgent(base: string): Promise<string> {
   const body = (await response.json()) as { token?: string };
   if (response.status !== 201 || typeof body.token !== 'string') throw new Error(`POST /admin/agents answered ${response.status}: ${JSON.stringify(body)}`);
   return body.token;
-}
-
-async function withAdminClient<T>(work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
 }
 
 function usPerRequest(before: number | null, after: number | null, requests: number): number | null {

@@ -16,9 +16,9 @@ import { createDayPartition, dayStart } from '../src/audit/audit-days';
 import { fillRollupsSql, ROLLUP_TABLES } from '../src/audit/audit-rollups';
 import type { BenchReport, BenchRow, BenchTarget } from './report';
 import { baseEnv, ChildSet, freePort, waitForHttp } from './servers/processes';
+import { POSTGRES_URL, withAdminClient, withDatabase } from './proxy.bench';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 /** The bootstrap organization (ADMIN_TOKEN's) holds the large data set. */
 const LARGE_ORG_ID = 'org_default';
@@ -59,7 +59,7 @@ export async function runAnalyticsBench(): Promise<BenchReport> {
   const children = new ChildSet();
   const database = `agentgov_analytics_bench_${Date.now()}`;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-analytics-bench-'));
-  await admin((client) => client.query(`CREATE DATABASE ${database}`));
+  await withAdminClient((client) => client.query(`CREATE DATABASE ${database}`));
   const db = new Client({ connectionString: withDatabase(POSTGRES_URL, database) });
   const notes: string[] = [];
   try {
@@ -121,7 +121,7 @@ export async function runAnalyticsBench(): Promise<BenchReport> {
   } finally {
     await db.end().catch(() => undefined);
     await children.stopAll();
-    await admin((client) => client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)).catch((error: unknown) => console.error(`could not drop ${database}:`, error));
+    await withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)).catch((error: unknown) => console.error(`could not drop ${database}:`, error));
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
@@ -244,20 +244,4 @@ function row(subject: string, timing: Timing): BenchRow {
 
 function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;
-}
-
-async function admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
 }

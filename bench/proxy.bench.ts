@@ -735,7 +735,8 @@ export async function dropDatabase(name: string): Promise<void> {
   await withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
-async function withAdminClient<T>(work: (client: Client) => Promise<T>): Promise<T> {
+/** Runs `work` on a connection to the server's maintenance database (creating and dropping bench databases). */
+export async function withAdminClient<T>(work: (client: Client) => Promise<T>): Promise<T> {
   const client = new Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
   await client.connect();
   try {

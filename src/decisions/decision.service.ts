@@ -116,17 +116,7 @@ export class DecisionService {
     const policies = await this.policies.get(orgId);
     const applicable = policies.set.applicable(request);
     const args = request.fullArgs !== undefined && policies.set.readsBodyArgs(applicable) ? await request.fullArgs() : request.args;
-    const input: DecisionInput = {
-      agent: principal.agent.facts,
-      action: request.action,
-      resource: request.resource,
-      plugin: request.plugin,
-      function: request.function,
-      args,
-      context: request.context,
-      delegation: principal.delegation,
-      org: this.usage.orgFacts?.(orgId),
-    };
+    const input = inputOf(principal, request, args, this.usage.orgFacts?.(orgId));
     const started = performance.now();
     const decision = await policies.set.evaluate(input, this.env(nowMs), applicable);
     return {
@@ -149,8 +139,7 @@ export class DecisionService {
    * fixed, so the same input is always denied: cacheable.
    */
   private scopeVerdict(principal: Principal, request: DecisionRequest, decision: Decision, nowMs: number): Verdict {
-    const { action, resource, plugin, args, context } = request;
-    const input: DecisionInput = { agent: principal.agent.facts, action, resource, plugin, function: request.function, args, context, delegation: principal.delegation };
+    const input = inputOf(principal, request, request.args, undefined);
     return { id: newId('aud'), principal, request, input, decision, enforced: this.enforcing, policyVersion: 0, cacheable: true, nowMs, decisionMs: 0 };
   }
 
@@ -208,6 +197,12 @@ export class DecisionService {
   private env(nowMs: number): EvaluationEnv {
     return { limiter: this.limiter, nowMs };
   }
+}
+
+/** What the policies read: the agent's current facts and delegation, the request, the organization's plan and usage. */
+function inputOf(principal: Principal, request: DecisionRequest, args: DecisionInput['args'], org: DecisionInput['org']): DecisionInput {
+  const { action, resource, plugin, context } = request;
+  return { agent: principal.agent.facts, action, resource, plugin, function: request.function, args, context, delegation: principal.delegation, org };
 }
 
 /** The status a decision answers with where the decision is the answer. */

@@ -4,9 +4,8 @@ import { DataSource } from 'typeorm';
 import type { AdapterPrincipal } from '../api-keys/api-keys.service';
 import { AuditWriter } from '../audit/audit-writer';
 import { AppError } from '../common/app-error';
-import { newId } from '../common/ids';
-import { resolveTraceId } from '../common/trace-id';
 import { AGENT_SOURCE, AgentSource } from '../decisions/decision-sources';
+import { outcomeRecord } from './outcome-record';
 import type { AdapterAuditDto } from './pdp.dto';
 
 /**
@@ -28,35 +27,9 @@ export class AdapterAuditService {
   async record(adapter: AdapterPrincipal, event: AdapterAuditDto, traceId: string): Promise<boolean> {
     const agent = await this.agents.get(event.agentId);
     if (agent === null || agent.orgId !== adapter.orgId) throw AppError.notFound('agent', event.agentId);
-    const id = newId('aud');
-    if (event.eventId !== undefined && !(await this.claim(adapter.orgId, event.eventId, id))) return false;
-    this.writer.record({
-      id,
-      ts: Date.now(),
-      orgId: adapter.orgId,
-      source: 'check',
-      kind: 'outcome',
-      traceId: event.traceId !== undefined && resolveTraceId(event.traceId, undefined) === event.traceId ? event.traceId : traceId,
-      agentId: agent.id,
-      agentName: agent.name,
-      trustTier: agent.trustTier,
-      action: `${event.plugin}.${event.function}`,
-      method: null,
-      path: null,
-      decision: event.decision,
-      enforced: true,
-      rateLimited: false,
-      policyName: null,
-      rule: null,
-      reason: event.resultSummary ?? null,
-      decisionLatencyMs: null,
-      latencyMs: event.durationMs,
-      status: null,
-      upstreamStatus: null,
-      delegationChain: null,
-      input: { plugin: event.plugin, function: event.function, args: event.arguments ?? {} },
-      details: { eventId: event.eventId ?? null, decisionId: event.decisionId ?? null, durationMs: event.durationMs, resultSummary: event.resultSummary ?? null },
-    });
+    const entry = outcomeRecord(agent, event, traceId);
+    if (event.eventId !== undefined && !(await this.claim(adapter.orgId, event.eventId, entry.id))) return false;
+    this.writer.record(entry);
     return true;
   }
 

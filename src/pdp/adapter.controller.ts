@@ -6,8 +6,7 @@ import { AdapterAuth, ApiTraceHeader, CurrentAdapter } from '../common/auth-deco
 import { ErrorBody } from '../common/error-body.dto';
 import { AdapterAuditService } from './adapter-audit.service';
 import { checkAnswer, protoJsonAnswer } from './pdp-answers';
-import { traced } from './pdp-http.handler';
-import { pdpRequestFromCheck, pdpRequestFromJson } from './pdp-request';
+import { pdpRequestFromCheck, pdpRequestFromJson, traced } from './pdp-request';
 import { AdapterAuditDto, AuditAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from './pdp.dto';
 import { PdpService } from './pdp.service';
 

@@ -5,16 +5,15 @@ import { AdapterAuthenticator } from '../api-keys/adapter-authenticator';
 import { AppError } from '../common/app-error';
 import { errorBody } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
-import { findProblem } from '../common/json-body-guard';
 import { ServiceHeader } from '../common/service-header';
-import { resolveTraceId } from '../common/trace-id';
 import { AppConfig } from '../config/app-config';
 import { LOGGER } from '../logging/logging.module';
 import { sendJson } from '../proxy/decision-headers';
-import { INVALID_JSON, isJsonRequest, parseJsonBody, readBody } from '../proxy/request-body';
+import { readJsonBody } from '../proxy/request-body';
 import { checkAnswer, protoJsonAnswer } from './pdp-answers';
-import { PdpRequest, pdpRequestFromCheck, pdpRequestFromJson } from './pdp-request';
+import { pdpRequestFromCheck, pdpRequestFromJson, traced } from './pdp-request';
 import { PdpService } from './pdp.service';
+import { header, requestTraceId } from '../common/raw-request';
 
 /** The lean paths of the PDP. */
 export const LEAN_PDP_PATHS: ReadonlySet<string> = new Set(['/v1/check', '/api/v1/pdp/evaluate']);
@@ -36,7 +35,7 @@ export class PdpHttpHandler {
 
   /** Serves one request to a LEAN_PDP_PATHS path; never throws (errors become responses). */
   handle(request: IncomingMessage, response: ServerResponse, path: string): void {
-    const traceId = resolveTraceId(header(request, 'x-trace-id'), header(request, 'traceparent'));
+    const traceId = requestTraceId(request);
     const headers = { [ServiceHeader.ClientTraceId]: traceId };
     this.answer(request, path, traceId).then(
       (body) => sendJson(response, 200, body, headers),
@@ -52,30 +51,10 @@ export class PdpHttpHandler {
   private async answer(request: IncomingMessage, path: string, traceId: string): Promise<Record<string, unknown>> {
     if (request.method !== 'POST') throw new AppError(ErrorCode.NotFound, `No route ${request.method} ${path}`);
     const adapter = await this.adapters.authenticate({ apiKey: header(request, 'x-api-key'), authorization: request.headers.authorization });
-    const body = await this.readJson(request);
+    const body = await readJsonBody(request, this.config.http.maxJsonBytes);
     if (path === '/v1/check') return checkAnswer(await this.pdp.evaluate(adapter.orgId, traced(pdpRequestFromCheck(body), traceId), 'check'));
     return protoJsonAnswer(await this.pdp.evaluate(adapter.orgId, traced(pdpRequestFromJson(body), traceId), 'pdp'));
   }
 
-  private async readJson(request: IncomingMessage): Promise<unknown> {
-    if (!isJsonRequest(request)) throw new AppError(ErrorCode.UnsupportedMediaType, 'Content-Type must be application/json');
-    const read = await readBody(request, this.config.http.maxJsonBytes);
-    if (read === 'aborted') throw AppError.invalid('The request body ended early');
-    if (read === 'too_large') throw new AppError(ErrorCode.PayloadTooLarge, `Request body is larger than ${this.config.http.maxJsonBytes} bytes`);
-    const parsed = parseJsonBody(read);
-    if (parsed === INVALID_JSON || parsed === undefined) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
-    const problem = typeof parsed === 'object' && parsed !== null ? findProblem(parsed) : null;
-    if (problem !== null) throw AppError.invalid(problem);
-    return parsed;
-  }
 }
 
-/** The body's trace id, else the request's (its X-Trace-ID, or a new one). */
-export function traced(request: PdpRequest, traceId: string): PdpRequest {
-  return request.traceId === '' ? { ...request, traceId } : request;
-}
-
-function header(request: IncomingMessage, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}

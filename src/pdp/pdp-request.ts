@@ -90,3 +90,8 @@ function optionalObject(value: unknown, name: string): Readonly<Record<string, u
 }
 
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/** The body's trace id, else the request's (its X-Trace-ID, or a new one). */
+export function traced(request: PdpRequest, traceId: string): PdpRequest {
+  return request.traceId === '' ? { ...request, traceId } : request;
+}

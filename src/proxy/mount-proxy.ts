@@ -3,6 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { LEAN_PDP_PATHS, PdpHttpHandler } from '../pdp/pdp-http.handler';
 import { isProxyUrl } from './proxy-path';
 import { ProxyHandler } from './proxy-handler';
+import { pathOf } from '../common/raw-request';
 
 type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -25,10 +26,4 @@ export function mountProxy(app: INestApplication): void {
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-}
-
-function pathOf(url: string | undefined): string {
-  if (url === undefined) return '';
-  const query = url.indexOf('?');
-  return query < 0 ? url : url.slice(0, query);
 }

@@ -6,7 +6,7 @@ import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { errorBody } from '../common/error-body';
 import { ServiceHeader } from '../common/service-header';
-import { resolveTraceId, traceparentFor } from '../common/trace-id';
+import { traceparentFor } from '../common/trace-id';
 import { DecisionRequest, DecisionService, Verdict } from '../decisions/decision.service';
 import { AgentAuthenticator, AuthenticatedAgent } from '../identity/agent-authenticator';
 import { LOGGER } from '../logging/logging.module';
@@ -16,6 +16,7 @@ import { parseProxyUrl, ProxyTarget } from './proxy-path';
 import { proxyArgs, proxyContext } from './proxy-input';
 import { INVALID_JSON, isJsonRequest, limitedBody, parseJsonBody, readBody } from './request-body';
 import { UpstreamClient, UpstreamOutcome } from './upstream-client';
+import { header, requestTraceId } from '../common/raw-request';
 
 /** One proxied request: its decision and what the proxy needs to finish it. */
 interface Exchange {
@@ -50,7 +51,7 @@ export class ProxyHandler implements OnApplicationShutdown {
   /** Serves one request; never throws (errors become responses). */
   handle(request: IncomingMessage, response: ServerResponse): void {
     const started = performance.now();
-    const traceId = resolveTraceId(header(request, 'x-trace-id'), header(request, 'traceparent'));
+    const traceId = requestTraceId(request);
     this.serve(request, response, started, traceId).catch((error: unknown) => {
       this.logger.error({ err: error, traceId }, 'proxy request failed');
       sendJson(response, 500, errorBody(error, traceId).body, traceHeaders(traceId));
@@ -229,11 +230,6 @@ function traceHeaders(traceId: string): Record<string, string> {
 /** Headers of a refusal before a decision. */
 function agentHeaders(traceId: string, agentId: string): Record<string, string> {
   return { [ServiceHeader.TraceId]: traceId, [ServiceHeader.AgentId]: agentId };
-}
-
-function header(request: IncomingMessage, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function tooLarge(limit: number, what: string): AppError {

@@ -1,4 +1,7 @@
 import type { IncomingMessage } from 'node:http';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
+import { findProblem } from '../common/json-body-guard';
 
 /** Why a body could not be read for a policy to inspect. */
 export type BodyProblem = 'too_large' | 'aborted';
@@ -64,4 +67,21 @@ export async function* limitedBody(incoming: IncomingMessage, limit: number, sta
     }
     yield chunk as Buffer;
   }
+}
+
+/**
+ * The JSON body of a lean-path API request (the PDP's, the sidecar's), checked as express's
+ * parser and jsonBodyGuard check the other routes': JSON content type (415), at most `limit`
+ * bytes (413), valid JSON (400 invalid_json), not too deep and no NUL (400).
+ */
+export async function readJsonBody(request: IncomingMessage, limit: number): Promise<unknown> {
+  if (!isJsonRequest(request)) throw new AppError(ErrorCode.UnsupportedMediaType, 'Content-Type must be application/json');
+  const read = await readBody(request, limit);
+  if (read === 'aborted') throw AppError.invalid('The request body ended early');
+  if (read === 'too_large') throw new AppError(ErrorCode.PayloadTooLarge, `Request body is larger than ${limit} bytes`);
+  const parsed = parseJsonBody(read);
+  if (parsed === INVALID_JSON || parsed === undefined) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
+  const problem = typeof parsed === 'object' && parsed !== null ? findProblem(parsed) : null;
+  if (problem !== null) throw AppError.invalid(problem);
+  return parsed;
 }

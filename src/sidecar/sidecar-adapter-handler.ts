@@ -6,21 +6,20 @@ import type { Logger } from 'pino';
 import { AppError } from '../common/app-error';
 import { errorBody } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
-import { findProblem } from '../common/json-body-guard';
 import { ServiceHeader } from '../common/service-header';
-import { resolveTraceId } from '../common/trace-id';
 import { SidecarConfig } from '../config/sidecar-config';
 import { LOGGER } from '../logging/logging.module';
 import { hashAdminToken } from '../organizations/admin-token-hash';
 import { checkAnswer, protoJsonAnswer } from '../pdp/pdp-answers';
-import { PdpRequest, pdpRequestFromCheck, pdpRequestFromJson } from '../pdp/pdp-request';
+import { pdpRequestFromCheck, pdpRequestFromJson, traced } from '../pdp/pdp-request';
 import { AdapterAuditDto } from '../pdp/pdp.dto';
 import { PdpService } from '../pdp/pdp.service';
 import { sendJson } from '../proxy/decision-headers';
-import { INVALID_JSON, isJsonRequest, parseJsonBody, readBody } from '../proxy/request-body';
+import { readJsonBody } from '../proxy/request-body';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
-import { outcomeRecord } from './outcome-record';
+import { outcomeRecord } from '../pdp/outcome-record';
+import { header, requestTraceId } from '../common/raw-request';
 
 /** The adapter paths the sidecar serves like the gateway. */
 export const SIDECAR_ADAPTER_PATHS: ReadonlySet<string> = new Set(['/v1/check', '/api/v1/pdp/evaluate', '/v1/audit']);
@@ -44,7 +43,7 @@ export class SidecarAdapterHandler {
 
   /** Serves one request to a SIDECAR_ADAPTER_PATHS path; never throws. */
   handle(request: IncomingMessage, response: ServerResponse, path: string): void {
-    const traceId = resolveTraceId(header(request, 'x-trace-id'), header(request, 'traceparent'));
+    const traceId = requestTraceId(request);
     const headers = { [ServiceHeader.ClientTraceId]: traceId };
     this.answer(request, path, traceId).then(
       ({ status, body }) => sendJson(response, status, body, headers),
@@ -62,7 +61,7 @@ export class SidecarAdapterHandler {
     const failure = this.store.failure;
     if (failure !== null) throw new AppError(ErrorCode.ServiceUnavailable, `No valid policy bundle, so everything is denied: ${failure}`, { decision: 'deny', reason: failure });
     const orgId = this.authenticate(header(request, 'x-api-key'));
-    const body = await this.readJson(request);
+    const body = await readJsonBody(request, this.config.shared.http.maxJsonBytes);
     if (path === '/v1/audit') return { status: 202, body: await this.audit(orgId, body, traceId) };
     const answer =
       path === '/v1/check'
@@ -91,26 +90,5 @@ export class SidecarAdapterHandler {
     return { accepted: true, recorded: true };
   }
 
-  private async readJson(request: IncomingMessage): Promise<unknown> {
-    if (!isJsonRequest(request)) throw new AppError(ErrorCode.UnsupportedMediaType, 'Content-Type must be application/json');
-    const limit = this.config.shared.http.maxJsonBytes;
-    const read = await readBody(request, limit);
-    if (read === 'aborted') throw AppError.invalid('The request body ended early');
-    if (read === 'too_large') throw new AppError(ErrorCode.PayloadTooLarge, `Request body is larger than ${limit} bytes`);
-    const parsed = parseJsonBody(read);
-    if (parsed === INVALID_JSON || parsed === undefined) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
-    const problem = typeof parsed === 'object' && parsed !== null ? findProblem(parsed) : null;
-    if (problem !== null) throw AppError.invalid(problem);
-    return parsed;
-  }
 }
 
-/** The body's trace id, else the request's (as the gateway's PDP handler does; its module is not loaded here). */
-function traced(request: PdpRequest, traceId: string): PdpRequest {
-  return request.traceId === '' ? { ...request, traceId } : request;
-}
-
-function header(request: IncomingMessage, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}

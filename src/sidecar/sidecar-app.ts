@@ -13,6 +13,7 @@ import { BundleStore } from './bundle-store';
 import { SIDECAR_ADAPTER_PATHS, SidecarAdapterHandler } from './sidecar-adapter-handler';
 import { SidecarHandler } from './sidecar-handler';
 import { SidecarModule } from './sidecar.module';
+import { pathOf } from '../common/raw-request';
 
 type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -60,12 +61,6 @@ function mountSidecarRoutes(app: NestExpressApplication): void {
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-}
-
-function pathOf(url: string | undefined): string {
-  if (url === undefined) return '';
-  const query = url.indexOf('?');
-  return query < 0 ? url : url.slice(0, query);
 }
 
 function single(value: string | string[] | undefined): string | undefined {

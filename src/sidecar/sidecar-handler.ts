@@ -5,7 +5,6 @@ import { AppError } from '../common/app-error';
 import { errorBody } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { ServiceHeader } from '../common/service-header';
-import { resolveTraceId } from '../common/trace-id';
 import { SidecarConfig } from '../config/sidecar-config';
 import { DecisionService, Verdict } from '../decisions/decision.service';
 import { AgentAuthenticator, AuthenticatedAgent } from '../identity/agent-authenticator';
@@ -16,6 +15,7 @@ import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
 import { agentIdOf, batchItems, decisionRequestOf, enforceItem } from './enforce-request';
 import { SidecarHealth } from './sidecar-health';
+import { requestTraceId } from '../common/raw-request';
 
 /** What /enforce answers for one action. */
 interface EnforceAnswer {
@@ -58,7 +58,7 @@ export class SidecarHandler {
 
   /** Serves one request; never throws. */
   handle(request: IncomingMessage, response: ServerResponse): void {
-    const traceId = resolveTraceId(header(request, 'x-trace-id'), header(request, 'traceparent'));
+    const traceId = requestTraceId(request);
     this.serve(request, response, traceId).catch((error: unknown) => {
       const answer = errorBody(error, traceId);
       if (answer.unexpected) this.logger.error({ err: error, traceId }, 'sidecar request failed');
@@ -161,9 +161,4 @@ export class SidecarHandler {
 
 function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;
-}
-
-function header(request: IncomingMessage, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }

@@ -2,10 +2,10 @@ import type { AuditRecord } from '../audit/audit-record';
 import { newId } from '../common/ids';
 import { resolveTraceId } from '../common/trace-id';
 import type { AgentSnapshot } from '../decisions/decision-sources';
-import type { AdapterAuditDto } from '../pdp/pdp.dto';
+import type { AdapterAuditDto } from './pdp.dto';
 
-/** An adapter's `/v1/audit` event as the audit entry the gateway's AdapterAuditService writes (kind `outcome`). */
-export function outcomeRecord(agent: AgentSnapshot, event: AdapterAuditDto, traceId: string): AuditRecord {
+/** An adapter's `/v1/audit` event as its audit entry (kind `outcome`), on the gateway and at the edge alike. */
+export function outcomeRecord(agent: AgentSnapshot, event: AdapterAuditDto, traceId: string): AuditRecord & { id: string } {
   return {
     id: newId('aud'),
     ts: Date.now(),
