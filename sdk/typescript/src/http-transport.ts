@@ -1,17 +1,11 @@
 import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, RejectionCode } from './errors';
 import type { CheckRequest, GatewayDecision, Transport } from './transport';
+import type { AuditRecord } from './governance-client';
 
-/** The body of POST /v1/audit: what became of a checked call. */
-export interface AuditEvent {
+/** The body of POST /v1/audit: what became of a checked call, with the ids the client fills in. */
+export interface AuditEvent extends AuditRecord {
   eventId: string;
   agentId: string;
-  plugin: string;
-  function: string;
-  decision: 'allow' | 'deny';
-  durationMs: number;
-  resultSummary?: string;
-  decisionId?: string;
-  traceId?: string;
 }
 
 const REJECTIONS: Record<number, RejectionCode> = {
