@@ -1,10 +1,11 @@
 import type { AlertsConfig } from '../config/app-config';
 import type { Alert } from './alert';
 import { AlertHttpClient } from './alert-http';
-import type { AlertProvider } from './alert-provider';
+import type { AlertProvider, AttemptListener } from './alert-provider';
 import { AlertRateCounter, LocalAlertRateCounter, RedisAlertRateCounter } from './alert-rate-counter';
 import { ChatProvider } from './chat-provider';
 import { ApiEmailProvider, SmtpEmailProvider } from './email-provider';
+import { RetrySchedule, Retryable } from './retry-schedule';
 import { WebhookProvider } from './webhook-provider';
 
 /** Where delivery reports: the gateway's logger (through the worker's messages) or the CLI. */
@@ -47,13 +48,18 @@ export function configuredProviders(config: AlertsConfig): AlertProvider[] {
 /**
  * Sends alerts to every provider, off the decision's path: ALERT_RATE_LIMIT first (excess
  * alerts dropped with a warning), then each provider in the background with retries and
- * exponential backoff; a final failure is logged with the alert id.
+ * exponential backoff; a final failure is logged with the alert id. At an alert per denied
+ * request this runs thousands of times a second, so a delivery is one object that is its own
+ * attempt listener, and waiting retries sit in a RetrySchedule: no promise, closure or timer
+ * per alert.
  */
 export class AlertDelivery {
+  /** Deliveries under way: being sent or waiting for a retry. */
   private inFlight = 0;
   /** Batches between their arrival and the start of their sends (the rate counter may be in Redis). */
   private starting = 0;
   private idleWaiters: Array<() => void> = [];
+  private readonly retries: RetrySchedule<Delivery>;
 
   constructor(
     private readonly providers: readonly AlertProvider[],
@@ -61,7 +67,9 @@ export class AlertDelivery {
     private readonly limit: number,
     private readonly log: DeliveryLog,
     private readonly retry: RetryPolicy = DEFAULT_RETRY,
-  ) {}
+  ) {
+    this.retries = new RetrySchedule(Array.from({ length: Math.max(0, retry.attempts - 1) }, (_, level) => retry.firstDelayMs * 2 ** level));
+  }
 
   /** The delivery ALERT_* configures; REDIS_URL shares the rate counter. */
   static fromConfig(config: AlertsConfig, redisUrl: string | undefined, log: DeliveryLog): AlertDelivery {
@@ -86,13 +94,14 @@ export class AlertDelivery {
       this.starting--;
     }
     if (allowed < alerts.length) this.drop(alerts.slice(allowed), `alert rate limit reached (ALERT_RATE_LIMIT=${this.limit} per minute): alerts dropped`);
-    const overflow: Alert[] = [];
-    for (const alert of alerts.slice(0, allowed)) {
-      if (this.inFlight >= MAX_IN_FLIGHT) overflow.push(alert);
-      else for (const provider of this.providers) void this.sendWithRetries(provider, alert);
+    let overflow: Alert[] | null = null;
+    for (let index = 0; index < allowed; index++) {
+      const alert = alerts[index];
+      if (this.inFlight >= MAX_IN_FLIGHT) (overflow ??= []).push(alert);
+      else for (const provider of this.providers) this.start(new Delivery(this, provider, alert, null));
     }
     // One line per batch, not per alert: a receiver that cannot keep up must not flood the log too.
-    if (overflow.length > 0) this.drop(overflow, `more than ${MAX_IN_FLIGHT} alert deliveries under way: alerts dropped`);
+    if (overflow !== null) this.drop(overflow, `more than ${MAX_IN_FLIGHT} alert deliveries under way: alerts dropped`);
     this.notifyIfIdle();
   }
 
@@ -104,35 +113,38 @@ export class AlertDelivery {
 
   /** Sends one alert to every provider now (no rate limit) and reports each result: `ags alerts test`. */
   sendNow(alert: Alert): Promise<DeliveryResult[]> {
-    return Promise.all(this.providers.map((provider) => this.sendWithRetries(provider, alert)));
+    return Promise.all(this.providers.map((provider) => new Promise<DeliveryResult>((resolve) => this.start(new Delivery(this, provider, alert, resolve)))));
   }
 
   async close(): Promise<void> {
+    this.retries.clear();
     await Promise.all([this.counter.close(), ...this.providers.map((provider) => provider.close())]);
   }
 
-  private async sendWithRetries(provider: AlertProvider, alert: Alert): Promise<DeliveryResult> {
+  /** A delivery's first attempt. */
+  private start(delivery: Delivery): void {
     this.inFlight++;
-    try {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await provider.send(alert);
-          return { provider: provider.name, target: provider.target, ok: true, attempts: attempt };
-        } catch (error) {
-          const message = error instanceof Error ? error.message : String(error);
-          const fields = { alertId: alert.id, trigger: alert.trigger, provider: provider.name, attempt, err: message };
-          if (attempt >= this.retry.attempts) {
-            this.log('error', `alert delivery failed after ${attempt} attempts`, fields);
-            return { provider: provider.name, target: provider.target, ok: false, attempts: attempt, error: message };
-          }
-          this.log('warn', 'alert delivery attempt failed; retrying', fields);
-          await sleep(this.retry.firstDelayMs * 2 ** (attempt - 1));
-        }
-      }
-    } finally {
-      this.inFlight--;
-      this.notifyIfIdle();
+    delivery.attempt();
+  }
+
+  /** Called by a delivery when an attempt failed: retried after its backoff, or given up and logged. */
+  attemptFailed(delivery: Delivery, error: Error): void {
+    const { provider, alert, attempts } = delivery;
+    const fields = { alertId: alert.id, trigger: alert.trigger, provider: provider.name, attempt: attempts, err: error.message };
+    if (attempts < this.retry.attempts) {
+      this.log('warn', 'alert delivery attempt failed; retrying', fields);
+      this.retries.schedule(delivery, attempts - 1);
+      return;
     }
+    this.log('error', `alert delivery failed after ${attempts} attempts`, fields);
+    this.finished(delivery, error.message);
+  }
+
+  /** Called by a delivery once it is over: sent, or failed for good (`error`). */
+  finished(delivery: Delivery, error: string | null): void {
+    this.inFlight--;
+    delivery.report?.({ provider: delivery.provider.name, target: delivery.provider.target, ok: error === null, attempts: delivery.attempts, ...(error === null ? {} : { error }) });
+    this.notifyIfIdle();
   }
 
   private notifyIfIdle(): void {
@@ -145,6 +157,37 @@ export class AlertDelivery {
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** One alert on its way to one provider: it counts its attempts and hears how each went. */
+class Delivery implements AttemptListener, Retryable {
+  attempts = 0;
+  dueAt = 0;
+
+  constructor(
+    private readonly owner: AlertDelivery,
+    readonly provider: AlertProvider,
+    readonly alert: Alert,
+    /** Who wants the result (`ags alerts test`); null in the background. */
+    readonly report: ((result: DeliveryResult) => void) | null,
+  ) {}
+
+  attempt(): void {
+    this.attempts++;
+    try {
+      this.provider.send(this.alert, this);
+    } catch (error) {
+      this.failed(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  retry(): void {
+    this.attempt();
+  }
+
+  sent(): void {
+    this.owner.finished(this, null);
+  }
+
+  failed(error: Error): void {
+    this.owner.attemptFailed(this, error);
+  }
 }

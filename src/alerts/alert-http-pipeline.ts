@@ -1,12 +1,28 @@
 import net from 'node:net';
 import tls, { ConnectionOptions } from 'node:tls';
 import { AlertSendError } from './alert-provider';
+import { Fifo } from './fifo';
 
-/** One POST waiting for its response. */
+/** Told how one request went: the response's status, or why there is none. */
+export interface ExchangeListener {
+  answered(status: number): void;
+  failed(error: Error): void;
+}
+
+/** One request (head and body) waiting for its response. */
 interface Exchange {
   bytes: string;
-  resolve: (status: number) => void;
-  reject: (error: Error) => void;
+  /** Only ASCII characters in `bytes`: written as latin1, a copy, rather than encoded to UTF-8. */
+  ascii: boolean;
+  listener: ExchangeListener;
+}
+
+/** A response head as parsed, kept to skip parsing the next identical head (a receiver answers every alert alike). */
+interface ParsedHead {
+  head: string;
+  status: number;
+  closeAfter: boolean;
+  body: BodyMode | null;
 }
 
 /** Where the response parser is in the current response. */
@@ -38,13 +54,16 @@ export class HttpPipeline {
 
   /** Sends `POST path` with these header lines (each `name: value`) and body; resolves with the status. */
   post(path: string, headers: readonly string[], body: string): Promise<number> {
-    const length = Buffer.byteLength(body);
     let head = `POST ${path} HTTP/1.1\r\nhost: ${this.origin.host}\r\n`;
     for (const line of headers) head += `${line}\r\n`;
-    head += `content-length: ${length}\r\n\r\n`;
+    return new Promise((resolve, reject) => this.send(`${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, false, { answered: resolve, failed: reject }));
+  }
+
+  /** Sends a whole request (its head and body) and tells `listener` how it went; `ascii` when it is all ASCII. */
+  send(request: string, ascii: boolean, listener: ExchangeListener): void {
     const connection = this.connections[this.next];
     this.next = (this.next + 1) % this.connections.length;
-    return connection.send(head + body);
+    connection.send({ bytes: request, ascii, listener });
   }
 
   close(): void {
@@ -56,9 +75,10 @@ class PipelinedConnection {
   private socket: net.Socket | null = null;
   private connected = false;
   /** Written, awaiting their responses, oldest first. */
-  private readonly inFlight: Exchange[] = [];
+  private readonly inFlight = new Fifo<Exchange>();
   /** Not yet written (connecting, or MAX_PIPELINED in flight). */
-  private readonly queued: Exchange[] = [];
+  private readonly queued = new Fifo<Exchange>();
+  private lastHead: ParsedHead | null = null;
   private writeScheduled = false;
   private input = '';
   private status = 0;
@@ -71,12 +91,10 @@ class PipelinedConnection {
     private readonly tlsOptions: ConnectionOptions | undefined,
   ) {}
 
-  send(bytes: string): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      this.queued.push({ bytes, resolve, reject });
-      if (this.socket === null) this.connect();
-      else this.scheduleWrite();
-    });
+  send(exchange: Exchange): void {
+    this.queued.push(exchange);
+    if (this.socket === null) this.connect();
+    else this.scheduleWrite();
   }
 
   close(): void {
@@ -116,12 +134,14 @@ class PipelinedConnection {
     const socket = this.socket;
     if (socket === null || !this.connected || this.closeAfter) return;
     let out = '';
+    let ascii = true;
     while (this.queued.length > 0 && this.inFlight.length < MAX_PIPELINED) {
       const exchange = this.queued.shift()!;
       this.inFlight.push(exchange);
       out += exchange.bytes;
+      ascii &&= exchange.ascii;
     }
-    if (out !== '') socket.write(out);
+    if (out !== '') socket.write(out, ascii ? 'latin1' : 'utf8');
   }
 
   private onData(socket: net.Socket, chunk: Buffer): void {
@@ -170,6 +190,13 @@ class PipelinedConnection {
     }
     const head = this.input.slice(0, end);
     this.input = this.input.slice(end + 4);
+    const last = this.lastHead;
+    if (last !== null && last.head === head) {
+      this.status = last.status;
+      this.closeAfter = last.closeAfter;
+      this.body = last.body === null ? null : { ...last.body };
+      return true;
+    }
     const status = /^HTTP\/1\.[01] (\d{3})/.exec(head);
     if (status === null) throw new Error('not an HTTP/1.1 response');
     this.status = Number(status[1]);
@@ -184,6 +211,7 @@ class PipelinedConnection {
       this.body = { kind: 'until-close' };
       this.closeAfter = true;
     }
+    this.lastHead = { head, status: this.status, closeAfter: this.closeAfter, body: { ...this.body } };
     return true;
   }
 
@@ -206,7 +234,7 @@ class PipelinedConnection {
 
   private finish(): boolean {
     this.body = null;
-    this.inFlight.shift()?.resolve(this.status);
+    this.inFlight.shift()?.listener.answered(this.status);
     return !this.closeAfter;
   }
 
@@ -219,19 +247,19 @@ class PipelinedConnection {
     this.connected = false;
     this.body = null;
     this.input = '';
-    const unanswered = this.inFlight.splice(0);
+    const unanswered = this.inFlight.drain();
     const reason = error === null ? 'connection closed before the response' : error.message;
     const failed = new AlertSendError(`POST ${this.origin.origin} failed: ${reason}`);
-    for (const exchange of unanswered) exchange.reject(failed);
+    for (const exchange of unanswered) exchange.listener.failed(failed);
     // Never connected: the receiver is unreachable, so what waits fails too (and is retried with backoff).
-    if (!wasConnected) for (const exchange of this.queued.splice(0)) exchange.reject(failed);
+    if (!wasConnected) for (const exchange of this.queued.drain()) exchange.listener.failed(failed);
     this.closeAfter = false;
     if (this.queued.length > 0) this.connect();
   }
 
   private fail(error: Error): void {
     const socket = this.socket;
-    for (const exchange of this.queued.splice(0)) exchange.reject(error);
+    for (const exchange of this.queued.drain()) exchange.listener.failed(error);
     socket?.destroy();
   }
 }

@@ -1,6 +1,6 @@
 import type { ConnectionOptions } from 'node:tls';
-import { HttpPipeline } from './alert-http-pipeline';
-import { AlertSendError } from './alert-provider';
+import { ExchangeListener, HttpPipeline } from './alert-http-pipeline';
+import { AlertSendError, AttemptListener } from './alert-provider';
 
 /** Time allowed for one attempt's answer. */
 const ATTEMPT_TIMEOUT_MS = 10_000;
@@ -11,15 +11,19 @@ export class AlertHttpClient {
 
   constructor(private readonly options: { timeoutMs?: number; tls?: ConnectionOptions } = {}) {}
 
-  /** POSTs `body` with these header lines (`name: value`); resolves on a 2xx, else throws AlertSendError with the status. */
-  async post(url: URL, headers: readonly string[], body: string): Promise<void> {
-    let status: number;
-    try {
-      status = await this.pipelineFor(url).post(url.pathname + url.search, headers, body);
-    } catch (error) {
-      throw new AlertSendError(`POST ${safeUrl(url.href)} failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    if (status < 200 || status >= 300) throw new AlertSendError(`POST ${safeUrl(url.href)} answered ${status}`, status);
+  /** POSTs `body` with these header lines (`name: value`); `attempt` hears of a 2xx, else of an AlertSendError with the status. */
+  post(url: URL, headers: readonly string[], body: string, attempt: AttemptListener): void {
+    let head = requestLine(url);
+    for (const line of headers) head += `${line}\r\n`;
+    this.send(url, `${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, false, attempt);
+  }
+
+  /**
+   * Sends a whole POST request to `url`, as `requestLine(url)` starts it: head, empty line and
+   * body. `ascii`: the caller knows it holds only ASCII characters (written without UTF-8 encoding).
+   */
+  send(url: URL, request: string, ascii: boolean, attempt: AttemptListener): void {
+    this.pipelineFor(url).send(request, ascii, new StatusCheck(url, attempt));
   }
 
   close(): void {
@@ -34,6 +38,28 @@ export class AlertHttpClient {
       this.pipelines.set(url.origin, pipeline);
     }
     return pipeline;
+  }
+}
+
+/** The request line and host header of a POST to `url`, each line ended. */
+export function requestLine(url: URL): string {
+  return `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\n`;
+}
+
+/** Turns an HTTP exchange's outcome into the attempt's: a 2xx is sent, anything else failed. */
+class StatusCheck implements ExchangeListener {
+  constructor(
+    private readonly url: URL,
+    private readonly attempt: AttemptListener,
+  ) {}
+
+  answered(status: number): void {
+    if (status >= 200 && status < 300) this.attempt.sent();
+    else this.attempt.failed(new AlertSendError(`POST ${safeUrl(this.url.href)} answered ${status}`, status));
+  }
+
+  failed(error: Error): void {
+    this.attempt.failed(new AlertSendError(`POST ${safeUrl(this.url.href)} failed: ${error.message}`));
   }
 }
 

@@ -2,12 +2,18 @@ import type { Alert } from './alert';
 
 export type AlertProviderName = 'webhook' | 'chat' | 'email';
 
-/** One delivery channel. `send` makes one attempt and throws when it fails; the caller retries. */
+/** Told how one attempt to send an alert went (a callback object: no promise or closure per alert). */
+export interface AttemptListener {
+  sent(): void;
+  failed(error: Error): void;
+}
+
+/** One delivery channel. `send` makes one attempt and tells `attempt` how it went; the caller retries. */
 export interface AlertProvider {
   readonly name: AlertProviderName;
   /** What it sends to, for `ags alerts providers` (no secrets). */
   readonly target: string;
-  send(alert: Alert): Promise<void>;
+  send(alert: Alert, attempt: AttemptListener): void;
   close(): Promise<void>;
 }
 

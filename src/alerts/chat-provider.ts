@@ -1,6 +1,6 @@
 import type { Alert, AlertOrigin, AlertSeverity } from './alert';
 import { AlertHttpClient, safeUrl } from './alert-http';
-import type { AlertProvider } from './alert-provider';
+import type { AlertProvider, AttemptListener } from './alert-provider';
 
 const SEVERITY_MARK: Record<AlertSeverity, string> = { critical: ':red_circle: CRITICAL', warning: ':warning: WARNING', info: ':information_source: INFO' };
 const CHAT_HEADERS = ['content-type: application/json', 'user-agent: Service/1.0'];
@@ -58,8 +58,8 @@ export class ChatProvider implements AlertProvider {
     this.parsed = new URL(url);
   }
 
-  send(alert: Alert): Promise<void> {
-    return this.http.post(this.parsed, CHAT_HEADERS, JSON.stringify(chatMessage(alert, this.origin)));
+  send(alert: Alert, attempt: AttemptListener): void {
+    this.http.post(this.parsed, CHAT_HEADERS, JSON.stringify(chatMessage(alert, this.origin)), attempt);
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,7 @@ import nodemailer, { Transporter } from 'nodemailer';
 import type { AlertsConfig } from '../config/app-config';
 import type { Alert, AlertOrigin } from './alert';
 import { AlertHttpClient, safeUrl } from './alert-http';
-import { AlertProvider, AlertSendError } from './alert-provider';
+import { AlertProvider, AlertSendError, AttemptListener } from './alert-provider';
 
 /** Subject and plain-text body of an alert email. */
 export function emailContent(alert: Alert, origin: AlertOrigin): { subject: string; text: string } {
@@ -42,10 +42,10 @@ export class ApiEmailProvider implements AlertProvider {
     this.headers = ['content-type: application/json', `authorization: Bearer ${config.apiKey}`, 'user-agent: Service/1.0'];
   }
 
-  send(alert: Alert): Promise<void> {
+  send(alert: Alert, attempt: AttemptListener): void {
     const { subject, text } = emailContent(alert, this.origin);
     const body = JSON.stringify({ from: this.config.from, to: this.config.to, subject, text, tags: [{ name: 'alert_id', value: alert.id }] });
-    return this.http.post(this.url, this.headers, body);
+    this.http.post(this.url, this.headers, body, attempt);
   }
 
   async close(): Promise<void> {
@@ -75,14 +75,15 @@ export class SmtpEmailProvider implements AlertProvider {
     this.target = `SMTP ${config.smtpHost}:${config.smtpPort} to ${config.to.join(', ')}`;
   }
 
-  async send(alert: Alert): Promise<void> {
+  send(alert: Alert, attempt: AttemptListener): void {
     const { subject, text } = emailContent(alert, this.origin);
-    try {
-      await this.transport.sendMail({ from: this.config.from, to: this.config.to, subject, text, headers: { 'X-Service-Alert-Id': alert.id } });
-    } catch (error) {
-      const code = (error as { responseCode?: number }).responseCode;
-      throw new AlertSendError(`SMTP ${this.config.smtpHost}:${this.config.smtpPort} failed: ${error instanceof Error ? error.message : String(error)}`, code);
-    }
+    this.transport.sendMail({ from: this.config.from, to: this.config.to, subject, text, headers: { 'X-Service-Alert-Id': alert.id } }).then(
+      () => attempt.sent(),
+      (error: unknown) => {
+        const code = (error as { responseCode?: number }).responseCode;
+        attempt.failed(new AlertSendError(`SMTP ${this.config.smtpHost}:${this.config.smtpPort} failed: ${error instanceof Error ? error.message : String(error)}`, code));
+      },
+    );
   }
 
   async close(): Promise<void> {

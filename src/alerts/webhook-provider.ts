@@ -1,7 +1,7 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, KeyObject } from 'node:crypto';
 import type { Alert, AlertOrigin } from './alert';
-import { AlertHttpClient, headerLines, safeUrl } from './alert-http';
-import type { AlertProvider } from './alert-provider';
+import { AlertHttpClient, headerLines, requestLine, safeUrl } from './alert-http';
+import type { AlertProvider, AttemptListener } from './alert-provider';
 
 /** Headers of the generic webhook (SPEC.md "Webhook request headers", plus the replay-proof pair). */
 export enum AlertHeader {
@@ -15,21 +15,44 @@ export enum AlertHeader {
   SignatureV2 = 'X-Service-Signature-V2',
 }
 
+// Printable ASCII but `"` and `\`: what JSON.stringify writes unchanged between quotes.
+const PLAIN_JSON_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+const ASCII = /^[\x00-\x7f]*$/;
+
+/** JSON.stringify(value) for a string, without its cost for the common plain string. */
+function jsonString(value: string): string {
+  return PLAIN_JSON_STRING.test(value) ? `"${value}"` : JSON.stringify(value);
+}
+
+/**
+ * SPEC.md's webhook payload as the JSON text that is sent and signed: exactly what
+ * JSON.stringify gives for the payload object (webhook-provider.spec.ts compares them), written
+ * from its parts, the constant ones rendered once. An alert per denial makes this the hot path
+ * of alerting; JSON.stringify of the object cost about twice as much.
+ */
+export class WebhookBody {
+  private readonly tail: string;
+
+  constructor(origin: AlertOrigin) {
+    this.tail = `,"instance":${JSON.stringify(origin.instance)},"environment":${JSON.stringify(origin.environment)}}`;
+  }
+
+  render(alert: Alert): string {
+    const entry = alert.entry;
+    return (
+      `{"event":"service.alert","version":"1.0","id":${jsonString(alert.id)},"timestamp":${jsonString(alert.timestamp)},` +
+      `"severity":${jsonString(alert.severity)},"trigger":${jsonString(alert.trigger)},"title":${jsonString(alert.title)},"message":${jsonString(alert.message)},` +
+      `"entry":{"traceId":${jsonString(entry.traceId)},"agentId":${jsonString(entry.agentId)},"agentName":${jsonString(entry.agentName)},` +
+      `"trustTier":${jsonString(entry.trustTier)},"action":${jsonString(entry.action)},"method":${jsonString(entry.method)},"path":${jsonString(entry.path)},` +
+      `"decision":${jsonString(entry.decision)},"policyName":${jsonString(entry.policyName)},"reason":${jsonString(entry.reason)}}` +
+      this.tail
+    );
+  }
+}
+
 /** SPEC.md's webhook payload, as the JSON text that is sent and signed. */
 export function webhookBody(alert: Alert, origin: AlertOrigin): string {
-  return JSON.stringify({
-    event: 'service.alert',
-    version: '1.0',
-    id: alert.id,
-    timestamp: alert.timestamp,
-    severity: alert.severity,
-    trigger: alert.trigger,
-    title: alert.title,
-    message: alert.message,
-    entry: alert.entry,
-    instance: origin.instance,
-    environment: origin.environment,
-  });
+  return new WebhookBody(origin).render(alert);
 }
 
 /** The request headers for `body`; signatures only with a secret. */
@@ -43,13 +66,18 @@ export function webhookHeaders(alert: Alert, body: string, secret: string | unde
     [AlertHeader.Timestamp]: timestamp,
   };
   if (secret === undefined) return headers;
-  headers[AlertHeader.Signature] = `sha256=${hmacHex(secret, body)}`;
-  headers[AlertHeader.SignatureV2] = `sha256=${hmacHex(secret, `${timestamp}.${body}`)}`;
+  const key = createSecretKey(Buffer.from(secret));
+  headers[AlertHeader.Signature] = signature(key, body);
+  headers[AlertHeader.SignatureV2] = signature(key, body, `${timestamp}.`);
   return headers;
 }
 
-function hmacHex(secret: string, text: string): string {
-  return createHmac('sha256', secret).update(text).digest('hex');
+/** `sha256=<hex>`: HMAC-SHA256 of `prefix` and `text` (UTF-8; `ascii` when both are ASCII, so they are hashed without encoding). */
+function signature(key: KeyObject, text: string, prefix = '', ascii = false): string {
+  const encoding = ascii ? 'latin1' : 'utf8';
+  const hmac = createHmac('sha256', key);
+  if (prefix !== '') hmac.update(prefix, encoding);
+  return `sha256=${hmac.update(text, encoding).digest('hex')}`;
 }
 
 /** The generic webhook: SPEC.md's JSON payload, signed when ALERT_WEBHOOK_SECRET is set. */
@@ -57,20 +85,40 @@ export class WebhookProvider implements AlertProvider {
   readonly name = 'webhook';
   readonly target: string;
   private readonly parsed: URL;
+  private readonly body: WebhookBody;
+  /** The secret as a key object, prepared once rather than per signature. */
+  private readonly key: KeyObject | null;
+  /** Request line and the headers every alert carries, rendered once. */
+  private readonly head: string;
+  /** `head` is ASCII (the URL parser encodes hosts and paths so; checked once); the other headers always are. */
+  private readonly headAscii: boolean;
 
   constructor(
-    private readonly url: string,
-    private readonly secret: string | undefined,
-    private readonly origin: AlertOrigin,
+    url: string,
+    secret: string | undefined,
+    origin: AlertOrigin,
     private readonly http: AlertHttpClient,
   ) {
     this.target = `${safeUrl(url)} (${secret === undefined ? 'unsigned' : 'signed'})`;
     this.parsed = new URL(url);
+    this.body = new WebhookBody(origin);
+    this.key = secret === undefined ? null : createSecretKey(Buffer.from(secret));
+    this.head = requestLine(this.parsed) + headerLines({ 'content-type': 'application/json', 'user-agent': 'Service/1.0', [AlertHeader.Event]: 'alert' }).join('\r\n') + '\r\n';
+    this.headAscii = ASCII.test(this.head);
   }
 
-  send(alert: Alert): Promise<void> {
-    const body = webhookBody(alert, this.origin);
-    return this.http.post(this.parsed, headerLines(webhookHeaders(alert, body, this.secret, Math.floor(Date.now() / 1000))), body);
+  /** The request webhookHeaders describes, header for header in its order, then content-length and the body. */
+  send(alert: Alert, attempt: AttemptListener): void {
+    const body = this.body.render(alert);
+    // Usually all ASCII: then the body's characters are its bytes, and neither the signatures nor the write need encode it.
+    const ascii = ASCII.test(body);
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    let head = `${this.head}${AlertHeader.Trigger}: ${alert.trigger}\r\n${AlertHeader.Timestamp}: ${timestamp}\r\n`;
+    if (this.key !== null) {
+      head += `${AlertHeader.Signature}: ${signature(this.key, body, '', ascii)}\r\n${AlertHeader.SignatureV2}: ${signature(this.key, body, `${timestamp}.`, ascii)}\r\n`;
+    }
+    const length = ascii ? body.length : Buffer.byteLength(body);
+    this.http.send(this.parsed, `${head}content-length: ${length}\r\n\r\n${body}`, ascii && this.headAscii, attempt);
   }
 
   async close(): Promise<void> {
