@@ -107,26 +107,34 @@ export function alertsOf(event: DecisionEvent, triggers: ActiveTriggers): Alert[
 }
 
 function readRaised(batch: readonly unknown[], at: number): Raised {
-  const value = (offset: number) => batch[at + offset] as never;
+  const values = batch as readonly never[];
   return {
-    trigger: value(0),
-    ts: value(1),
-    traceId: value(2),
-    agentId: value(3),
-    agentName: value(4),
-    trustTier: value(5),
-    action: value(6),
-    method: value(7),
-    path: value(8),
-    decision: value(9),
-    enforced: value(10),
-    policyName: value(11),
-    reason: value(12),
-    status: value(13),
-    upstreamStatus: value(14),
-    limit: value(15),
-    rule: value(16),
+    trigger: values[at],
+    ts: values[at + 1],
+    traceId: values[at + 2],
+    agentId: values[at + 3],
+    agentName: values[at + 4],
+    trustTier: values[at + 5],
+    action: values[at + 6],
+    method: values[at + 7],
+    path: values[at + 8],
+    decision: values[at + 9],
+    enforced: values[at + 10],
+    policyName: values[at + 11],
+    reason: values[at + 12],
+    status: values[at + 13],
+    upstreamStatus: values[at + 14],
+    limit: values[at + 15],
+    rule: values[at + 16],
   };
+}
+
+/** The last timestamp rendered: the alerts of a burst share their millisecond often enough to skip the Date. */
+let lastIso = { ms: Number.NaN, text: '' };
+
+function isoTimestamp(ms: number): string {
+  if (ms !== lastIso.ms) lastIso = { ms, text: new Date(ms).toISOString() };
+  return lastIso.text;
 }
 
 // A path or action segment named `admin`: `/admin/users`, `/api/admin`, `delete:admin/keys`, `admin:reset`.
@@ -142,7 +150,7 @@ function alertOf(raised: Raised): Alert {
   const [severity, title, message] = describe(raised);
   return {
     id: newAlertId(),
-    timestamp: new Date(raised.ts).toISOString(),
+    timestamp: isoTimestamp(raised.ts),
     severity,
     trigger: raised.trigger,
     title,

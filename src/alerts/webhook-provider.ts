@@ -17,11 +17,12 @@ export enum AlertHeader {
 
 // Printable ASCII but `"` and `\`: what JSON.stringify writes unchanged between quotes.
 const PLAIN_JSON_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-const ASCII = /^[\x00-\x7f]*$/;
+// Anything but printable ASCII, CR and LF (conservative: other control characters take the UTF-8 path too).
+const NON_ASCII = /[^\x20-\x7e\r\n]/;
 
-/** JSON.stringify(value) for a string, without its cost for the common plain string. */
-function jsonString(value: string): string {
-  return PLAIN_JSON_STRING.test(value) ? `"${value}"` : JSON.stringify(value);
+/** JSON.stringify(value) without its quotes: the string itself (no copy) in the common plain case. */
+function jsonText(value: string): string {
+  return PLAIN_JSON_STRING.test(value) ? value : JSON.stringify(value).slice(1, -1);
 }
 
 /**
@@ -40,11 +41,11 @@ export class WebhookBody {
   render(alert: Alert): string {
     const entry = alert.entry;
     return (
-      `{"event":"service.alert","version":"1.0","id":${jsonString(alert.id)},"timestamp":${jsonString(alert.timestamp)},` +
-      `"severity":${jsonString(alert.severity)},"trigger":${jsonString(alert.trigger)},"title":${jsonString(alert.title)},"message":${jsonString(alert.message)},` +
-      `"entry":{"traceId":${jsonString(entry.traceId)},"agentId":${jsonString(entry.agentId)},"agentName":${jsonString(entry.agentName)},` +
-      `"trustTier":${jsonString(entry.trustTier)},"action":${jsonString(entry.action)},"method":${jsonString(entry.method)},"path":${jsonString(entry.path)},` +
-      `"decision":${jsonString(entry.decision)},"policyName":${jsonString(entry.policyName)},"reason":${jsonString(entry.reason)}}` +
+      `{"event":"service.alert","version":"1.0","id":"${jsonText(alert.id)}","timestamp":"${jsonText(alert.timestamp)}",` +
+      `"severity":"${jsonText(alert.severity)}","trigger":"${jsonText(alert.trigger)}","title":"${jsonText(alert.title)}","message":"${jsonText(alert.message)}",` +
+      `"entry":{"traceId":"${jsonText(entry.traceId)}","agentId":"${jsonText(entry.agentId)}","agentName":"${jsonText(entry.agentName)}",` +
+      `"trustTier":"${jsonText(entry.trustTier)}","action":"${jsonText(entry.action)}","method":"${jsonText(entry.method)}","path":"${jsonText(entry.path)}",` +
+      `"decision":"${jsonText(entry.decision)}","policyName":"${jsonText(entry.policyName)}","reason":"${jsonText(entry.reason)}"}` +
       this.tail
     );
   }
@@ -104,14 +105,14 @@ export class WebhookProvider implements AlertProvider {
     this.body = new WebhookBody(origin);
     this.key = secret === undefined ? null : createSecretKey(Buffer.from(secret));
     this.head = requestLine(this.parsed) + headerLines({ 'content-type': 'application/json', 'user-agent': 'Service/1.0', [AlertHeader.Event]: 'alert' }).join('\r\n') + '\r\n';
-    this.headAscii = ASCII.test(this.head);
+    this.headAscii = !NON_ASCII.test(this.head);
   }
 
   /** The request webhookHeaders describes, header for header in its order, then content-length and the body. */
   send(alert: Alert, attempt: AttemptListener): void {
     const body = this.body.render(alert);
     // Usually all ASCII: then the body's characters are its bytes, and neither the signatures nor the write need encode it.
-    const ascii = ASCII.test(body);
+    const ascii = !NON_ASCII.test(body);
     const timestamp = String(Math.floor(Date.now() / 1000));
     let head = `${this.head}${AlertHeader.Trigger}: ${alert.trigger}\r\n${AlertHeader.Timestamp}: ${timestamp}\r\n`;
     if (this.key !== null) {
