@@ -6,6 +6,7 @@ import type { AuditRecord } from '../audit/audit-record';
 import { AuditSanitizer } from '../audit/audit-sanitizer';
 import type { DecisionLog } from '../decisions/decision-sources';
 import { readFileIfExists, writeFileAtomic, writeFileAtomicAsync } from './atomic-file';
+import { walLine } from './wal-line';
 
 const WAL_FILE = 'audit.wal';
 const ACKED_FILE = 'audit.acked';
@@ -19,6 +20,10 @@ const COMPACT_MIN_BYTES = 8 * 1024 * 1024;
 const COMPACT_MAX_COPY_BYTES = 1024 * 1024;
 const SEQ_LINE = /^\{"seq":(\d+),/;
 const COMMA = 0x2c;
+/** The turn's lines are encoded into one reused buffer (grown for a large turn, shrunk back after). */
+const STAGING_BYTES = 256 * 1024;
+/** UTF-8 takes at most 3 bytes per UTF-16 code unit. */
+const MAX_UTF8_PER_CHAR = 3;
 /** AUDIT_DURABILITY=write: the background fdatasync runs at most this often (the power-loss window). */
 const BACKGROUND_SYNC_MS = 10;
 
@@ -93,9 +98,11 @@ export class AuditWal implements DecisionLog {
   private syncedSeq = 0;
   private dropped = 0;
   private overflowing = false;
-  private pending: string[] = [];
+  /** The queued lines, UTF-8, and their numbers and end offsets in `staging`. */
+  private staging = Buffer.allocUnsafe(STAGING_BYTES);
+  private stagedBytes = 0;
   private pendingSeqs: number[] = [];
-  private pendingBytes = 0;
+  private pendingEnds: number[] = [];
   private openGroup: SyncGroup | null = null;
   private awaitingSync: SyncGroup[] = [];
   private inSync: SyncGroup | null = null;
@@ -133,15 +140,16 @@ export class AuditWal implements DecisionLog {
       this.drop(seq, 'entry could not be serialised', error);
       return;
     }
-    const bytes = Buffer.byteLength(line);
-    if (this.size + this.pendingBytes + bytes > this.maxBytes) return this.drop(seq, 'audit buffer full');
+    this.reserve(line.length * MAX_UTF8_PER_CHAR);
+    const bytes = this.staging.write(line, this.stagedBytes);
+    if (this.size + this.stagedBytes + bytes > this.maxBytes) return this.drop(seq, 'audit buffer full');
     if (this.overflowing) {
       this.overflowing = false;
       this.logger.warn({ dropped: this.dropped, resumedAtSeq: seq }, 'audit buffer has room again');
     }
-    this.pending.push(line);
+    this.stagedBytes += bytes;
     this.pendingSeqs.push(seq);
-    this.pendingBytes += bytes;
+    this.pendingEnds.push(this.stagedBytes);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.writePending());
@@ -155,7 +163,7 @@ export class AuditWal implements DecisionLog {
 
   /** Resolves once every entry recorded so far is written and synced. */
   durable(): Promise<void> {
-    if (this.pending.length > 0) return (this.openGroup ??= makeGroup()).promise;
+    if (this.pendingSeqs.length > 0) return (this.openGroup ??= makeGroup()).promise;
     if (this.durability === 'write') return this.settled;
     const last = this.awaitingSync.at(-1) ?? this.inSync;
     return last?.promise ?? this.settled;
@@ -163,7 +171,7 @@ export class AuditWal implements DecisionLog {
 
   /** Resolves once every entry recorded so far is written and synced, whatever the durability. */
   async synced(): Promise<void> {
-    while (this.pending.length > 0) await this.durable();
+    while (this.pendingSeqs.length > 0) await this.durable();
     const last = this.awaitingSync.at(-1) ?? this.inSync;
     if (last !== null && last !== undefined) await last.promise;
   }
@@ -201,7 +209,7 @@ export class AuditWal implements DecisionLog {
     return {
       fileBytes: this.size,
       maxBytes: this.maxBytes,
-      pendingEntries: this.seqs.length - this.head + this.pending.length,
+      pendingEntries: this.seqs.length - this.head + this.pendingSeqs.length,
       lastSeq: this.lastSeq,
       ackedSeq: this.ackedSeq,
       dropped: this.dropped,
@@ -223,9 +231,15 @@ export class AuditWal implements DecisionLog {
   }
 
   private serialize(seq: number, entry: AuditRecord): string {
-    const { input, ...fields } = entry;
-    const inputText = this.clean.serialize(compactInput(input)) ?? 'null';
-    return `{"seq":${seq},${JSON.stringify(fields).slice(1, -1)},"input":${inputText}}\n`;
+    return walLine(seq, entry, this.clean.serialize(compactInput(entry.input)) ?? 'null');
+  }
+
+  /** Room for `bytes` more in the staging buffer. */
+  private reserve(bytes: number): void {
+    if (this.stagedBytes + bytes <= this.staging.length) return;
+    const larger = Buffer.allocUnsafe(Math.max(this.staging.length * 2, this.stagedBytes + bytes));
+    this.staging.copy(larger, 0, 0, this.stagedBytes);
+    this.staging = larger;
   }
 
   private drop(seq: number, why: string, error?: unknown): void {
@@ -248,39 +262,37 @@ export class AuditWal implements DecisionLog {
    */
   private readonly writePending = (): void => {
     this.scheduled = false;
-    if (this.pending.length === 0 || this.fd < 0) return;
-    const data = Buffer.from(this.pending.join(''));
+    if (this.pendingSeqs.length === 0 || this.fd < 0) return;
     const seqs = this.pendingSeqs;
+    const ends = this.pendingEnds;
     const group = this.openGroup ?? makeGroup();
-    this.pending = [];
-    this.pendingSeqs = [];
-    this.pendingBytes = 0;
-    this.openGroup = null;
     const position = this.size;
-    this.size += data.length;
     let failure: unknown = null;
     try {
-      writeAll(this.fd, data, position);
+      writeAll(this.fd, this.staging, this.stagedBytes, position);
+      this.size += this.stagedBytes;
     } catch (error) {
       failure = error;
     }
-    this.written(data, seqs, group, position, failure);
+    this.pendingSeqs = [];
+    this.pendingEnds = [];
+    this.openGroup = null;
+    this.stagedBytes = 0;
+    if (this.staging.length > STAGING_BYTES * 4) this.staging = Buffer.allocUnsafe(STAGING_BYTES);
+    this.written(seqs, ends, group, position, failure);
   };
 
-  private written(data: Buffer, seqs: number[], group: SyncGroup, position: number, error: unknown): void {
+  private written(seqs: number[], ends: number[], group: SyncGroup, position: number, error: unknown): void {
     if (error) {
       // Nothing after `position` is kept: later writes start there again.
-      this.size = position;
       this.dropped += seqs.length;
       this.logger.error({ err: error, entries: seqs.length }, 'audit entries could not be written to the buffer file');
       group.resolve();
       return;
     }
-    let offset = position;
     for (let index = 0; index < seqs.length; index++) {
-      offset = data.indexOf(10, offset - position) + 1 + position;
       this.seqs.push(seqs[index]);
-      this.ends.push(offset);
+      this.ends.push(position + ends[index]);
     }
     if (this.durability === 'write') {
       group.resolve();
@@ -328,7 +340,7 @@ export class AuditWal implements DecisionLog {
 
   /** Truncates (all acknowledged) or rewrites the file without its acknowledged head. */
   private compact(): void {
-    if (this.syncing || this.pending.length > 0 || this.start === 0) return;
+    if (this.syncing || this.pendingSeqs.length > 0 || this.start === 0) return;
     if (this.head === this.seqs.length) {
       fs.ftruncateSync(this.fd, 0);
       this.resetIndex(0, []);
@@ -397,9 +409,9 @@ function makeGroup(seq?: number): SyncGroup {
 }
 
 /** pwrite(2) until all of `data` is in the file (a regular file rarely takes less). */
-function writeAll(fd: number, data: Buffer, position: number): void {
+function writeAll(fd: number, data: Buffer, length: number, position: number): void {
   let done = 0;
-  while (done < data.length) done += fs.writeSync(fd, data, done, data.length - done, position + done);
+  while (done < length) done += fs.writeSync(fd, data, done, length - done, position + done);
 }
 
 function isJson(line: Buffer): boolean {
