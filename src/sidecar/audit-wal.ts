@@ -5,7 +5,8 @@ import { compactInput } from '../audit/audit-input';
 import type { AuditRecord } from '../audit/audit-record';
 import { AuditSanitizer } from '../audit/audit-sanitizer';
 import type { DecisionLog } from '../decisions/decision-sources';
-import { readFileIfExists, writeFileAtomic, writeFileAtomicAsync } from './atomic-file';
+import { AckFile } from './ack-file';
+import { readFileIfExists, writeFileAtomic } from './atomic-file';
 import { walLine } from './wal-line';
 
 const WAL_FILE = 'audit.wal';
@@ -78,7 +79,7 @@ interface SyncGroup {
  * sidecar could lose and renumber.
  *
  * The gateway acknowledges forwarded entries by number; the highest acknowledged number goes to
- * `audit.acked` (atomically) and the file is then truncated (everything acknowledged) or
+ * `audit.acked` (durably, see AckFile) and the file is then truncated (everything acknowledged) or
  * rewritten without its acknowledged head. Growth is bounded by `maxBytes`: past it, entries
  * are dropped, counted and logged, and their numbers are still used, so the gateway's fleet
  * status reports exactly which decisions are missing.
@@ -111,6 +112,9 @@ export class AuditWal implements DecisionLog {
   private lastSyncStart = -Infinity;
   private scheduled = false;
   private readonly settled = Promise.resolve();
+  private ackFile: AckFile | null = null;
+  /** The last acknowledgement's write: they go one at a time. */
+  private ackWriting: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly dir: string,
@@ -195,7 +199,9 @@ export class AuditWal implements DecisionLog {
   /** The gateway has every entry up to `seq`: remember it (off the event loop), then drop them from the file. */
   async acknowledge(seq: number): Promise<void> {
     if (seq <= this.ackedSeq) return;
-    await writeFileAtomicAsync(path.join(this.dir, ACKED_FILE), String(seq));
+    const write = this.ackWriting.catch(() => undefined).then(() => this.persistAck(seq));
+    this.ackWriting = write;
+    await write;
     if (seq <= this.ackedSeq) return;
     this.ackedSeq = seq;
     while (this.head < this.seqs.length && this.seqs[this.head] <= seq) {
@@ -226,8 +232,14 @@ export class AuditWal implements DecisionLog {
     fs.fdatasyncSync(this.fd);
     fs.closeSync(this.fd);
     this.fd = -1;
+    await this.ackWriting.catch(() => undefined);
+    this.ackFile?.close();
     for (const group of this.awaitingSync) group.resolve();
     this.awaitingSync = [];
+  }
+
+  private persistAck(seq: number): Promise<void> {
+    return new Promise((resolve, reject) => this.ackFile!.write(seq, (error) => (error ? reject(error) : resolve())));
   }
 
   private serialize(seq: number, entry: AuditRecord): string {
@@ -368,7 +380,9 @@ export class AuditWal implements DecisionLog {
   }
 
   private recover(): void {
-    this.ackedSeq = Number(readFileIfExists(path.join(this.dir, ACKED_FILE)) ?? 0) || 0;
+    const acked = AckFile.open(path.join(this.dir, ACKED_FILE));
+    this.ackFile = acked.ackFile;
+    this.ackedSeq = acked.ackedSeq;
     const usedSeq = Number(readFileIfExists(path.join(this.dir, SEQ_FILE)) ?? 0) || 0;
     this.fd = fs.openSync(this.file, fs.existsSync(this.file) ? 'r+' : 'w+', 0o600);
     const data = fs.readFileSync(this.file);

@@ -16,8 +16,8 @@ import { BundleStore } from './bundle-store';
 import { agentIdOf, batchItems, decisionRequestOf, enforceItem } from './enforce-request';
 import { answerMembers, roundMs, sendJsonText } from './enforce-answer';
 import { jsonNumber, jsonString } from './json-text';
+import { rawHeader, traceIdOf } from './raw-headers';
 import { SidecarHealth } from './sidecar-health';
-import { requestTraceId } from '../common/raw-request';
 
 /**
  * The sidecar's hot endpoints on the lean path (no express): `POST /enforce`, `POST
@@ -46,7 +46,7 @@ export class SidecarHandler {
 
   /** Serves one request; never throws. */
   handle(request: IncomingMessage, response: ServerResponse): void {
-    const traceId = requestTraceId(request);
+    const traceId = traceIdOf(request);
     this.serve(request, response, traceId).catch((error: unknown) => {
       const answer = errorBody(error, traceId);
       if (answer.unexpected) this.logger.error({ err: error, traceId }, 'sidecar request failed');
@@ -72,7 +72,7 @@ export class SidecarHandler {
     const body = await this.readJson(request);
     const failure = this.store.failure;
     if (failure !== null) return this.failClosed(response, traceId, failure);
-    const agent = await this.authenticator.authenticate(request.headers.authorization);
+    const agent = await this.authenticator.authenticate(rawHeader(request, 'authorization', false));
     const named = agentIdOf(body);
     if (named !== undefined && named !== agent.agent.id) throw new AppError(ErrorCode.Forbidden, `agentId ${named} is not the agent of the token`);
     if (path === '/enforce') return this.enforce(response, agent, body, traceId, started);

@@ -1,4 +1,4 @@
-import type { AuditRecord } from '../audit/audit-record';
+import { AuditRecord, roundMs } from '../audit/audit-record';
 import { jsonNumber, jsonString } from './json-text';
 import { walLine } from './wal-line';
 
@@ -22,7 +22,7 @@ function record(overrides: Partial<AuditRecord> = {}): AuditRecord {
     policyName: 'p',
     rule: 'r',
     reason: 'no',
-    decisionLatencyMs: 0.0123,
+    decisionLatencyMs: 0.012345678,
     latencyMs: 1.5,
     status: 403,
     upstreamStatus: null,
@@ -36,7 +36,8 @@ function record(overrides: Partial<AuditRecord> = {}): AuditRecord {
 /** What the line must parse to: the record as JSON.stringify writes it, numbered, with its input text. */
 function expected(seq: number, entry: AuditRecord, inputJson: string): unknown {
   const { input: _input, ...fields } = entry;
-  return { seq, ...(JSON.parse(JSON.stringify(fields)) as object), input: JSON.parse(inputJson) as unknown };
+  const latencies = { decisionLatencyMs: roundMs(entry.decisionLatencyMs), latencyMs: roundMs(entry.latencyMs) };
+  return { seq, ...(JSON.parse(JSON.stringify({ ...fields, ...latencies })) as object), input: JSON.parse(inputJson) as unknown };
 }
 
 describe('walLine', () => {
