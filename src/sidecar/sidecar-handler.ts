@@ -12,6 +12,7 @@ import { LOGGER } from '../logging/logging.module';
 import { sendJson } from '../proxy/decision-headers';
 import { INVALID_JSON, parseJsonBody, readBody } from '../proxy/request-body';
 import { AuditWal } from './audit-wal';
+import { AuthenticatedAgents } from './authenticated-agents';
 import { BundleStore } from './bundle-store';
 import { agentIdOf, batchItems, decisionRequestOf, enforceItem } from './enforce-request';
 import { answerMembers, roundMs, sendJsonText } from './enforce-answer';
@@ -28,6 +29,8 @@ import { SidecarHealth } from './sidecar-health';
  */
 @Injectable()
 export class SidecarHandler {
+  private readonly agents = new AuthenticatedAgents();
+
   constructor(
     private readonly config: SidecarConfig,
     private readonly store: BundleStore,
@@ -72,11 +75,22 @@ export class SidecarHandler {
     const body = await this.readJson(request);
     const failure = this.store.failure;
     if (failure !== null) return this.failClosed(response, traceId, failure);
-    const agent = await this.authenticator.authenticate(rawHeader(request, 'authorization', false));
+    const agent = await this.authenticate(rawHeader(request, 'authorization', false));
     const named = agentIdOf(body);
     if (named !== undefined && named !== agent.agent.id) throw new AppError(ErrorCode.Forbidden, `agentId ${named} is not the agent of the token`);
     if (path === '/enforce') return this.enforce(response, agent, body, traceId, started);
     return this.enforceBatch(response, agent, body, traceId, started);
+  }
+
+  /** The agent of the request's token: from the cache while the bundle and the token hold, else the authenticator. */
+  private authenticate(authorization: string | undefined): AuthenticatedAgent | Promise<AuthenticatedAgent> {
+    const bundle = this.store.bundle;
+    const known = this.agents.get(authorization, bundle, Date.now());
+    if (known !== undefined) return known;
+    return this.authenticator.authenticate(authorization).then((agent) => {
+      this.agents.set(authorization, bundle, agent);
+      return agent;
+    });
   }
 
   /** The answer (enforce-answer.ts) with the bundle version, the mode and the trace id. */
