@@ -17,6 +17,7 @@ import { BundleStore } from './bundle-store';
 import { agentIdOf, batchItems, decisionRequestOf, enforceItem } from './enforce-request';
 import { answerMembers, roundMs, sendJsonText } from './enforce-answer';
 import { jsonNumber, jsonString } from './json-text';
+import { pathOf } from '../common/raw-request';
 import { rawHeader, traceIdOf } from './raw-headers';
 import { SidecarHealth } from './sidecar-health';
 
@@ -68,29 +69,30 @@ export class SidecarHandler {
   }
 
   private async serve(request: IncomingMessage, response: ServerResponse, traceId: string): Promise<void> {
-    const path = (request.url ?? '').split('?')[0];
+    const path = pathOf(request.url);
     if (path === '/health') return this.sendHealth(request, response);
     if (request.method !== 'POST') throw new AppError(ErrorCode.NotFound, `Cannot ${request.method} ${path}`);
     const started = performance.now();
     const body = await this.readJson(request);
     const failure = this.store.failure;
     if (failure !== null) return this.failClosed(response, traceId, failure);
-    const agent = await this.authenticate(rawHeader(request, 'authorization', false));
+    const authorization = rawHeader(request, 'authorization', false);
+    const agent = this.agents.get(authorization, this.store.bundle, Date.now()) ?? (await this.authenticate(authorization));
     const named = agentIdOf(body);
     if (named !== undefined && named !== agent.agent.id) throw new AppError(ErrorCode.Forbidden, `agentId ${named} is not the agent of the token`);
     if (path === '/enforce') return this.enforce(response, agent, body, traceId, started);
     return this.enforceBatch(response, agent, body, traceId, started);
   }
 
-  /** The agent of the request's token: from the cache while the bundle and the token hold, else the authenticator. */
-  private authenticate(authorization: string | undefined): AuthenticatedAgent | Promise<AuthenticatedAgent> {
+  /**
+   * The agent of a token not in the cache (AuthenticatedAgents), then remembered under the
+   * bundle that was in force when authentication began.
+   */
+  private async authenticate(authorization: string | undefined): Promise<AuthenticatedAgent> {
     const bundle = this.store.bundle;
-    const known = this.agents.get(authorization, bundle, Date.now());
-    if (known !== undefined) return known;
-    return this.authenticator.authenticate(authorization).then((agent) => {
-      this.agents.set(authorization, bundle, agent);
-      return agent;
-    });
+    const agent = await this.authenticator.authenticate(authorization);
+    this.agents.set(authorization, bundle, agent);
+    return agent;
   }
 
   /** The answer (enforce-answer.ts) with the bundle version, the mode and the trace id. */
