@@ -6,6 +6,7 @@
  */
 
 /** What JSON.stringify escapes, and any surrogate (paired or not): such strings take its path. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what JSON escapes
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** A string (or null) as JSON.stringify writes it. */

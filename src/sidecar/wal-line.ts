@@ -12,34 +12,33 @@ import { jsonNumber, jsonString } from './json-text';
  */
 
 /** The record's fields this encoder writes; `input` comes already cleaned and serialised. */
-const ENCODED_FIELDS = [
-  'id',
-  'ts',
-  'orgId',
-  'source',
-  'kind',
-  'traceId',
-  'agentId',
-  'agentName',
-  'trustTier',
-  'action',
-  'method',
-  'path',
-  'decision',
-  'enforced',
-  'rateLimited',
-  'policyName',
-  'rule',
-  'reason',
-  'decisionLatencyMs',
-  'latencyMs',
-  'status',
-  'upstreamStatus',
-  'delegationChain',
-  'details',
-] as const;
+type EncodedField =
+  | 'id'
+  | 'ts'
+  | 'orgId'
+  | 'source'
+  | 'kind'
+  | 'traceId'
+  | 'agentId'
+  | 'agentName'
+  | 'trustTier'
+  | 'action'
+  | 'method'
+  | 'path'
+  | 'decision'
+  | 'enforced'
+  | 'rateLimited'
+  | 'policyName'
+  | 'rule'
+  | 'reason'
+  | 'decisionLatencyMs'
+  | 'latencyMs'
+  | 'status'
+  | 'upstreamStatus'
+  | 'delegationChain'
+  | 'details';
 /** A field added to AuditRecord and not written here fails the build rather than vanish from the sidecar's entries. */
-const everyFieldEncoded: Record<Exclude<keyof AuditRecord, (typeof ENCODED_FIELDS)[number] | 'input'>, never> = {};
+const everyFieldEncoded: Record<Exclude<keyof AuditRecord, EncodedField | 'input'>, never> = {};
 void everyFieldEncoded;
 
 /** `{"seq":N,...record,"input":<inputJson>}` and a newline. */
