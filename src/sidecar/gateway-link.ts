@@ -39,15 +39,22 @@ export class GatewayLink {
    */
   post(path: string, parts: readonly Buffer[]): Promise<GatewayAnswer> {
     return new Promise((resolve) => {
+      let settled = false;
+      const settle = (answer: () => GatewayAnswer) => {
+        if (settled) return;
+        settled = true;
+        resolve(answer());
+      };
       const url = new URL(`${this.config.gatewayUrl}${path}`);
       const transport = url.protocol === 'https:' ? https : http;
       const request = transport.request(url, { method: 'POST', agent: this.agent, headers: this.headers({ 'content-type': 'application/json', 'content-length': String(totalLength(parts)) }) }, (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('error', () => resolve(this.unreachable()));
-        response.on('end', () => resolve(this.answered(response.statusCode ?? 0, headersOf(response), Buffer.concat(chunks).toString('utf8'))));
+        response.on('end', () => settle(() => this.answered(response.statusCode ?? 0, headersOf(response), Buffer.concat(chunks).toString('utf8'))));
+        // A connection lost mid-answer: no 'end'.
+        response.on('close', () => settle(() => this.unreachable()));
       });
-      request.on('error', () => resolve(this.unreachable()));
+      request.on('error', () => settle(() => this.unreachable()));
       request.setTimeout(REQUEST_TIMEOUT_MS, () => request.destroy(new Error('gateway did not answer in time')));
       for (const part of parts) request.write(part);
       request.end();
