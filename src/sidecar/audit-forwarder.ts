@@ -65,6 +65,11 @@ export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShut
     this.running = true;
     try {
       while (!this.stopped && (await this.forwardOne()));
+    } catch (error) {
+      // The acknowledgement could not be made durable: the batch is sent again later (the gateway skips what it has).
+      this.lastError = `audit acknowledgement failed: ${(error as Error).message}`;
+      this.logger.error({ err: error }, 'audit acknowledgement could not be written; will retry');
+      this.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(500, this.backoffMs * 2));
     } finally {
       this.running = false;
     }

@@ -198,7 +198,8 @@ export class AuditWal implements DecisionLog {
 
   /** The gateway has every entry up to `seq`: remember it (off the event loop), then drop them from the file. */
   async acknowledge(seq: number): Promise<void> {
-    if (seq <= this.ackedSeq) return;
+    // After close (shutdown), a batch answered meanwhile is simply forwarded again at the next start.
+    if (seq <= this.ackedSeq || this.fd < 0) return;
     const write = this.ackWriting.catch(() => undefined).then(() => this.persistAck(seq));
     this.ackWriting = write;
     await write;
