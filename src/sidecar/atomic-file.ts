@@ -38,22 +38,3 @@ export function readFileIfExists(file: string): string | undefined {
     throw error;
   }
 }
-
-/** `writeFileAtomic` off the event loop (libuv's thread pool), for writes on a request-serving path. */
-export async function writeFileAtomicAsync(file: string, data: string | Buffer, mode = 0o600): Promise<void> {
-  const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.async.tmp`);
-  const handle = await fs.promises.open(temporary, 'w', mode);
-  try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await fs.promises.rename(temporary, file);
-  const dir = await fs.promises.open(path.dirname(file), 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
-}

@@ -24,13 +24,17 @@ export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShut
   private running = false;
   private backoffMs = 0;
   private stopped = false;
+  /** The ingest body up to its entries. */
+  private readonly opening: Buffer;
 
   constructor(
     private readonly config: SidecarConfig,
     private readonly wal: AuditWal,
     private readonly link: GatewayLink,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+  ) {
+    this.opening = Buffer.from(`{"sidecarId":${JSON.stringify(link.sidecarId)},"entries":[`);
+  }
 
   onApplicationBootstrap(): void {
     this.later(this.config.auditForwardIntervalMs);
@@ -39,6 +43,7 @@ export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShut
   onApplicationShutdown(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    this.link.close();
   }
 
   /** Forward now (the gateway just answered a bundle fetch). */
@@ -60,6 +65,11 @@ export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShut
     this.running = true;
     try {
       while (!this.stopped && (await this.forwardOne()));
+    } catch (error) {
+      // The acknowledgement could not be made durable: the batch is sent again later (the gateway skips what it has).
+      this.lastError = `audit acknowledgement failed: ${(error as Error).message}`;
+      this.logger.error({ err: error }, 'audit acknowledgement could not be written; will retry');
+      this.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(500, this.backoffMs * 2));
     } finally {
       this.running = false;
     }
@@ -70,8 +80,7 @@ export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShut
   private async forwardOne(): Promise<boolean> {
     const batch = this.wal.batch(BATCH_ENTRIES, BATCH_BYTES);
     if (batch === null) return false;
-    const body = Buffer.concat([Buffer.from(`{"sidecarId":${JSON.stringify(this.link.sidecarId)},"entries":[`), batch.entries, CLOSING]);
-    const answer = await this.link.post('/api/v1/audit/ingest', body);
+    const answer = await this.link.post('/api/v1/audit/ingest', [this.opening, batch.entries, CLOSING]);
     if (answer === 'unreachable' || answer.status !== 200) {
       this.lastError = answer === 'unreachable' ? 'gateway unreachable' : `gateway answered ${answer.status}: ${answer.text.slice(0, 200)}`;
       if (answer !== 'unreachable') this.logger.error({ status: answer.status, firstSeq: batch.firstSeq, lastSeq: batch.lastSeq }, 'audit batch refused by the gateway; will retry');

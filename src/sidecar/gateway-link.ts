@@ -1,3 +1,5 @@
+import http from 'node:http';
+import https from 'node:https';
 import { SidecarHeader } from '../bundles/sidecar-header';
 import { ServiceHeader } from '../common/service-header';
 import type { SidecarConfig } from '../config/sidecar-config';
@@ -15,40 +17,94 @@ export type GatewayAnswer = { status: number; headers: Headers; text: string } |
 export class GatewayLink {
   reachable = false;
   lastContactMs: number | null = null;
+  /** One kept-alive connection for the forwarder's batches. */
+  private readonly agent: http.Agent;
 
   constructor(
     private readonly config: SidecarConfig,
     readonly sidecarId: string,
-  ) {}
+  ) {
+    const options = { keepAlive: true, maxSockets: 1 };
+    this.agent = config.gatewayUrl.startsWith('https:') ? new https.Agent(options) : new http.Agent(options);
+  }
 
   async get(path: string, headers: Record<string, string> = {}): Promise<GatewayAnswer> {
     return this.call('GET', path, headers);
   }
 
-  async post(path: string, body: string | Buffer): Promise<GatewayAnswer> {
-    return this.call('POST', path, { 'content-type': 'application/json' }, body);
+  /**
+   * POSTs a JSON body given in parts (the forwarder's batch: its head, the WAL's bytes, its
+   * tail), written as they are. On node:http rather than fetch: fetch copies the body and costs
+   * far more per call, and the forwarder runs on the event loop that answers /enforce.
+   */
+  post(path: string, parts: readonly Buffer[]): Promise<GatewayAnswer> {
+    return new Promise((resolve) => {
+      let settled = false;
+      const settle = (answer: () => GatewayAnswer) => {
+        if (settled) return;
+        settled = true;
+        resolve(answer());
+      };
+      const url = new URL(`${this.config.gatewayUrl}${path}`);
+      const transport = url.protocol === 'https:' ? https : http;
+      const request = transport.request(url, { method: 'POST', agent: this.agent, headers: this.headers({ 'content-type': 'application/json', 'content-length': String(totalLength(parts)) }) }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => settle(() => this.answered(response.statusCode ?? 0, headersOf(response), Buffer.concat(chunks).toString('utf8'))));
+        // A connection lost mid-answer: no 'end'.
+        response.on('close', () => settle(() => this.unreachable()));
+      });
+      request.on('error', () => settle(() => this.unreachable()));
+      request.setTimeout(REQUEST_TIMEOUT_MS, () => request.destroy(new Error('gateway did not answer in time')));
+      for (const part of parts) request.write(part);
+      request.end();
+    });
   }
 
-  private async call(method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<GatewayAnswer> {
+  /** Closes the forwarder's kept-alive connection (shutdown). */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private async call(method: string, path: string, headers: Record<string, string>): Promise<GatewayAnswer> {
     try {
       const response = await fetch(`${this.config.gatewayUrl}${path}`, {
         method,
-        body,
-        headers: {
-          ...headers,
-          [ServiceHeader.AdminToken]: this.config.adminToken,
-          [SidecarHeader.Id]: this.sidecarId,
-          [SidecarHeader.Mode]: this.config.mode,
-        },
+        headers: this.headers(headers),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
-      const text = await response.text();
-      this.reachable = true;
-      this.lastContactMs = Date.now();
-      return { status: response.status, headers: response.headers, text };
+      return this.answered(response.status, response.headers, await response.text());
     } catch {
-      this.reachable = false;
-      return 'unreachable';
+      return this.unreachable();
     }
   }
+
+  private headers(extra: Record<string, string>): Record<string, string> {
+    return { ...extra, [ServiceHeader.AdminToken]: this.config.adminToken, [SidecarHeader.Id]: this.sidecarId, [SidecarHeader.Mode]: this.config.mode };
+  }
+
+  private answered(status: number, headers: Headers, text: string): GatewayAnswer {
+    this.reachable = true;
+    this.lastContactMs = Date.now();
+    return { status, headers, text };
+  }
+
+  private unreachable(): 'unreachable' {
+    this.reachable = false;
+    return 'unreachable';
+  }
+}
+
+function totalLength(parts: readonly Buffer[]): number {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  return length;
+}
+
+function headersOf(response: http.IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return headers;
 }

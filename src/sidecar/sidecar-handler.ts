@@ -6,30 +6,20 @@ import { errorBody } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { ServiceHeader } from '../common/service-header';
 import { SidecarConfig } from '../config/sidecar-config';
-import { DecisionService, Verdict } from '../decisions/decision.service';
+import { DecisionService } from '../decisions/decision.service';
 import { AgentAuthenticator, AuthenticatedAgent } from '../identity/agent-authenticator';
 import { LOGGER } from '../logging/logging.module';
 import { sendJson } from '../proxy/decision-headers';
 import { INVALID_JSON, parseJsonBody, readBody } from '../proxy/request-body';
 import { AuditWal } from './audit-wal';
+import { AuthenticatedAgents } from './authenticated-agents';
 import { BundleStore } from './bundle-store';
 import { agentIdOf, batchItems, decisionRequestOf, enforceItem } from './enforce-request';
+import { answerMembers, roundMs, sendJsonText } from './enforce-answer';
+import { jsonNumber, jsonString } from './json-text';
+import { pathOf } from '../common/raw-request';
+import { rawHeader, traceIdOf } from './raw-headers';
 import { SidecarHealth } from './sidecar-health';
-import { requestTraceId } from '../common/raw-request';
-
-/** What /enforce answers for one action. */
-interface EnforceAnswer {
-  decision: 'allow' | 'deny';
-  policy: string;
-  rule: string | null;
-  reason?: string;
-  /** MODE=audit only: the policies deny this, but nothing is blocked. */
-  wouldDeny?: true;
-  rateLimited?: true;
-  retryAfter?: number;
-  latencyMs: number;
-  decisionId: string;
-}
 
 /**
  * The sidecar's hot endpoints on the lean path (no express): `POST /enforce`, `POST
@@ -40,6 +30,8 @@ interface EnforceAnswer {
  */
 @Injectable()
 export class SidecarHandler {
+  private readonly agents = new AuthenticatedAgents();
+
   constructor(
     private readonly config: SidecarConfig,
     private readonly store: BundleStore,
@@ -58,7 +50,7 @@ export class SidecarHandler {
 
   /** Serves one request; never throws. */
   handle(request: IncomingMessage, response: ServerResponse): void {
-    const traceId = requestTraceId(request);
+    const traceId = traceIdOf(request);
     this.serve(request, response, traceId).catch((error: unknown) => {
       const answer = errorBody(error, traceId);
       if (answer.unexpected) this.logger.error({ err: error, traceId }, 'sidecar request failed');
@@ -77,69 +69,59 @@ export class SidecarHandler {
   }
 
   private async serve(request: IncomingMessage, response: ServerResponse, traceId: string): Promise<void> {
-    const path = (request.url ?? '').split('?')[0];
+    const path = pathOf(request.url);
     if (path === '/health') return this.sendHealth(request, response);
     if (request.method !== 'POST') throw new AppError(ErrorCode.NotFound, `Cannot ${request.method} ${path}`);
     const started = performance.now();
     const body = await this.readJson(request);
     const failure = this.store.failure;
     if (failure !== null) return this.failClosed(response, traceId, failure);
-    const agent = await this.authenticator.authenticate(request.headers.authorization);
+    const authorization = rawHeader(request, 'authorization', false);
+    const agent = this.agents.get(authorization, this.store.bundle, Date.now()) ?? (await this.authenticate(authorization));
     const named = agentIdOf(body);
     if (named !== undefined && named !== agent.agent.id) throw new AppError(ErrorCode.Forbidden, `agentId ${named} is not the agent of the token`);
     if (path === '/enforce') return this.enforce(response, agent, body, traceId, started);
     return this.enforceBatch(response, agent, body, traceId, started);
   }
 
+  /**
+   * The agent of a token not in the cache (AuthenticatedAgents), then remembered under the
+   * bundle that was in force when authentication began.
+   */
+  private async authenticate(authorization: string | undefined): Promise<AuthenticatedAgent> {
+    const bundle = this.store.bundle;
+    const agent = await this.authenticator.authenticate(authorization);
+    this.agents.set(authorization, bundle, agent);
+    return agent;
+  }
+
+  /** The answer (enforce-answer.ts) with the bundle version, the mode and the trace id. */
   private async enforce(response: ServerResponse, agent: AuthenticatedAgent, body: Record<string, unknown>, traceId: string, started: number): Promise<void> {
     const verdict = await this.decisions.check(agent, decisionRequestOf(enforceItem(body), traceId));
     await this.wal.durable();
-    sendJson(response, 200, { ...this.answer(verdict, started), bundleVersion: this.store.bundle?.version ?? null, mode: this.config.mode, traceId }, { [ServiceHeader.TraceId]: traceId });
+    const answer = answerMembers(verdict, performance.now() - started);
+    sendJsonText(response, 200, `{${answer},${this.trailer(traceId)}}`, traceId);
   }
 
+  /** Each action's answer with its `action`; `allAllowed`, the whole request's `latencyMs`, and as /enforce. */
   private async enforceBatch(response: ServerResponse, agent: AuthenticatedAgent, body: Record<string, unknown>, traceId: string, started: number): Promise<void> {
     const items = batchItems(body);
-    const results: Array<EnforceAnswer & { action: string }> = [];
+    const results: string[] = [];
+    let allAllowed = true;
     for (const item of items) {
       const itemStarted = performance.now();
       const verdict = await this.decisions.check(agent, decisionRequestOf(item, traceId));
-      results.push({ action: item.action, ...this.answer(verdict, itemStarted) });
+      if (verdict.enforced && verdict.decision.effect === 'deny') allAllowed = false;
+      results.push(`{"action":${jsonString(item.action)},${answerMembers(verdict, performance.now() - itemStarted)}}`);
     }
     await this.wal.durable();
-    sendJson(
-      response,
-      200,
-      {
-        results,
-        allAllowed: results.every((result) => result.decision === 'allow'),
-        latencyMs: round(performance.now() - started),
-        bundleVersion: this.store.bundle?.version ?? null,
-        mode: this.config.mode,
-        traceId,
-      },
-      { [ServiceHeader.TraceId]: traceId },
-    );
+    const latencyMs = jsonNumber(roundMs(performance.now() - started));
+    sendJsonText(response, 200, `{"results":[${results.join(',')}],"allAllowed":${allAllowed},"latencyMs":${latencyMs},${this.trailer(traceId)}}`, traceId);
   }
 
-  /** MODE=audit: a would-be denial answers `allow` with `wouldDeny: true` and the policy's reason. */
-  private answer(verdict: Verdict, started: number): EnforceAnswer {
-    const { decision } = verdict;
-    const answer: EnforceAnswer = {
-      decision: verdict.enforced ? decision.effect : 'allow',
-      policy: decision.policy,
-      rule: decision.rule,
-      latencyMs: round(performance.now() - started),
-      decisionId: verdict.id,
-    };
-    if (decision.effect === 'deny') {
-      answer.reason = decision.reason;
-      if (!verdict.enforced) answer.wouldDeny = true;
-      if (decision.rateLimit) {
-        answer.rateLimited = true;
-        answer.retryAfter = decision.rateLimit.retryAfterSeconds;
-      }
-    }
-    return answer;
+  /** The members every /enforce answer ends with. */
+  private trailer(traceId: string): string {
+    return `"bundleVersion":${jsonString(this.store.bundle?.version ?? null)},"mode":${jsonString(this.config.mode)},"traceId":${jsonString(traceId)}`;
   }
 
   private sendHealth(request: IncomingMessage, response: ServerResponse): void {
@@ -159,6 +141,3 @@ export class SidecarHandler {
   }
 }
 
-function round(ms: number): number {
-  return Math.round(ms * 1000) / 1000;
-}

@@ -1,0 +1,35 @@
+import type { AuthenticatedAgent } from '../identity/agent-authenticator';
+import type { BundleContent } from '../bundles/bundle-format';
+
+/** Past this many tokens the cache starts over (a sidecar serves a handful of agents). */
+const MAX_TOKENS = 10_000;
+
+/**
+ * The agents authenticated under the bundle in force, by Authorization header. Everything
+ * AgentAuthenticator decides (signature, issuer, the agent and its delegators present and
+ * unrevoked) depends only on the token and the bundle, except expiry: so while the same bundle
+ * object is in force, a token seen before stands for the same agent until it expires, and a
+ * request skips the authenticator's promises and lookups. A new bundle (a revocation, a tier
+ * change, new keys) empties the cache.
+ */
+export class AuthenticatedAgents {
+  private bundle: BundleContent | null = null;
+  private readonly agents = new Map<string, AuthenticatedAgent>();
+
+  /** The agent of this header under `bundle`, if known and its token has not expired. */
+  get(authorization: string | undefined, bundle: BundleContent | null, nowMs: number): AuthenticatedAgent | undefined {
+    if (authorization === undefined || bundle !== this.bundle) return undefined;
+    const agent = this.agents.get(authorization);
+    return agent !== undefined && agent.claims.exp * 1000 > nowMs ? agent : undefined;
+  }
+
+  /** Remembers an agent the authenticator accepted under `bundle`. */
+  set(authorization: string | undefined, bundle: BundleContent | null, agent: AuthenticatedAgent): void {
+    if (authorization === undefined || bundle === null) return;
+    if (bundle !== this.bundle || this.agents.size >= MAX_TOKENS) {
+      this.agents.clear();
+      this.bundle = bundle;
+    }
+    this.agents.set(authorization, agent);
+  }
+}

@@ -1,0 +1,41 @@
+import type { ServerResponse } from 'node:http';
+import { ServiceHeader } from '../common/service-header';
+import type { Verdict } from '../decisions/decision.service';
+import { jsonNumber, jsonString } from './json-text';
+
+/**
+ * What /enforce answers for one action, as the members of a JSON object (no braces), written
+ * by hand (json-text.ts): `decision` (`allow`|`deny`), `policy`, `rule`, `latencyMs`,
+ * `decisionId`, and for a denial `reason`; `wouldDeny: true` in MODE=audit, where a would-be
+ * denial answers `allow` and nothing is blocked; `rateLimited: true` and `retryAfter` (seconds)
+ * for a tripped rate limit.
+ */
+export function answerMembers(verdict: Verdict, latencyMs: number): string {
+  const { decision } = verdict;
+  const effect = verdict.enforced ? decision.effect : 'allow';
+  let members = `"decision":"${effect}","policy":${jsonString(decision.policy)},"rule":${jsonString(decision.rule)},"latencyMs":${jsonNumber(roundMs(latencyMs))},"decisionId":${jsonString(verdict.id)}`;
+  if (decision.effect === 'deny') {
+    members += `,"reason":${jsonString(decision.reason)}`;
+    if (!verdict.enforced) members += ',"wouldDeny":true';
+    if (decision.rateLimit) members += `,"rateLimited":true,"retryAfter":${jsonNumber(decision.rateLimit.retryAfterSeconds)}`;
+  }
+  return members;
+}
+
+/** Milliseconds to the microsecond. */
+export function roundMs(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+/**
+ * Sends JSON text with the trace id header. The headers go as a flat list: no object to build
+ * and walk per answer.
+ */
+export function sendJsonText(response: ServerResponse, status: number, json: string, traceId: string): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  response.writeHead(status, [ServiceHeader.TraceId, traceId, 'content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(json))]);
+  response.end(json);
+}
