@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { KeyObject } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, JWTPayload } from 'jose';
 import { DECISION_SETTINGS, DecisionSettings, VERIFICATION_KEYS, VerificationKeySource } from '../decisions/decision-sources';
 import { AgentTokenClaims, InvalidTokenError, toClaims } from './agent-token-claims';
@@ -6,15 +7,24 @@ import { AgentTokenClaims, InvalidTokenError, toClaims } from './agent-token-cla
 const MAX_CACHED_TOKENS = 50_000;
 const ALGORITHMS = ['EdDSA', 'ES256'];
 
+/** A token whose signature was checked, with the key that checked it. */
+interface VerifiedToken {
+  claims: AgentTokenClaims;
+  kid: string | undefined;
+  key: KeyObject;
+}
+
 /**
  * Verifies agent tokens against a set of trusted public keys: the gateway's key ring, or at the
  * edge the keys of the signed bundle. It never needs a private key. Verified tokens are cached
- * until they expire, so a signature is checked once per token, not per request; whether the
- * agent is still allowed in (revocation) is the caller's check, on every request.
+ * until they expire, so a signature is checked once per token, not per request, as long as the
+ * key that checked it is still the trusted key of its `kid` (a bundle that drops or replaces a
+ * key sends its tokens back through the signature check); whether the agent is still allowed in
+ * (revocation) is the caller's check, on every request.
  */
 @Injectable()
 export class AgentTokenVerifier {
-  private readonly verified = new Map<string, AgentTokenClaims>();
+  private readonly verified = new Map<string, VerifiedToken>();
 
   constructor(
     @Inject(VERIFICATION_KEYS) private readonly keys: VerificationKeySource,
@@ -25,25 +35,36 @@ export class AgentTokenVerifier {
   async verify(token: string, nowMs: number): Promise<AgentTokenClaims> {
     const cached = this.verified.get(token);
     if (cached === undefined) return this.verifySignature(token);
-    if (cached.exp * 1000 > nowMs) return cached;
+    if (cached.claims.exp * 1000 <= nowMs) {
+      this.verified.delete(token);
+      throw new InvalidTokenError('token expired');
+    }
+    const trusted = this.keys.verificationKey(cached.kid);
+    if ((trusted instanceof Promise ? await trusted : trusted) === cached.key) return cached.claims;
     this.verified.delete(token);
-    throw new InvalidTokenError('token expired');
+    return this.verifySignature(token);
   }
 
   private async verifySignature(token: string): Promise<AgentTokenClaims> {
     let payload: JWTPayload;
+    let kid: string | undefined;
+    let key: KeyObject | undefined;
     try {
-      ({ payload } = await jwtVerify(token, (header) => this.keyFor(header.kid), {
-        issuer: this.settings.tokenIssuer,
-        algorithms: ALGORITHMS,
-        requiredClaims: ['sub', 'exp', 'iat'],
-      }));
+      ({ payload } = await jwtVerify(
+        token,
+        async (header) => {
+          kid = header.kid;
+          key = await this.keyFor(header.kid);
+          return key;
+        },
+        { issuer: this.settings.tokenIssuer, algorithms: ALGORITHMS, requiredClaims: ['sub', 'exp', 'iat'] },
+      ));
     } catch (error) {
       throw new InvalidTokenError(error instanceof joseErrors.JWTExpired ? 'token expired' : 'invalid token');
     }
     const claims = toClaims(payload);
     if (this.verified.size >= MAX_CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
-    this.verified.set(token, claims);
+    this.verified.set(token, { claims, kid, key: key! });
     return claims;
   }
 
