@@ -68,9 +68,9 @@ interface SyncGroup {
  * `{"seq":N, ...audit record}`, N counting from 1 per sidecar and never reused.
  *
  * Durability (group commit): `record` only queues the line; at the end of the event loop's turn
- * the turn's lines are written with one write(2) in the thread pool (one write at a time: lines
- * queued meanwhile go with the next), and one fdatasync then covers them (one sync
- * at a time; lines of later turns wait for the next). A transport sends its answer only after
+ * the turn's lines are written with one write(2) on the event loop (see `writePending`), and one
+ * fdatasync in the thread pool then covers them (one sync at a time; lines of later turns wait
+ * for the next). A transport sends its answer only after
  * `durable()` resolves: with AUDIT_DURABILITY=write (the default) once the turn's lines are
  * written, so a kill -9 of the sidecar loses no answered decision and a power loss at most what
  * the background fdatasync had not reached; with `sync` once they are synced, so not even a
