@@ -39,6 +39,7 @@ import {
   auditDecisionCount,
   createDatabase,
   dropDatabase,
+  guardAgainstInterrupt,
   positiveNumber,
   POSTGRES_URL,
   redact,
@@ -114,17 +115,7 @@ export async function runPdpBench(): Promise<BenchReport> {
   const children = new ChildSet();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-pdp-bench-'));
   let database: string | null = null;
-  const onExit = () => children.killAllNow();
-  const onSignal = (signal: NodeJS.Signals) => {
-    children.killAllNow();
-    fs.rmSync(tmp, { recursive: true, force: true });
-    process.stderr.write(`\npdp bench interrupted (${signal}); child processes killed\n`);
-    const dropped = database === null ? Promise.resolve() : dropDatabase(database);
-    void Promise.race([dropped, new Promise((resolve) => setTimeout(resolve, 5000))]).finally(() => process.exit(130));
-  };
-  process.on('exit', onExit);
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const releaseGuard = guardAgainstInterrupt('pdp', children, tmp, () => database);
   const notes: string[] = [];
   const clients: grpc.Client[] = [];
   try {
@@ -190,9 +181,7 @@ export async function runPdpBench(): Promise<BenchReport> {
   } finally {
     for (const client of clients) client.close();
     await children.stopAll();
-    process.off('exit', onExit);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    releaseGuard();
     if (database !== null) await dropDatabase(database).catch((error: unknown) => console.error(`could not drop bench database ${database}:`, error));
     fs.rmSync(tmp, { recursive: true, force: true });
   }

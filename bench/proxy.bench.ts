@@ -161,20 +161,7 @@ export async function runProxyBench(): Promise<BenchReport> {
   const children = new ChildSet();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-bench-'));
   let database: string | null = null;
-  const onExit = () => children.killAllNow();
-  const onSignal = (signal: NodeJS.Signals) => {
-    children.killAllNow();
-    fs.rmSync(tmp, { recursive: true, force: true });
-    process.stderr.write(`\nproxy bench interrupted (${signal}); child processes killed\n`);
-    const dropped = database === null ? Promise.resolve() : dropDatabase(database);
-    const timeout = new Promise((resolve) => setTimeout(resolve, 5000));
-    void Promise.race([dropped, timeout])
-      .catch(() => process.stderr.write(`could not drop bench database ${database}\n`))
-      .finally(() => process.exit(130));
-  };
-  process.on('exit', onExit);
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const releaseGuard = guardAgainstInterrupt('proxy', children, tmp, () => database);
   const rows: BenchRow[] = [];
   const notes: string[] = [
     `Node ${process.version}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}); loopback; autocannon ${CONNECTIONS} connections, pipelining 1, ` +
@@ -221,9 +208,7 @@ export async function runProxyBench(): Promise<BenchReport> {
     return { name: 'proxy', rows, targets: targets(reference, bareRun), notes: [...notes, ...ratioNotes(gatewayRuns, bareRun, upstreamAlone), ...disturbanceNotes(rows)] };
   } finally {
     await children.stopAll();
-    process.off('exit', onExit);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    releaseGuard();
     if (database !== null) await dropDatabase(database).catch((error: unknown) => console.error(`could not drop bench database ${database}:`, error));
     fs.rmSync(tmp, { recursive: true, force: true });
   }
@@ -736,6 +721,34 @@ export async function dropDatabase(name: string): Promise<void> {
 }
 
 /** Runs `work` on a connection to the server's maintenance database (creating and dropping bench databases). */
+/**
+ * Until the returned release is called: on exit the child processes are killed; on SIGINT or
+ * SIGTERM also the temporary directory and the bench database (`database()`, when made) go,
+ * within 5 s, and the process exits 130.
+ */
+export function guardAgainstInterrupt(bench: string, children: ChildSet, tmp: string, database: () => string | null): () => void {
+  const onExit = () => children.killAllNow();
+  const onSignal = (signal: NodeJS.Signals) => {
+    children.killAllNow();
+    fs.rmSync(tmp, { recursive: true, force: true });
+    process.stderr.write(`\n${bench} bench interrupted (${signal}); child processes killed\n`);
+    const name = database();
+    const dropped = name === null ? Promise.resolve() : dropDatabase(name);
+    const timeout = new Promise((resolve) => setTimeout(resolve, 5000));
+    void Promise.race([dropped, timeout])
+      .catch(() => process.stderr.write(`could not drop bench database ${name}\n`))
+      .finally(() => process.exit(130));
+  };
+  process.on('exit', onExit);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return () => {
+    process.off('exit', onExit);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+}
+
 export async function withAdminClient<T>(work: (client: Client) => Promise<T>): Promise<T> {
   const client = new Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
   await client.connect();

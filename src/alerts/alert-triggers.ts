@@ -16,26 +16,14 @@ export function activeTriggers(on: readonly AlertTriggerName[]): ActiveTriggers 
 /**
  * A raised alert in transit from the request thread to the alert worker: the facts of its
  * decision as a flat run of RAISED_FIELDS values in a batch array (a flat array of strings is
- * the cheapest thing to hand to another thread), in this order.
+ * the cheapest thing to hand to another thread), in the order `readRaised` reads them.
  */
-interface Raised {
+interface Raised extends Pick<AuditRecord, 'ts' | 'traceId' | 'agentId' | 'agentName' | 'trustTier' | 'action' | 'method' | 'path' | 'decision' | 'enforced' | 'status' | 'upstreamStatus'> {
   trigger: AlertTrigger;
-  ts: number;
-  traceId: string | null;
-  agentId: string | null;
-  agentName: string | null;
-  trustTier: string | null;
-  action: string;
-  method: string | null;
-  path: string | null;
-  decision: 'allow' | 'deny';
-  enforced: boolean;
   /** The entry's policy, or the alert rule's. */
   policyName: string | null;
   /** The entry's reason, or the alert rule's. */
   reason: string | null;
-  status: number | null;
-  upstreamStatus: number | null;
   /** The tripped rate limit, e.g. `10/1m per_agent`. */
   limit: string | null;
   /** The alert rule's name. */

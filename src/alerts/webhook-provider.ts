@@ -1,5 +1,6 @@
 import { createHmac, createSecretKey, KeyObject } from 'node:crypto';
 import type { Alert, AlertOrigin } from './alert';
+import { jsonString } from '../common/json-text';
 import { AlertHttpClient, headerLines, requestLine, safeUrl } from './alert-http';
 import type { AlertProvider, AttemptListener } from './alert-provider';
 
@@ -15,15 +16,8 @@ export enum AlertHeader {
   SignatureV2 = 'X-Service-Signature-V2',
 }
 
-// Printable ASCII but `"` and `\`: what JSON.stringify writes unchanged between quotes.
-const PLAIN_JSON_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 // Anything but printable ASCII, CR and LF (conservative: other control characters take the UTF-8 path too).
 const NON_ASCII = /[^\x20-\x7e\r\n]/;
-
-/** JSON.stringify(value) without its quotes: the string itself (no copy) in the common plain case. */
-function jsonText(value: string): string {
-  return PLAIN_JSON_STRING.test(value) ? value : JSON.stringify(value).slice(1, -1);
-}
 
 /**
  * SPEC.md's webhook payload as the JSON text that is sent and signed: exactly what
@@ -41,11 +35,11 @@ export class WebhookBody {
   render(alert: Alert): string {
     const entry = alert.entry;
     return (
-      `{"event":"service.alert","version":"1.0","id":"${jsonText(alert.id)}","timestamp":"${jsonText(alert.timestamp)}",` +
-      `"severity":"${jsonText(alert.severity)}","trigger":"${jsonText(alert.trigger)}","title":"${jsonText(alert.title)}","message":"${jsonText(alert.message)}",` +
-      `"entry":{"traceId":"${jsonText(entry.traceId)}","agentId":"${jsonText(entry.agentId)}","agentName":"${jsonText(entry.agentName)}",` +
-      `"trustTier":"${jsonText(entry.trustTier)}","action":"${jsonText(entry.action)}","method":"${jsonText(entry.method)}","path":"${jsonText(entry.path)}",` +
-      `"decision":"${jsonText(entry.decision)}","policyName":"${jsonText(entry.policyName)}","reason":"${jsonText(entry.reason)}"}` +
+      `{"event":"service.alert","version":"1.0","id":${jsonString(alert.id)},"timestamp":${jsonString(alert.timestamp)},` +
+      `"severity":${jsonString(alert.severity)},"trigger":${jsonString(alert.trigger)},"title":${jsonString(alert.title)},"message":${jsonString(alert.message)},` +
+      `"entry":{"traceId":${jsonString(entry.traceId)},"agentId":${jsonString(entry.agentId)},"agentName":${jsonString(entry.agentName)},` +
+      `"trustTier":${jsonString(entry.trustTier)},"action":${jsonString(entry.action)},"method":${jsonString(entry.method)},"path":${jsonString(entry.path)},` +
+      `"decision":${jsonString(entry.decision)},"policyName":${jsonString(entry.policyName)},"reason":${jsonString(entry.reason)}}` +
       this.tail
     );
   }

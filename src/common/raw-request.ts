@@ -12,9 +12,28 @@ export function header(request: IncomingMessage, name: string): string | undefin
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * A header's value as `request.headers` would give it, found in the parser's `rawHeaders` list:
+ * `joined` headers sent more than once are joined with ", " (X-Trace-ID, traceparent), the
+ * others keep their first value (Authorization). `request.headers` builds an object of every
+ * header on first use, which costs more than this scan where a path reads only a few.
+ */
+export function rawHeader(request: IncomingMessage, lowerName: string, joined: boolean): string | undefined {
+  const raw = request.rawHeaders;
+  let value: string | undefined;
+  for (let index = 0; index < raw.length; index += 2) {
+    const name = raw[index];
+    if (name.length !== lowerName.length || name.toLowerCase() !== lowerName) continue;
+    if (value === undefined) value = raw[index + 1];
+    else if (joined) value += `, ${raw[index + 1]}`;
+    else break;
+  }
+  return value;
+}
+
 /** The request's trace id: its X-Trace-ID, else its traceparent's, else a new one. */
 export function requestTraceId(request: IncomingMessage): string {
-  return resolveTraceId(header(request, 'x-trace-id'), header(request, 'traceparent'));
+  return resolveTraceId(rawHeader(request, 'x-trace-id', true), rawHeader(request, 'traceparent', true));
 }
 
 /** The URL's path, without its query string. */

@@ -39,8 +39,7 @@ export class AgentTokenVerifier {
       this.verified.delete(token);
       throw new InvalidTokenError('token expired');
     }
-    const trusted = this.keys.verificationKey(cached.kid);
-    if ((trusted instanceof Promise ? await trusted : trusted) === cached.key) return cached.claims;
+    if ((await this.keys.verificationKey(cached.kid)) === cached.key) return cached.claims;
     this.verified.delete(token);
     return this.verifySignature(token);
   }

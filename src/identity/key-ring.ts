@@ -39,12 +39,13 @@ export class KeyRing implements OnModuleInit {
     return this.current;
   }
 
-  /** The public key for a `kid`, looking in the database (rate-limited) when it is unknown here; synchronous when known. */
-  verificationKey(kid: string | undefined): KeyObject | undefined | Promise<KeyObject | undefined> {
+  /** The public key for a `kid`, looking in the database (rate-limited) when it is unknown here. */
+  async verificationKey(kid: string | undefined): Promise<KeyObject | undefined> {
     if (kid === undefined) return undefined;
     const known = this.verifiers.get(kid);
     if (known !== undefined || Date.now() - this.lastRefreshMs < REFRESH_AFTER_MISS_MS) return known;
-    return this.refresh().then(() => this.verifiers.get(kid));
+    await this.refresh();
+    return this.verifiers.get(kid);
   }
 
   /** Public keys to publish at /.well-known/jwks.json: those used within a token lifetime. */

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { ServiceHeader } from '../common/service-header';
 import type { Verdict } from '../decisions/decision.service';
-import { jsonNumber, jsonString } from './json-text';
+import { jsonNumber, jsonString } from '../common/json-text';
 
 /**
  * What /enforce answers for one action, as the members of a JSON object (no braces), written

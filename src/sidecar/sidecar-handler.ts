@@ -16,9 +16,8 @@ import { AuthenticatedAgents } from './authenticated-agents';
 import { BundleStore } from './bundle-store';
 import { agentIdOf, batchItems, decisionRequestOf, enforceItem } from './enforce-request';
 import { answerMembers, roundMs, sendJsonText } from './enforce-answer';
-import { jsonNumber, jsonString } from './json-text';
-import { pathOf } from '../common/raw-request';
-import { rawHeader, traceIdOf } from './raw-headers';
+import { jsonNumber, jsonString } from '../common/json-text';
+import { pathOf, rawHeader, requestTraceId } from '../common/raw-request';
 import { SidecarHealth } from './sidecar-health';
 
 /**
@@ -50,7 +49,7 @@ export class SidecarHandler {
 
   /** Serves one request; never throws. */
   handle(request: IncomingMessage, response: ServerResponse): void {
-    const traceId = traceIdOf(request);
+    const traceId = requestTraceId(request);
     this.serve(request, response, traceId).catch((error: unknown) => {
       const answer = errorBody(error, traceId);
       if (answer.unexpected) this.logger.error({ err: error, traceId }, 'sidecar request failed');

@@ -1,5 +1,5 @@
 import { AuditRecord, roundMs } from '../audit/audit-record';
-import { jsonNumber, jsonString } from './json-text';
+import { jsonNumber, jsonString } from '../common/json-text';
 import { walLine } from './wal-line';
 
 function record(overrides: Partial<AuditRecord> = {}): AuditRecord {

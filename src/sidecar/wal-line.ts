@@ -1,5 +1,5 @@
 import { AuditRecord, roundMs } from '../audit/audit-record';
-import { jsonNumber, jsonString } from './json-text';
+import { jsonNumber, jsonString } from '../common/json-text';
 
 /*
  * The JSON text of a write-ahead line, written field by field: one JSON.stringify of the whole

@@ -1,8 +1,8 @@
 /*
- * JSON text of single values, as JSON.stringify writes them, for the sidecar's hot paths that
- * build their JSON by hand (wal-line.ts, enforce-answer.ts): nearly every value there is a
- * short string that needs no escaping, a number or a boolean, and one JSON.stringify of a
- * whole object costs more than writing them out.
+ * JSON text of single values, as JSON.stringify writes them, for hot paths that build their
+ * JSON by hand (the sidecar's WAL lines and /enforce answers, the alert webhook's body): nearly
+ * every value there is a short string that needs no escaping, a number or a boolean, and one
+ * JSON.stringify of a whole object costs more than writing them out.
  */
 
 /** What JSON.stringify escapes, and any surrogate (paired or not): such strings take its path. */
