@@ -14,6 +14,7 @@ import { checkAnswer, protoJsonAnswer } from './pdp-answers';
 import { pdpRequestFromCheck, pdpRequestFromJson, traced } from './pdp-request';
 import { PdpService } from './pdp.service';
 import { header, requestTraceId } from '../common/raw-request';
+import { atTurnEnd } from '../common/turn-end';
 
 /** The lean paths of the PDP. */
 export const LEAN_PDP_PATHS: ReadonlySet<string> = new Set(['/v1/check', '/api/v1/pdp/evaluate']);
@@ -38,12 +39,12 @@ export class PdpHttpHandler {
     const traceId = requestTraceId(request);
     const headers = { [ServiceHeader.ClientTraceId]: traceId };
     this.answer(request, path, traceId).then(
-      (body) => sendJson(response, 200, body, headers),
+      (body) => atTurnEnd(() => sendJson(response, 200, body, headers)),
       (error: unknown) => {
         request.resume();
         const failure = errorBody(error, traceId);
         if (failure.unexpected) this.logger.error({ err: error, traceId, path }, 'PDP request failed');
-        sendJson(response, failure.status, failure.body, headers);
+        atTurnEnd(() => sendJson(response, failure.status, failure.body, headers));
       },
     );
   }

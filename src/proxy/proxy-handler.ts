@@ -17,6 +17,7 @@ import { proxyArgs, proxyContext } from './proxy-input';
 import { INVALID_JSON, isJsonRequest, limitedBody, parseJsonBody, readBody } from './request-body';
 import { UpstreamClient, UpstreamOutcome } from './upstream-client';
 import { header, requestTraceId } from '../common/raw-request';
+import { atTurnEnd } from '../common/turn-end';
 
 /** One proxied request: its decision and what the proxy needs to finish it. */
 interface Exchange {
@@ -121,31 +122,23 @@ export class ProxyHandler implements OnApplicationShutdown {
 
   private deny(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>): void {
     const { decision, request: asked } = exchange.verdict;
+    request.resume();
     if (decision.rateLimit) {
       const retryAfter = decision.rateLimit.retryAfterSeconds;
-      sendJson(
-        response,
-        429,
-        { error: ErrorCode.RateLimited, message: `Rate limit exceeded: ${decision.reason}`, retry_after: retryAfter, limit: decision.rateLimit.limit },
-        { ...headers, [ServiceHeader.RetryAfter]: String(retryAfter) },
-      );
-    } else {
-      sendJson(
-        response,
-        403,
-        {
-          error: ErrorCode.Forbidden,
-          message: `Denied by policy ${decision.policy}: ${decision.reason}`,
-          reason: decision.reason,
-          policy: decision.policy,
-          action: asked.action,
-          trace_id: asked.traceId,
-        },
-        headers,
-      );
+      const body = { error: ErrorCode.RateLimited, message: `Rate limit exceeded: ${decision.reason}`, retry_after: retryAfter, limit: decision.rateLimit.limit };
+      atTurnEnd(() => sendJson(response, 429, body, { ...headers, [ServiceHeader.RetryAfter]: String(retryAfter) }));
+      return this.record(exchange, 429, null);
     }
-    request.resume();
-    this.record(exchange, response.statusCode, null);
+    const body = {
+      error: ErrorCode.Forbidden,
+      message: `Denied by policy ${decision.policy}: ${decision.reason}`,
+      reason: decision.reason,
+      policy: decision.policy,
+      action: asked.action,
+      trace_id: asked.traceId,
+    };
+    atTurnEnd(() => sendJson(response, 403, body, headers));
+    this.record(exchange, 403, null);
   }
 
   private forward(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>, body: Buffer | undefined): void {
