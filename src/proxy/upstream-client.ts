@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { ServiceHeader } from '../common/service-header';
-import { atTurnEnd } from '../common/turn-end';
 import { Dispatcher, Pool, util } from 'undici';
 
 /** Request headers that describe one hop, never forwarded (RFC 9110 §7.6.1), plus the agent's credential. */
@@ -77,10 +76,6 @@ export class UpstreamClient {
    * async resource and end-of-stream listeners to every request (see docs/architecture.md).
    */
   forward(request: ForwardRequest, response: ServerResponse, done: (outcome: UpstreamOutcome) => void): void {
-    atTurnEnd(() => this.dispatch(request, response, done));
-  }
-
-  private dispatch(request: ForwardRequest, response: ServerResponse, done: (outcome: UpstreamOutcome) => void): void {
     this.pool.dispatch(
       {
         path: this.basePath + request.pathAndQuery,
@@ -147,11 +142,6 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     // 1xx answers are informational; the final one follows.
     if (statusCode < 200) return true;
-    const socket = this.response.socket;
-    if (socket !== null) {
-      socket.cork();
-      atTurnEnd(() => socket.uncork());
-    }
     this.response.writeHead(statusCode, relayedHeaders(rawHeaders, this.added));
     this.status = statusCode;
     this.resume = resume;
