@@ -1,0 +1,24 @@
+import { findProblem, MAX_JSON_DEPTH } from './json-body-guard';
+
+function nested(depth: number): object {
+  let value: object = { leaf: true };
+  for (let level = 1; level < depth; level++) value = level % 2 === 0 ? [value] : { next: value };
+  return value;
+}
+
+describe('findProblem', () => {
+  it('takes an ordinary body, and one nested exactly as deep as allowed', () => {
+    expect(findProblem({ agentId: 'agt_1', arguments: { to: ['a@example.com'], n: 3, ok: false, none: null } })).toBeNull();
+    expect(findProblem(nested(MAX_JSON_DEPTH))).toBeNull();
+  });
+
+  it('names where a body nests too deep', () => {
+    expect(findProblem(nested(MAX_JSON_DEPTH + 1))).toMatch(/^the request body is nested deeper than 32 levels \(at \[0\]\.next\[0\]\.next/);
+  });
+
+  it('names the field holding a NUL character, in a value or in a field name', () => {
+    expect(findProblem({ arguments: { list: ['ok', 'b\u0000d'] } })).toBe('arguments.list[1] must not contain NUL characters');
+    expect(findProblem({ context: { 'a\u0000': 1 } })).toBe('field names must not contain NUL characters (at context)');
+    expect(findProblem({ note: '\u0000' })).toBe('note must not contain NUL characters');
+  });
+});
