@@ -2,12 +2,17 @@ import http from 'node:http';
 
 /** What a paced run measured. */
 export interface PacedResult {
-  opsPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
   sent: number;
+  /** Requests answered, whatever the status. */
+  completed: number;
   non2xx: number;
   errors: number;
+  seconds: number;
+  opsPerSec: number;
+  p50Ms: number;
+  p90Ms: number;
+  p99Ms: number;
+  p999Ms: number;
 }
 
 export interface PacedRequest {
@@ -67,13 +72,19 @@ export async function pacedLoad(url: string, request: PacedRequest, rate: number
   const elapsedMs = performance.now() - start;
   agent.destroy();
   const sorted = latencies.sort();
+  const ms = (quantile: number) => round3(sorted[Math.min(total - 1, Math.floor(total * quantile))]);
+  const completed = total - errors;
   return {
-    opsPerSec: Math.round((total / elapsedMs) * 1000),
-    p50Ms: round3(sorted[Math.floor(total * 0.5)]),
-    p99Ms: round3(sorted[Math.min(total - 1, Math.floor(total * 0.99))]),
     sent: total,
+    completed,
     non2xx,
     errors,
+    seconds: round3(elapsedMs / 1000),
+    opsPerSec: Math.round((completed / elapsedMs) * 1000),
+    p50Ms: ms(0.5),
+    p90Ms: ms(0.9),
+    p99Ms: ms(0.99),
+    p999Ms: ms(0.999),
   };
 }
 

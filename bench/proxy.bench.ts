@@ -36,7 +36,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createHistogram } from 'node:perf_hooks';
 import { Client } from 'pg';
-import { Pool } from 'undici';
+import { pacedLoad } from './paced-load';
 import type { BenchReport, BenchRow, BenchTarget } from './report';
 import { summarizeProfile } from './servers/cpu-profile';
 import { ask, baseEnv, Child, ChildSet, cpuSeconds, freePort, sleep, waitForHttp } from './servers/processes';
@@ -220,74 +220,16 @@ async function measure(subject: Subject, beforeMeasuredRun?: () => void): Promis
   beforeMeasuredRun?.();
   const measured = await load(subject, MEASURE_SECONDS, CONNECTIONS);
   const single = await load(subject, SINGLE_SECONDS, 1);
-  const paced = await pacedLoad(subject, PACED_SECONDS, PACED_RATE);
+  const paced = await pacedRun(subject, PACED_SECONDS, PACED_RATE);
   return { warmup, load: measured, single, paced };
 }
 
-/**
- * Open-loop load at an even pace: every millisecond the due requests start, spread over up to
- * CONNECTIONS keep-alive connections, whether or not earlier ones have answered. (autocannon's
- * own rate limit sends each connection's whole per-second quota back to back, which measures
- * bursts, not the time a request spends in the proxy.)
- */
-async function pacedLoad(subject: Subject, seconds: number, ratePerSecond: number): Promise<Load> {
-  const latencyUs = createHistogram();
-  const url = new URL(subject.url);
-  const pool = new Pool(url.origin, { connections: CONNECTIONS, pipelining: 1 });
+/** The paced open-loop load of bench/paced-load.ts against a subject, with the CPU it used. */
+async function pacedRun(subject: Subject, seconds: number, ratePerSecond: number): Promise<Load> {
   const before = await cpuSnapshot(subject);
-  const started = performance.now();
-  let sent = 0;
-  let completed = 0;
-  let non2xx = 0;
-  let errors = 0;
-  const inFlight = new Set<Promise<void>>();
-  await new Promise<void>((resolve) => {
-    const timer = setInterval(() => {
-      const elapsed = performance.now() - started;
-      if (elapsed >= seconds * 1000) {
-        clearInterval(timer);
-        resolve();
-        return;
-      }
-      const due = Math.floor((elapsed / 1000) * ratePerSecond) - sent;
-      for (let i = 0; i < due; i++) {
-        sent++;
-        const requestStarted = performance.now();
-        const request: Promise<void> = pool
-          .request({ path: url.pathname + url.search, method: 'GET', headers: subject.headers })
-          .then(async ({ statusCode, body }) => {
-            await body.dump();
-            completed++;
-            if (statusCode < 200 || statusCode > 299) non2xx++;
-            latencyUs.record(Math.max(1, Math.round((performance.now() - requestStarted) * 1000)));
-          })
-          .catch(() => {
-            errors++;
-          })
-          .finally(() => inFlight.delete(request));
-        inFlight.add(request);
-      }
-    }, 1);
-  });
-  await Promise.all(inFlight);
+  const paced = await pacedLoad(subject.url, { method: 'GET', headers: subject.headers ?? {}, body: '' }, ratePerSecond, seconds, CONNECTIONS);
   const after = await cpuSnapshot(subject);
-  await pool.close();
-  const elapsedSeconds = (performance.now() - started) / 1000;
-  const ms = (percentile: number) => round3(latencyUs.percentile(percentile) / 1000);
-  return {
-    sent,
-    completed,
-    non2xx,
-    errors,
-    timeouts: 0,
-    seconds: round3(elapsedSeconds),
-    opsPerSec: Math.round(completed / elapsedSeconds),
-    p50Ms: ms(50),
-    p90Ms: ms(90),
-    p99Ms: ms(99),
-    p999Ms: ms(99.9),
-    cpu: cpuUsed(before, after),
-  };
+  return { ...paced, timeouts: 0, cpu: cpuUsed(before, after) };
 }
 
 async function load(subject: Subject, seconds: number, connections: number): Promise<Load> {

@@ -9,6 +9,7 @@ import { AuditQueue } from './audit-queue';
 import { AuditRecord, queuedAudit } from './audit-record';
 import { AuditSanitizer } from './audit-sanitizer';
 import { AuditSink, InProcessAuditSink, WorkerAuditSink } from './audit-sink';
+import { atTurnEnd } from '../common/turn-end';
 
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 5000;
@@ -66,7 +67,7 @@ export class AuditWriter implements OnApplicationShutdown {
   record(entry: AuditRecord): void {
     if (this.refused(entry)) return;
     this.arrivals.push(entry);
-    if (this.arrivals.length === 1) setImmediate(this.queueArrivals);
+    if (this.arrivals.length === 1) atTurnEnd(this.queueArrivals);
   }
 
   /** The same, its objects read at once: for entries built from values that may change later. */

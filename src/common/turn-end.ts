@@ -2,7 +2,8 @@
  * Work put off to the end of this turn of the event loop (its check phase, after the I/O
  * callbacks of every socket that was ready), run in the order it was queued.
  *
- * The lean paths write their answers here rather than as each decision is made. Under load a
+ * The audit writers queue a turn's records here (AuditWriter, the sidecar's AuditWal), and the
+ * lean paths write their answers here rather than as each decision is made. Under load a
  * turn reads many requests; written one after another at its end, their answers wake a waiting
  * client once instead of once per answer, and on a machine with few cores that wake-up (an
  * inter-processor interrupt, a virtual machine exit) costs more than the JSON work of a whole

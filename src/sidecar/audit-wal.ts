@@ -8,6 +8,7 @@ import type { DecisionLog } from '../decisions/decision-sources';
 import { AckFile } from './ack-file';
 import { readFileIfExists, writeFileAtomic } from './atomic-file';
 import { walLine } from './wal-line';
+import { atTurnEnd } from '../common/turn-end';
 
 const WAL_FILE = 'audit.wal';
 const ACKED_FILE = 'audit.acked';
@@ -110,7 +111,6 @@ export class AuditWal implements DecisionLog {
   private syncing = false;
   private syncTimer: NodeJS.Timeout | null = null;
   private lastSyncStart = -Infinity;
-  private scheduled = false;
   private readonly settled = Promise.resolve();
   private ackFile: AckFile | null = null;
   /** The last acknowledgement's write: they go one at a time. */
@@ -154,10 +154,7 @@ export class AuditWal implements DecisionLog {
     this.stagedBytes += bytes;
     this.pendingSeqs.push(seq);
     this.pendingEnds.push(this.stagedBytes);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.writePending());
-    }
+    if (this.pendingSeqs.length === 1) atTurnEnd(this.writePending);
   }
 
   /** The buffer never makes a decision wait for room: past its bound it drops and says so. */
@@ -267,14 +264,13 @@ export class AuditWal implements DecisionLog {
 
   /**
    * Writes the turn's queued lines with one write(2) on this thread, at the end of the turn
-   * (setImmediate), then lets their answers go. The answers cannot leave before the write
+   * (atTurnEnd), then lets their answers go. The answers cannot leave before the write
    * returns anyway, and a write into the page cache is a copy of a few KB: cheaper than handing
    * it to libuv's thread pool, which costs a thread wake-up and an extra turn of the event loop
    * per write, and on a machine with few cores takes CPU from the requests themselves. Only the
    * fdatasync, which waits for the disk, runs in the thread pool.
    */
   private readonly writePending = (): void => {
-    this.scheduled = false;
     if (this.pendingSeqs.length === 0 || this.fd < 0) return;
     const seqs = this.pendingSeqs;
     const ends = this.pendingEnds;

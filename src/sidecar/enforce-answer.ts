@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { ServiceHeader } from '../common/service-header';
+import { roundMs } from '../audit/audit-record';
 import type { Verdict } from '../decisions/decision.service';
 import { jsonNumber, jsonString } from '../common/json-text';
 
@@ -20,11 +21,6 @@ export function answerMembers(verdict: Verdict, latencyMs: number): string {
     if (decision.rateLimit) members += `,"rateLimited":true,"retryAfter":${jsonNumber(decision.rateLimit.retryAfterSeconds)}`;
   }
   return members;
-}
-
-/** Milliseconds to the microsecond. */
-export function roundMs(ms: number): number {
-  return Math.round(ms * 1000) / 1000;
 }
 
 /**

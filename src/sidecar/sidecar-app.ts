@@ -13,7 +13,7 @@ import { BundleStore } from './bundle-store';
 import { SIDECAR_ADAPTER_PATHS, SidecarAdapterHandler } from './sidecar-adapter-handler';
 import { SidecarHandler } from './sidecar-handler';
 import { SidecarModule } from './sidecar.module';
-import { pathOf } from '../common/raw-request';
+import { header, pathOf } from '../common/raw-request';
 
 type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -57,12 +57,8 @@ function mountSidecarRoutes(app: NestExpressApplication): void {
     const failure = store.failure;
     if (failure === null) return proxy.handle(request, response);
     request.resume();
-    sidecar.failClosed(response, resolveTraceId(single(request.headers[ServiceHeader.ClientTraceId.toLowerCase()]), undefined), failure);
+    sidecar.failClosed(response, resolveTraceId(header(request, ServiceHeader.ClientTraceId.toLowerCase()), undefined), failure);
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-}
-
-function single(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
