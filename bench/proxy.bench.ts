@@ -36,7 +36,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createHistogram } from 'node:perf_hooks';
 import { Client } from 'pg';
-import { pacedLoad } from './paced-load';
+import { pacedLoad, PacedResult } from './paced-load';
 import type { BenchReport, BenchRow, BenchTarget } from './report';
 import { summarizeProfile } from './servers/cpu-profile';
 import { ask, baseEnv, Child, ChildSet, cpuSeconds, freePort, sleep, waitForHttp } from './servers/processes';
@@ -92,19 +92,9 @@ const BENCH_POLICIES = `policies:
         reason: Access to system files blocked
 `;
 
-interface Load {
-  /** Requests written to the sockets (autocannon's count), responded or not. */
-  sent: number;
-  completed: number;
-  non2xx: number;
-  errors: number;
+/** A run's counts and latencies (`sent`: requests written to the sockets, responded or not), and its CPU. */
+interface Load extends PacedResult {
   timeouts: number;
-  seconds: number;
-  opsPerSec: number;
-  p50Ms: number;
-  p90Ms: number;
-  p99Ms: number;
-  p999Ms: number;
   /** CPU used during the run, percent of one core (null where /proc is not available). */
   cpu: {
     /** The measured server process (the gateway's includes its threads, e.g. the PGlite worker). */
