@@ -330,6 +330,23 @@ describe('bad input', () => {
     expect(await evaluate(client, key, { agentId, action: 'still-up' })).toMatchObject({ decision: 'DECISION_ALLOW' });
   });
 
+  it('answers gRPC INVALID_ARGUMENT, naming the problem, for bytes that are not a PolicyRequest', async () => {
+    // Field 1 (agent_id) announced as 100 bytes long, then only two: a truncated message.
+    const truncated = Buffer.from([0x0a, 100, 0x61, 0x62]);
+    const answer = await new Promise<ServiceError>((resolve, reject) =>
+      client.makeUnaryRequest(
+        '/agentgov.pdp.v1.PolicyDecisionPoint/Evaluate',
+        (bytes: Buffer) => bytes,
+        (bytes: Buffer) => bytes,
+        truncated,
+        apiKeyMetadata(key),
+        (error) => (error ? resolve(error) : reject(new Error('a truncated message was answered'))),
+      ),
+    );
+    expect(answer.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    expect(answer.details).toContain('malformed PolicyRequest: field 1 runs past the end of the message');
+  });
+
   it('answers the HTTP fallback’s unknown enum-like and wrong-typed fields with a 400', async () => {
     expect((await httpEvaluate({ agent_id: agentId, action: 'x', args: 'no' })).body).toMatchObject({ error: 'invalid_request', message: 'args must be a JSON object' });
     expect((await httpEvaluate({ agentId, action: 7 })).body).toMatchObject({ error: 'invalid_request', message: 'action must be a string' });

@@ -11,20 +11,7 @@ import { grpcPrincipal } from '../common/grpc-principal';
 import { checked, PdpRequest } from './pdp-request';
 import { PdpAnswer, PdpService } from './pdp.service';
 import { PolicyChangeFeed, PolicyChangeView } from './policy-change-feed';
-import { ProtoStruct, structToObject } from './struct-value';
-
-/** PolicyRequest as @grpc/proto-loader decodes it (camelCase, defaults filled in). */
-interface GrpcPolicyRequest {
-  agentId: string;
-  action: string;
-  resource: string;
-  plugin: string;
-  function: string;
-  args: ProtoStruct | null;
-  context: ProtoStruct | null;
-  trustTier: string;
-  traceId: string;
-}
+import type { DecodedPolicyRequest as GrpcPolicyRequest } from './policy-request-decoder';
 
 interface GrpcSubscription {
   orgId: string;
@@ -104,14 +91,15 @@ export class PdpGrpcController {
 }
 
 function fromGrpc(request: GrpcPolicyRequest): PdpRequest {
+  if (request.problem !== undefined) throw AppError.invalid(request.problem);
   return checked({
     agentId: request.agentId,
     action: request.action,
     resource: request.resource,
     plugin: request.plugin,
     function: request.function,
-    args: structToObject(request.args),
-    context: structToObject(request.context),
+    args: request.args,
+    context: request.context,
     trustTier: request.trustTier,
     traceId: request.traceId,
   });
