@@ -3,6 +3,7 @@ import { GrpcOptions, Transport } from '@nestjs/microservices';
 import path from 'node:path';
 import { AppConfig } from '../config/app-config';
 import { decodePolicyRequest } from './policy-request-decoder';
+import { encodePolicyResponse } from './policy-response-encoder';
 
 /** proto/pdp.proto, beside src/ in the repository and beside dist/src/ in the build. */
 export const PDP_PROTO_PATH = path.join(__dirname, '..', '..', 'proto', 'pdp.proto');
@@ -10,8 +11,8 @@ export const PDP_PROTO_PATH = path.join(__dirname, '..', '..', 'proto', 'pdp.pro
 /**
  * The PDP's gRPC server: the Nest gRPC microservice transport on PDP_GRPC_PORT, in the gateway's
  * process (a hybrid app). Messages are bounded like JSON bodies (MAX_JSON_BYTES): grpc-js
- * refuses a larger one with RESOURCE_EXHAUSTED before any handler runs. PolicyRequests are
- * decoded by decodePolicyRequest (policy-request-decoder.ts).
+ * refuses a larger one with RESOURCE_EXHAUSTED before any handler runs. PolicyRequest and
+ * PolicyResponse have their own codec (policy-request-decoder.ts, policy-response-encoder.ts).
  */
 export function pdpGrpcOptions(config: AppConfig): GrpcOptions {
   return {
@@ -23,13 +24,17 @@ export function pdpGrpcOptions(config: AppConfig): GrpcOptions {
       loader: { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true },
       maxReceiveMessageLength: config.http.maxJsonBytes,
       gracefulShutdown: true,
-      onLoadPackageDefinition: decodeRequestsOnTheWire,
+      onLoadPackageDefinition: policyMessagesOnTheWire,
     },
   };
 }
 
-/** The methods that take a PolicyRequest read it with decodePolicyRequest rather than proto-loader's generic decoder. */
-function decodeRequestsOnTheWire(definition: PackageDefinition): void {
+/** Evaluate and EvaluateStream read and write their messages with decodePolicyRequest and encodePolicyResponse rather than proto-loader's generic codec. */
+function policyMessagesOnTheWire(definition: PackageDefinition): void {
   const service = definition['agentgov.pdp.v1.PolicyDecisionPoint'] as ServiceDefinition;
-  for (const method of ['Evaluate', 'EvaluateStream']) service[method].requestDeserialize = decodePolicyRequest;
+  for (const method of ['Evaluate', 'EvaluateStream']) {
+    service[method].requestDeserialize = decodePolicyRequest;
+    // Both methods answer PdpAnswers (PdpGrpcController); the definition only knows them as objects.
+    service[method].responseSerialize = encodePolicyResponse as (answer: object) => Buffer;
+  }
 }
