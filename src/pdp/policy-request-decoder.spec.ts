@@ -1,5 +1,6 @@
 import * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
+import { struct } from '../../test/support/pdp-client';
 import { PDP_PROTO_PATH } from './pdp-grpc-options';
 import { decodePolicyRequest, MAX_STRUCT_DEPTH } from './policy-request-decoder';
 
@@ -7,20 +8,6 @@ import { decodePolicyRequest, MAX_STRUCT_DEPTH } from './policy-request-decoder'
 const definition = protoLoader.loadSync(PDP_PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true });
 const method = (definition['agentgov.pdp.v1.PolicyDecisionPoint'] as protoLoader.ServiceDefinition).Evaluate;
 const encode = (request: object): Buffer => method.requestSerialize(request);
-
-/** A google.protobuf.Struct as proto-loader takes it. */
-function struct(object: Record<string, unknown>): object {
-  return { fields: Object.fromEntries(Object.entries(object).map(([key, value]) => [key, protoValue(value)])) };
-}
-
-function protoValue(value: unknown): object {
-  if (value === null) return { nullValue: 'NULL_VALUE' };
-  if (typeof value === 'number') return { numberValue: value };
-  if (typeof value === 'string') return { stringValue: value };
-  if (typeof value === 'boolean') return { boolValue: value };
-  if (Array.isArray(value)) return { listValue: { values: value.map(protoValue) } };
-  return { structValue: struct(value as Record<string, unknown>) };
-}
 
 const EMPTY = { agentId: '', action: '', resource: '', plugin: '', function: '', args: {}, context: {}, trustTier: '', traceId: '' };
 
