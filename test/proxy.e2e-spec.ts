@@ -359,14 +359,15 @@ describe('authentication', () => {
   });
 
   it('answers 401 for an expired token, also after it was accepted and cached', async () => {
-    const shortLived = await startGateway({ UPSTREAM_URL: upstream.url, AGENT_TOKEN_TTL: '1s' });
+    // Three seconds, not one: under CI's parallel load creating two agents has taken longer than a second.
+    const shortLived = await startGateway({ UPSTREAM_URL: upstream.url, AGENT_TOKEN_TTL: '3s' });
     try {
       const owner = await createOrganization(shortLived, 'enterprise', 'Expiry org');
       const used = await createAgent(owner, {}, shortLived);
       const unused = await createAgent(owner, {}, shortLived);
       expect((await proxy(used, 'GET', '/fresh', { on: shortLived })).status).toBe(200);
-      // exp has a resolution of one second: wait past the next whole second.
-      await new Promise((resolve) => setTimeout(resolve, 2200));
+      // exp has a resolution of one second: wait past the TTL and the next whole second.
+      await new Promise((resolve) => setTimeout(resolve, 4200));
       for (const expired of [used, unused]) {
         const trace = traceId();
         const response = await proxy(expired, 'GET', '/stale', { on: shortLived, headers: { 'x-trace-id': trace } });
