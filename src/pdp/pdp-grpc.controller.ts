@@ -11,7 +11,7 @@ import { grpcPrincipal } from '../common/grpc-principal';
 import { checked, PdpRequest } from './pdp-request';
 import { PdpAnswer, PdpService } from './pdp.service';
 import { PolicyChangeFeed, PolicyChangeView } from './policy-change-feed';
-import type { DecodedPolicyRequest as GrpcPolicyRequest } from './policy-request-decoder';
+import type { DecodedPolicyRequest } from './policy-request-decoder';
 
 interface GrpcSubscription {
   orgId: string;
@@ -35,7 +35,7 @@ export class PdpGrpcController {
   ) {}
 
   @GrpcMethod('PolicyDecisionPoint', 'Evaluate')
-  evaluate(request: GrpcPolicyRequest, metadata: Metadata): Promise<PdpAnswer> {
+  evaluate(request: DecodedPolicyRequest, metadata: Metadata): Promise<PdpAnswer> {
     return this.pdp.evaluate(grpcPrincipal(metadata).orgId, fromGrpc(request), 'pdp');
   }
 
@@ -46,9 +46,9 @@ export class PdpGrpcController {
    * tripped rate limit) ends the stream with its status, as gRPC streams do.
    */
   @GrpcStreamCall('PolicyDecisionPoint', 'EvaluateStream')
-  evaluateStream(call: ServerDuplexStream<GrpcPolicyRequest, PdpAnswer>): void {
+  evaluateStream(call: ServerDuplexStream<DecodedPolicyRequest, PdpAnswer>): void {
     const orgId = grpcPrincipal(call.metadata).orgId;
-    const waiting: GrpcPolicyRequest[] = [];
+    const waiting: DecodedPolicyRequest[] = [];
     let deciding = false;
     let ended = false;
     let failed = false;
@@ -70,7 +70,7 @@ export class PdpGrpcController {
         deciding = false;
       }
     };
-    call.on('data', (request: GrpcPolicyRequest) => {
+    call.on('data', (request: DecodedPolicyRequest) => {
       waiting.push(request);
       if (waiting.length >= STREAM_READ_AHEAD) call.pause();
       void pump();
@@ -90,19 +90,10 @@ export class PdpGrpcController {
   }
 }
 
-function fromGrpc(request: GrpcPolicyRequest): PdpRequest {
+/** The decoded message is already a PdpRequest (policy-request-decoder.ts): only its problem and the transport-wide checks remain. */
+function fromGrpc(request: DecodedPolicyRequest): PdpRequest {
   if (request.problem !== undefined) throw AppError.invalid(request.problem);
-  return checked({
-    agentId: request.agentId,
-    action: request.action,
-    resource: request.resource,
-    plugin: request.plugin,
-    function: request.function,
-    args: request.args,
-    context: request.context,
-    trustTier: request.trustTier,
-    traceId: request.traceId,
-  });
+  return checked(request);
 }
 
 function grpcError(error: unknown): { code: GrpcStatus; details: string; message: string } {

@@ -1,3 +1,5 @@
+import type { PdpRequest } from './pdp-request';
+
 /**
  * `agentgov.pdp.v1.PolicyRequest` read straight off the wire, its two google.protobuf.Struct
  * fields (`args`, `context`) as the plain JSON objects policies read. @grpc/proto-loader builds a
@@ -10,16 +12,7 @@
  */
 
 /** A decoded PolicyRequest: proto3 defaults (`''`, `{}`) for absent fields. */
-export interface DecodedPolicyRequest {
-  agentId: string;
-  action: string;
-  resource: string;
-  plugin: string;
-  function: string;
-  args: Record<string, unknown>;
-  context: Record<string, unknown>;
-  trustTier: string;
-  traceId: string;
+export interface DecodedPolicyRequest extends PdpRequest {
   /** Why the bytes are not a PolicyRequest; the other fields are then meaningless. */
   problem?: string;
 }
@@ -27,10 +20,11 @@ export interface DecodedPolicyRequest {
 /** Deepest nesting of Structs and lists accepted in `args` or `context` (protobuf's own limit of 100 messages allows about 49). */
 export const MAX_STRUCT_DEPTH = 32;
 
-const WIRE = { Varint: 0, Fixed64: 1, Bytes: 2, Fixed32: 5 } as const;
+/** Protobuf wire types. */
+export const WIRE = { Varint: 0, Fixed64: 1, Bytes: 2, Fixed32: 5 } as const;
 
 /** PolicyRequest's string fields by number (proto/pdp.proto). */
-const STRING_FIELDS: Record<number, keyof DecodedPolicyRequest> = { 1: 'agentId', 2: 'action', 3: 'resource', 4: 'plugin', 5: 'function', 8: 'trustTier', 9: 'traceId' };
+const STRING_FIELDS: Record<number, 'agentId' | 'action' | 'resource' | 'plugin' | 'function' | 'trustTier' | 'traceId'> = { 1: 'agentId', 2: 'action', 3: 'resource', 4: 'plugin', 5: 'function', 8: 'trustTier', 9: 'traceId' };
 
 class WireError extends Error {}
 
@@ -57,7 +51,7 @@ class WireReader {
       const tag = this.varint();
       const field = tag >>> 3;
       const name = STRING_FIELDS[field];
-      if (name !== undefined) (request as unknown as Record<string, string>)[name] = this.string(tag, field);
+      if (name !== undefined) request[name] = this.string(tag, field);
       else if (field === 6) request.args = this.struct(this.length(tag, field), 0);
       else if (field === 7) request.context = this.struct(this.length(tag, field), 0);
       else this.skip(tag);

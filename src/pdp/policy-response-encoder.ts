@@ -1,4 +1,5 @@
 import type { PdpAnswer } from './pdp.service';
+import { WIRE } from './policy-request-decoder';
 
 /**
  * `agentgov.pdp.v1.PolicyResponse` written straight to the wire: the counterpart of
@@ -26,22 +27,19 @@ export function encodePolicyResponse(answer: PdpAnswer): Buffer {
     int64Size(answer.cacheTtlMs) +
     (answer.enforced ? 2 : 0);
   const writer = new WireWriter(Buffer.allocUnsafe(size));
-  if (decision !== 0) writer.tag(1, WIRE_VARINT).varint(decision);
+  if (decision !== 0) writer.tag(1, WIRE.Varint).varint(decision);
   writer.string(2, answer.reason, reason).string(3, answer.policy, policy).string(4, answer.rule, rule);
   writer.int64(5, answer.policyVersion);
   writer.string(6, answer.traceId, traceId);
-  if (answer.latencyMs !== 0) writer.tag(7, WIRE_FIXED64).double(answer.latencyMs);
+  if (answer.latencyMs !== 0) writer.tag(7, WIRE.Fixed64).double(answer.latencyMs);
   writer.string(8, answer.decisionId, decisionId);
-  if (answer.cacheable) writer.tag(9, WIRE_VARINT).varint(1);
+  if (answer.cacheable) writer.tag(9, WIRE.Varint).varint(1);
   writer.int64(10, answer.cacheTtlMs);
-  if (answer.enforced) writer.tag(11, WIRE_VARINT).varint(1);
+  if (answer.enforced) writer.tag(11, WIRE.Varint).varint(1);
   return writer.bytes;
 }
 
 const DECISION_NUMBERS: Record<PdpAnswer['decision'], number> = { DECISION_ALLOW: 1, DECISION_DENY: 2 };
-const WIRE_VARINT = 0;
-const WIRE_FIXED64 = 1;
-const WIRE_BYTES = 2;
 
 /** Bytes of a string field (tag, length, UTF-8) of `length` bytes; 0 when empty. Tags of fields 1-15 take one byte. */
 function stringSize(length: number): number {
@@ -85,14 +83,14 @@ class WireWriter {
 
   string(field: number, text: string, length: number): this {
     if (length === 0) return this;
-    this.tag(field, WIRE_BYTES).varint(length);
+    this.tag(field, WIRE.Bytes).varint(length);
     this.at += this.bytes.write(text, this.at, length, 'utf8');
     return this;
   }
 
   int64(field: number, value: number): this {
     if (value === 0) return this;
-    this.tag(field, WIRE_VARINT);
+    this.tag(field, WIRE.Varint);
     if (value >= 0) return this.varint(value);
     let bits = BigInt.asUintN(64, BigInt(value));
     for (let index = 0; index < 9; index++, bits >>= 7n) this.bytes[this.at++] = Number(bits & 0x7fn) | 0x80;
