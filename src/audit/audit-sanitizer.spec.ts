@@ -112,6 +112,13 @@ describe('AuditSanitizer.serialize', () => {
     expect(JSON.parse(sanitizer.serialize({ X_API_KEY: 'k', Access_Token: 't' })!)).toEqual({ X_API_KEY: REDACTED, Access_Token: REDACTED });
   });
 
+  it('redacts a key that names a word only once lower-cased (the Kelvin sign, a dotted capital I)', () => {
+    // 'to\u212Aen'.toLowerCase() is 'token', though /token/i does not match it.
+    expect(JSON.parse(sanitizer.serialize({ ['to\u212Aen']: 't', keep: 'x' })!)).toEqual({ ['to\u212Aen']: REDACTED, keep: 'x' });
+    // 'ap\u0130'.toLowerCase() is 'api' and a combining dot.
+    expect(JSON.parse(new AuditSanitizer(['api']).serialize({ ['ap\u0130']: 'k' })!)).toEqual({ ['ap\u0130']: REDACTED });
+  });
+
   it('keeps secret words inside values, only keys are redacted', () => {
     expect(JSON.parse(sanitizer.serialize({ note: 'my password is hunter2' })!)).toEqual({ note: 'my password is hunter2' });
   });

@@ -16,7 +16,9 @@ export class AuditSanitizer {
 
   constructor(private readonly redactedNames: readonly string[]) {
     const words = redactedNames.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-    this.suspicious = new RegExp([...words, '\\\\u0000', '\\\\ud[89a-f]'].join('|'), 'i');
+    // `İ` and the Kelvin sign `K` lower-case to ASCII letters (`isSecret`'s test) but match none under the
+    // regular expression's `i` flag: a key holding one takes the slow path, which decides by `isSecret`.
+    this.suspicious = new RegExp([...words, '\\\\u0000', '\\\\ud[89a-f]', '\u0130', '\u212a'].join('|'), 'i');
   }
 
   /**
