@@ -157,7 +157,8 @@ export async function runPdpBench(): Promise<BenchReport> {
     ];
     if (profileFile) gateway.child.process.kill('SIGUSR2');
     const results: PartResult[] = [];
-    for (const [part, bare, gw] of parts) if (PARTS.includes(part)) results.push(await alternate(part, bare, gw));
+    const settle = () => waitForAuditDrain(gateway.base, gateway.child);
+    for (const [part, bare, gw] of parts) if (PARTS.includes(part)) results.push(await alternate(part, bare, gw, settle));
     if (profileFile) {
       notes.push(`gateway CPU profile of the rounds (${profileFile}), top self time: ${(await takeProfile(gateway.child, profileFile)).join('; ')}`);
       notes.push('BENCH_CPU_PROFILE_DIR was set: the gateway was profiled (sampling every 200 µs), so its numbers are lower than usual.');
@@ -172,7 +173,7 @@ export async function runPdpBench(): Promise<BenchReport> {
           `enforce mode, 20 policies (bench/fixtures/policy-bench-set.ts), audit on, started in ${gateway.startupMs} ms.`,
         `${PDP_BENCH_CALLS.length} distinct calls with args and context (${answers.denied} denied by policy), sent round-robin; ${IN_FLIGHT} calls in flight on one gRPC channel, ` +
           `${IN_FLIGHT} requests outstanding on one EvaluateStream, ${IN_FLIGHT} autocannon connections for /v1/check.`,
-        `Each part: ${WARMUP_SECONDS} s warm-up of each subject, then ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s; ops/s is the mean over the rounds, p50/p99 over every call of the rounds; ` +
+        `Each part: ${WARMUP_SECONDS} s warm-up of each subject, then ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s, each run starting once the gateway's audit queue is empty; ops/s is the mean over the rounds, p50/p99 over every call of the rounds; ` +
           'serverCpuUsPerOp is the measured server process’s CPU time per answered call.',
         'The load generator (this process: grpc-js generated-stub client, autocannon) shares the 2 cores with the server processes, as do PostgreSQL (when used) and other users of the machine.',
         ...notes,
@@ -191,11 +192,22 @@ function subject(which: Which, pid: number | undefined, run: Subject['run']): Su
   return { which, pid, run, rounds: [], warmupCompleted: 0, latencyUs: createHistogram() };
 }
 
-/** Warm-up of each subject, then ROUNDS rounds alternating which goes first. */
-async function alternate(part: Part, bare: Subject, gateway: Subject): Promise<PartResult> {
-  for (const one of [bare, gateway]) one.warmupCompleted = (await one.run(WARMUP_SECONDS, null)).completed;
+/**
+ * Warm-up of each subject, then ROUNDS rounds alternating which goes first. Each run starts once
+ * the gateway's audit queue is empty (`settle`): otherwise the audit entries of its last run are
+ * still being written (by its audit worker and PostgreSQL) during the next run, slowing whichever
+ * subject that is; at the start of the stream part, the unary part's backlog made the bare
+ * server's first rounds up to a quarter slower. The price: the last flush interval's writing of
+ * each gateway run falls outside it.
+ */
+async function alternate(part: Part, bare: Subject, gateway: Subject, settle: () => Promise<void>): Promise<PartResult> {
+  for (const one of [bare, gateway]) {
+    await settle();
+    one.warmupCompleted = (await one.run(WARMUP_SECONDS, null)).completed;
+  }
   for (let round = 0; round < ROUNDS; round++) {
     for (const one of round % 2 === 0 ? [bare, gateway] : [gateway, bare]) {
+      await settle();
       const serverBefore = cpuSeconds(one.pid);
       const clientBefore = process.cpuUsage();
       const started = performance.now();

@@ -14,7 +14,8 @@
  *
  * The throughput target is judged on alternating rounds: with the bare proxy and the gateway (on
  * PostgreSQL) both running, BENCH_PROXY_ROUNDS rounds of BENCH_PROXY_ROUND_SECONDS each, in the
- * order bare-gateway, gateway-bare, ..., and the ratio of their summed throughput. This machine's
+ * order bare-gateway, gateway-bare, ..., each run once the gateway's audit queue is empty, and the
+ * ratio of their summed throughput. This machine's
  * speed drifts by tens of percent within a minute (shared virtual CPUs), so two single runs taken
  * a minute apart compare the drift as much as the proxies; alternating cancels most of it. Eight
  * rounds by default: single rounds of one run have ranged from 44% to 64% of the bare proxy.
@@ -382,7 +383,7 @@ async function runGateway(
     const auditEntries = await auditDecisionCount(base);
     const served = await ask(upstream, { type: 'count' });
     // After the audit count: these rounds' requests reach the upstream through both proxies.
-    const rounds = alternateWith ? await alternate(alternateWith, subject) : undefined;
+    const rounds = alternateWith ? await alternate(alternateWith, subject, () => waitForAuditDrain(base, gateway)) : undefined;
     return {
       ...run,
       rounds,
@@ -399,12 +400,19 @@ async function runGateway(
   }
 }
 
-/** ROUNDS rounds of ROUND_SECONDS for each subject, alternating which goes first. */
-async function alternate(bare: Subject, gateway: Subject): Promise<{ bare: number[]; gateway: number[] }> {
+/**
+ * ROUNDS rounds of ROUND_SECONDS for each subject, alternating which goes first, each once the
+ * gateway's audit queue is empty (`settle`), so no run pays for the writing of an earlier
+ * gateway run's entries (pdp.bench.ts's `alternate`).
+ */
+async function alternate(bare: Subject, gateway: Subject, settle: () => Promise<void>): Promise<{ bare: number[]; gateway: number[] }> {
   const rounds = { bare: [] as number[], gateway: [] as number[] };
   for (let round = 0; round < ROUNDS; round++) {
     const order: Array<'bare' | 'gateway'> = round % 2 === 0 ? ['bare', 'gateway'] : ['gateway', 'bare'];
-    for (const which of order) rounds[which].push((await load(which === 'bare' ? bare : gateway, ROUND_SECONDS, CONNECTIONS)).opsPerSec);
+    for (const which of order) {
+      await settle();
+      rounds[which].push((await load(which === 'bare' ? bare : gateway, ROUND_SECONDS, CONNECTIONS)).opsPerSec);
+    }
   }
   return rounds;
 }
