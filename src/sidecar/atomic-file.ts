@@ -29,6 +29,14 @@ export function syncDirectory(dir: string): void {
   }
 }
 
+/** syncDirectory in libuv's thread pool. */
+export function syncDirectoryInBackground(dir: string, done: (error: Error | null) => void): void {
+  fs.open(dir, 'r', (openError, fd) => {
+    if (openError) return done(openError);
+    fs.fsync(fd, (syncError) => fs.close(fd, (closeError) => done(syncError ?? closeError)));
+  });
+}
+
 /** The file's text, or undefined when it does not exist. */
 export function readFileIfExists(file: string): string | undefined {
   try {

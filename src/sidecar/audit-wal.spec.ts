@@ -5,6 +5,7 @@ import pino from 'pino';
 import type { AuditRecord } from '../audit/audit-record';
 import { AuditSanitizer } from '../audit/audit-sanitizer';
 import { AuditWal, WalBatch } from './audit-wal';
+import { WalSegment } from './wal-segment';
 
 const logger = pino({ level: 'silent' });
 const clean = new AuditSanitizer(['password']);
@@ -44,6 +45,18 @@ function entriesOf(batch: WalBatch | null): Array<{ seq: number; action: string 
   return batch === null ? [] : (JSON.parse(`[${batch.entries.toString('utf8')}]`) as Array<{ seq: number; action: string }>);
 }
 
+/** The lines of every segment file, oldest first. */
+function linesOnDisk(dir: string): Array<{ seq: number; action: string; input: { args: Record<string, unknown> } }> {
+  const text = WalSegment.list(dir)
+    .map((file) => fs.readFileSync(file, 'utf8'))
+    .join('');
+  return text === '' ? [] : text.trim().split('\n').map((line) => JSON.parse(line) as { seq: number; action: string; input: { args: Record<string, unknown> } });
+}
+
+function bytesOnDisk(dir: string): number {
+  return WalSegment.list(dir).reduce((sum, file) => sum + fs.statSync(file).size, 0);
+}
+
 describe('AuditWal', () => {
   let dir: string;
   beforeEach(() => {
@@ -60,7 +73,7 @@ describe('AuditWal', () => {
   it('numbers entries from 1, has them on disk once durable, redacted, and batches them in order', async () => {
     const wal = AuditWal.open(dir, 1 << 20, clean, logger);
     await recordAll(wal, ['read:a', 'read:b', 'read:c']);
-    const onDisk = fs.readFileSync(path.join(dir, 'audit.wal'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { seq: number; action: string; input: { args: Record<string, unknown> } });
+    const onDisk = linesOnDisk(dir);
     expect(onDisk.map((line) => [line.seq, line.action])).toEqual([[1, 'read:a'], [2, 'read:b'], [3, 'read:c']]);
     expect(onDisk[0].input.args).toEqual({ password: '[redacted]', path: '/x' });
     const batch = wal.batch(2, 1 << 20)!;
@@ -95,12 +108,11 @@ describe('AuditWal', () => {
     const wal = AuditWal.open(dir, 1 << 20, clean, logger);
     await recordAll(wal, ['read:a', 'read:b']);
     await wal.close();
-    fs.appendFileSync(path.join(dir, 'audit.wal'), '{"seq":3,"id":"aud_tor');
+    fs.appendFileSync(WalSegment.list(dir).at(-1)!, '{"seq":3,"id":"aud_tor');
     const recovered = AuditWal.open(dir, 1 << 20, clean, logger);
     expect(recovered.state()).toMatchObject({ lastSeq: 2, pendingEntries: 2 });
     await recordAll(recovered, ['read:c']);
-    const lines = fs.readFileSync(path.join(dir, 'audit.wal'), 'utf8').trim().split('\n');
-    expect(lines.map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([1, 2, 3]);
+    expect(linesOnDisk(dir).map((line) => line.seq)).toEqual([1, 2, 3]);
     await recovered.close();
   });
 
@@ -108,7 +120,7 @@ describe('AuditWal', () => {
     const wal = AuditWal.open(dir, 1 << 20, clean, logger);
     await recordAll(wal, ['read:a', 'read:b']);
     await wal.acknowledge(2);
-    expect(fs.statSync(path.join(dir, 'audit.wal')).size).toBe(0);
+    expect(bytesOnDisk(dir)).toBe(0);
     expect(wal.batch(10, 1 << 20)).toBeNull();
     await wal.close();
     const reopened = AuditWal.open(dir, 1 << 20, clean, logger);
@@ -117,20 +129,54 @@ describe('AuditWal', () => {
     await reopened.close();
   });
 
-  it('rewrites the file without its acknowledged head once that head is large and the rest is short to copy', async () => {
-    const wal = AuditWal.open(dir, 64 << 20, clean, logger);
+  it('moves on to a new segment file as one fills, and deletes a segment once all its lines are acknowledged', async () => {
+    const wal = AuditWal.open(dir, 64 << 20, clean, logger, 'write', 1 << 20);
     const actions = Array.from({ length: 6000 }, (_, index) => `read:${'x'.repeat(2000)}/${index}`);
-    await recordAll(wal, actions);
-    const before = fs.statSync(path.join(dir, 'audit.wal')).size;
+    for (let from = 0; from < actions.length; from += 250) await recordAll(wal, actions.slice(from, from + 250));
+    const files = WalSegment.list(dir).length;
+    expect(files).toBeGreaterThan(10);
     await wal.acknowledge(5000);
-    // 1000 entries of ~2.5 KB are more than a short copy: the file waits for forwarding to catch up.
-    expect(fs.statSync(path.join(dir, 'audit.wal')).size).toBe(before);
-    await wal.acknowledge(5800);
-    const after = fs.statSync(path.join(dir, 'audit.wal')).size;
-    expect(after).toBeLessThan(before / 20);
-    expect(wal.batch(10_000, 64 << 20)).toMatchObject({ firstSeq: 5801, lastSeq: 6000 });
+    // Each turn's 250 lines (about 1.1 MB) filled a segment: those of lines 5001-6000 are left.
+    expect(WalSegment.list(dir).length).toBe(4);
+    expect(linesOnDisk(dir).map((line) => line.seq)).toEqual(Array.from({ length: 1000 }, (_, index) => 5001 + index));
+    expect(wal.state().fileBytes).toBe(bytesOnDisk(dir));
     await wal.close();
-    expect(AuditWal.open(dir, 64 << 20, clean, logger).state()).toMatchObject({ lastSeq: 6000, ackedSeq: 5800, pendingEntries: 200 });
+    const reopened = AuditWal.open(dir, 64 << 20, clean, logger, 'write', 1 << 20);
+    expect(reopened.state()).toMatchObject({ lastSeq: 6000, ackedSeq: 5000, pendingEntries: 1000 });
+    const forwarded: number[] = [];
+    for (let batch = reopened.batch(300, 64 << 20); batch !== null; batch = reopened.batch(300, 64 << 20)) {
+      forwarded.push(...entriesOf(batch).map((entry) => entry.seq));
+      await reopened.acknowledge(batch.lastSeq);
+    }
+    expect(forwarded).toEqual(Array.from({ length: 1000 }, (_, index) => 5001 + index));
+    expect(bytesOnDisk(dir)).toBe(0);
+    await reopened.close();
+  });
+
+  it('drops nothing under sustained load when forwarding keeps a backlog but keeps up', async () => {
+    // 20 MB of lines through a buffer bounded at 8 MB, the gateway always a turn's lines behind.
+    const wal = AuditWal.open(dir, 8 << 20, clean, logger);
+    for (let turn = 0; turn < 20; turn++) {
+      await recordAll(wal, Array.from({ length: 500 }, (_, index) => `read:${'y'.repeat(2000)}/${turn}/${index}`));
+      await wal.acknowledge(wal.state().lastSeq - 500);
+    }
+    expect(wal.state()).toMatchObject({ dropped: 0, overflowing: false, lastSeq: 10_000, pendingEntries: 500 });
+    expect(bytesOnDisk(dir)).toBeLessThan(8 << 20);
+    await wal.close();
+  });
+
+  it('reads the single audit.wal file of earlier versions as its oldest segment', async () => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, ['read:a', 'read:b']);
+    await wal.close();
+    const [segment] = WalSegment.list(dir);
+    fs.renameSync(segment, path.join(dir, 'audit.wal'));
+    const upgraded = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(upgraded, ['read:c']);
+    expect(entriesOf(upgraded.batch(10, 1 << 20)).map((entry) => entry.seq)).toEqual([1, 2, 3]);
+    await upgraded.acknowledge(3);
+    expect(bytesOnDisk(dir)).toBe(0);
+    await upgraded.close();
   });
 
   it('stops growing at its bound, counts what it drops, and keeps the numbers used', async () => {

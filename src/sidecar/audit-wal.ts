@@ -6,21 +6,19 @@ import type { AuditRecord } from '../audit/audit-record';
 import { AuditSanitizer } from '../audit/audit-sanitizer';
 import type { DecisionLog } from '../decisions/decision-sources';
 import { AckFile } from './ack-file';
-import { readFileIfExists, writeFileAtomic } from './atomic-file';
+import { readFileIfExists, syncDirectoryInBackground } from './atomic-file';
 import { walLine } from './wal-line';
 import { atTurnEnd } from '../common/turn-end';
+import { WalSegment } from './wal-segment';
 
-const WAL_FILE = 'audit.wal';
 const ACKED_FILE = 'audit.acked';
 const SEQ_FILE = 'audit.seq';
 /**
- * Rewrite the file without its acknowledged head once that head is this large and what is left
- * to copy is at most COMPACT_MAX_COPY_BYTES: the copy runs on the event loop, so it stays short
- * (about a millisecond); with a longer backlog the file waits until forwarding catches up.
+ * New lines go to a new segment file once the current one is this large (or a quarter of the
+ * bound, when that is smaller), so acknowledged lines leave the disk a segment at a time,
+ * whatever the forwarding lags behind.
  */
-const COMPACT_MIN_BYTES = 8 * 1024 * 1024;
-const COMPACT_MAX_COPY_BYTES = 1024 * 1024;
-const SEQ_LINE = /^\{"seq":(\d+),/;
+const SEGMENT_BYTES = 8 * 1024 * 1024;
 const COMMA = 0x2c;
 /** The turn's lines are encoded into one reused buffer (grown for a large turn, shrunk back after). */
 const STAGING_BYTES = 256 * 1024;
@@ -45,7 +43,7 @@ export interface WalState {
   pendingEntries: number;
   lastSeq: number;
   ackedSeq: number;
-  /** Entries not kept because the file was full (their numbers show as a gap at the gateway). */
+  /** Entries not kept because the buffer was full (their numbers show as a gap at the gateway). */
   dropped: number;
   overflowing: boolean;
 }
@@ -65,13 +63,14 @@ interface SyncGroup {
 }
 
 /**
- * The sidecar's audit buffer: a write-ahead file in CACHE_DIR of one JSON line per decision,
- * `{"seq":N, ...audit record}`, N counting from 1 per sidecar and never reused.
+ * The sidecar's audit buffer: a write-ahead log in CACHE_DIR of one JSON line per decision,
+ * `{"seq":N, ...audit record}`, N counting from 1 per sidecar and never reused, kept in segment
+ * files (WalSegment) of about SEGMENT_BYTES each.
  *
  * Durability (group commit): `record` only queues the line; at the end of the event loop's turn
  * the turn's lines are written with one write(2) on the event loop (see `writePending`), and one
- * fdatasync in the thread pool then covers them (one sync at a time; lines of later turns wait
- * for the next). A transport sends its answer only after
+ * round of fdatasync in the thread pool then covers them (one round at a time; lines of later
+ * turns wait for the next). A transport sends its answer only after
  * `durable()` resolves: with AUDIT_DURABILITY=write (the default) once the turn's lines are
  * written, so a kill -9 of the sidecar loses no answered decision and a power loss at most what
  * the background fdatasync had not reached; with `sync` once they are synced, so not even a
@@ -80,26 +79,23 @@ interface SyncGroup {
  * sidecar could lose and renumber.
  *
  * The gateway acknowledges forwarded entries by number; the highest acknowledged number goes to
- * `audit.acked` (durably, see AckFile) and the file is then truncated (everything acknowledged) or
- * rewritten without its acknowledged head. Growth is bounded by `maxBytes`: past it, entries
- * are dropped, counted and logged, and their numbers are still used, so the gateway's fleet
- * status reports exactly which decisions are missing.
+ * `audit.acked` (durably, see AckFile). A segment whose lines are all acknowledged is deleted
+ * (the current one is emptied instead), so nothing is ever copied and the files hold about the
+ * unacknowledged lines plus one segment, however far forwarding lags under load. Growth is
+ * bounded by `maxBytes`: past it, entries are dropped, counted and logged, and their numbers are
+ * still used, so the gateway's fleet status reports exactly which decisions are missing.
  */
 export class AuditWal implements DecisionLog {
-  private fd: number;
-  private readonly file: string;
-  /** Sequence numbers and end offsets of the written, unacknowledged lines, from `head` on. */
-  private seqs: number[] = [];
-  private ends: number[] = [];
-  private head = 0;
-  /** Offset of the first unacknowledged line. */
-  private start = 0;
-  private size = 0;
+  /** Oldest first; the last one takes new lines. */
+  private segments: WalSegment[] = [];
   private lastSeq = 0;
   private ackedSeq = 0;
   private syncedSeq = 0;
   private dropped = 0;
   private overflowing = false;
+  private closed = false;
+  /** A segment was created since the directory was last synced. */
+  private directoryChanged = false;
   /** The queued lines, UTF-8, and their numbers and end offsets in `staging`. */
   private staging = Buffer.allocUnsafe(STAGING_BYTES);
   private stagedBytes = 0;
@@ -119,18 +115,23 @@ export class AuditWal implements DecisionLog {
   private constructor(
     private readonly dir: string,
     private readonly maxBytes: number,
+    private readonly segmentBytes: number,
     private readonly clean: AuditSanitizer,
     private readonly logger: Logger,
     private readonly durability: WalDurability,
-  ) {
-    this.file = path.join(dir, WAL_FILE);
-    this.fd = -1;
-  }
+  ) {}
 
   /** Opens the buffer in `dir`, recovering what a previous run left (a torn last line is cut off). */
-  static open(dir: string, maxBytes: number, clean: AuditSanitizer, logger: Logger, durability: WalDurability = 'write'): AuditWal {
+  static open(
+    dir: string,
+    maxBytes: number,
+    clean: AuditSanitizer,
+    logger: Logger,
+    durability: WalDurability = 'write',
+    segmentBytes = Math.min(SEGMENT_BYTES, Math.floor(maxBytes / 4)),
+  ): AuditWal {
     fs.mkdirSync(dir, { recursive: true });
-    const wal = new AuditWal(dir, maxBytes, clean, logger, durability);
+    const wal = new AuditWal(dir, maxBytes, segmentBytes, clean, logger, durability);
     wal.recover();
     return wal;
   }
@@ -146,7 +147,7 @@ export class AuditWal implements DecisionLog {
     }
     this.reserve(line.length * MAX_UTF8_PER_CHAR);
     const bytes = this.staging.write(line, this.stagedBytes);
-    if (this.size + this.stagedBytes + bytes > this.maxBytes) return this.drop(seq, 'audit buffer full');
+    if (this.fileBytes() + this.stagedBytes + bytes > this.maxBytes) return this.drop(seq, 'audit buffer full');
     if (this.overflowing) {
       this.overflowing = false;
       this.logger.warn({ dropped: this.dropped, resumedAtSeq: seq }, 'audit buffer has room again');
@@ -177,43 +178,44 @@ export class AuditWal implements DecisionLog {
     if (last !== null && last !== undefined) await last.promise;
   }
 
-  /** The oldest synced, unacknowledged entries: at most `maxEntries` and about `maxBytes`. */
+  /**
+   * The oldest synced, unacknowledged entries: at most `maxEntries` and about `maxBytes`, from
+   * one segment.
+   */
   batch(maxEntries: number, maxBytes: number): WalBatch | null {
-    let end = this.head;
-    while (end < this.seqs.length && end - this.head < maxEntries && this.seqs[end] <= this.syncedSeq) {
-      if (end > this.head && this.ends[end] - this.start > maxBytes) break;
+    const segment = this.segments.find((candidate) => candidate.unacknowledged > 0);
+    if (segment === undefined) return null;
+    const { head, seqs, ends, start } = segment;
+    let end = head;
+    while (end < seqs.length && end - head < maxEntries && seqs[end] <= this.syncedSeq) {
+      if (end > head && ends[end] - start > maxBytes) break;
       end++;
     }
-    if (end === this.head) return null;
+    if (end === head) return null;
     // The lines as they are on disk, their newlines turned into the commas of a JSON array.
-    const length = this.ends[end - 1] - this.start - 1;
-    const entries = Buffer.allocUnsafe(length);
-    fs.readSync(this.fd, entries, 0, length, this.start);
-    for (let index = this.head; index < end - 1; index++) entries[this.ends[index] - 1 - this.start] = COMMA;
-    return { entries, count: end - this.head, firstSeq: this.seqs[this.head], lastSeq: this.seqs[end - 1] };
+    return { entries: segment.read(head, end, COMMA), count: end - head, firstSeq: seqs[head], lastSeq: seqs[end - 1] };
   }
 
-  /** The gateway has every entry up to `seq`: remember it (off the event loop), then drop them from the file. */
+  /** The gateway has every entry up to `seq`: remember it (off the event loop), then drop them from the disk. */
   async acknowledge(seq: number): Promise<void> {
     // After close (shutdown), a batch answered meanwhile is simply forwarded again at the next start.
-    if (seq <= this.ackedSeq || this.fd < 0) return;
+    if (seq <= this.ackedSeq || this.closed) return;
     const write = this.ackWriting.catch(() => undefined).then(() => this.persistAck(seq));
     this.ackWriting = write;
     await write;
-    if (seq <= this.ackedSeq) return;
+    if (seq <= this.ackedSeq || this.closed) return;
     this.ackedSeq = seq;
-    while (this.head < this.seqs.length && this.seqs[this.head] <= seq) {
-      this.start = this.ends[this.head];
-      this.head++;
-    }
-    this.compact();
+    for (const segment of this.segments) segment.acknowledge(seq);
+    this.release();
   }
 
   state(): WalState {
+    let pendingEntries = this.pendingSeqs.length;
+    for (const segment of this.segments) pendingEntries += segment.unacknowledged;
     return {
-      fileBytes: this.size,
+      fileBytes: this.fileBytes(),
       maxBytes: this.maxBytes,
-      pendingEntries: this.seqs.length - this.head + this.pendingSeqs.length,
+      pendingEntries,
       lastSeq: this.lastSeq,
       ackedSeq: this.ackedSeq,
       dropped: this.dropped,
@@ -221,19 +223,32 @@ export class AuditWal implements DecisionLog {
     };
   }
 
-  /** Writes and syncs what is queued, then closes the file (shutdown). */
+  /** Writes and syncs what is queued, then closes the files (shutdown). */
   async close(): Promise<void> {
-    if (this.fd < 0) return;
+    if (this.closed) return;
     await this.synced();
     this.writePending();
     if (this.syncTimer !== null) clearTimeout(this.syncTimer);
-    fs.fdatasyncSync(this.fd);
-    fs.closeSync(this.fd);
-    this.fd = -1;
+    for (const segment of this.segments) {
+      if (segment.dirty) segment.syncNow();
+      segment.close();
+    }
+    this.closed = true;
     await this.ackWriting.catch(() => undefined);
     this.ackFile?.close();
     for (const group of this.awaitingSync) group.resolve();
     this.awaitingSync = [];
+  }
+
+  /** Bytes in the segment files. */
+  private fileBytes(): number {
+    let bytes = 0;
+    for (const segment of this.segments) bytes += segment.size;
+    return bytes;
+  }
+
+  private get current(): WalSegment {
+    return this.segments[this.segments.length - 1];
   }
 
   private persistAck(seq: number): Promise<void> {
@@ -256,7 +271,7 @@ export class AuditWal implements DecisionLog {
     this.dropped++;
     if (!this.overflowing) {
       this.overflowing = true;
-      this.logger.error({ seq, maxBytes: this.maxBytes, fileBytes: this.size, err: error }, `${why}: audit entries are being dropped until the gateway acknowledges some`);
+      this.logger.error({ seq, maxBytes: this.maxBytes, fileBytes: this.fileBytes(), err: error }, `${why}: audit entries are being dropped until the gateway acknowledges some`);
     }
     // The numbers used must survive a restart, so the gateway sees the gap rather than reuse.
     if (this.dropped % 100 === 1) fs.writeFileSync(path.join(this.dir, SEQ_FILE), String(this.lastSeq));
@@ -271,15 +286,12 @@ export class AuditWal implements DecisionLog {
    * fdatasync, which waits for the disk, runs in the thread pool.
    */
   private readonly writePending = (): void => {
-    if (this.pendingSeqs.length === 0 || this.fd < 0) return;
+    if (this.pendingSeqs.length === 0 || this.closed) return;
     const seqs = this.pendingSeqs;
-    const ends = this.pendingEnds;
     const group = this.openGroup ?? makeGroup();
-    const position = this.size;
     let failure: unknown = null;
     try {
-      writeAll(this.fd, this.staging, this.stagedBytes, position);
-      this.size += this.stagedBytes;
+      this.segmentFor(seqs[0]).append(this.staging, this.stagedBytes, seqs, this.pendingEnds);
     } catch (error) {
       failure = error;
     }
@@ -288,20 +300,28 @@ export class AuditWal implements DecisionLog {
     this.openGroup = null;
     this.stagedBytes = 0;
     if (this.staging.length > STAGING_BYTES * 4) this.staging = Buffer.allocUnsafe(STAGING_BYTES);
-    this.written(seqs, ends, group, position, failure);
+    this.written(seqs, group, failure);
   };
 
-  private written(seqs: number[], ends: number[], group: SyncGroup, position: number, error: unknown): void {
+  /** The segment to append to: a new one, from line `firstSeq` on, once the current one is full. */
+  private segmentFor(firstSeq: number): WalSegment {
+    if (this.current.size < this.segmentBytes) return this.current;
+    try {
+      this.segments.push(WalSegment.create(this.dir, firstSeq));
+      this.directoryChanged = true;
+    } catch (error) {
+      // The current segment grows on; the bound still holds.
+      this.logger.error({ err: error }, 'could not start a new audit buffer segment');
+    }
+    return this.current;
+  }
+
+  private written(seqs: number[], group: SyncGroup, error: unknown): void {
     if (error) {
-      // Nothing after `position` is kept: later writes start there again.
       this.dropped += seqs.length;
       this.logger.error({ err: error, entries: seqs.length }, 'audit entries could not be written to the buffer file');
       group.resolve();
       return;
-    }
-    for (let index = 0; index < seqs.length; index++) {
-      this.seqs.push(seqs[index]);
-      this.ends.push(position + ends[index]);
     }
     if (this.durability === 'write') {
       group.resolve();
@@ -314,9 +334,9 @@ export class AuditWal implements DecisionLog {
   }
 
   /**
-   * Starts the next fdatasync: at once when answers wait for it (`sync`); in the background
-   * (`write`) at most every BACKGROUND_SYNC_MS, so that a fast disk does not turn every few
-   * requests into a sync and its thread hand-off.
+   * Starts the next round of fdatasync: at once when answers wait for it (`sync`); in the
+   * background (`write`) at most every BACKGROUND_SYNC_MS, so that a fast disk does not turn
+   * every few requests into a sync and its thread hand-off.
    */
   private scheduleSync(): void {
     if (this.syncing || this.syncTimer !== null || this.awaitingSync.length === 0) return;
@@ -328,52 +348,46 @@ export class AuditWal implements DecisionLog {
     }, wait);
   }
 
+  /** Syncs every segment written since its last sync, and the directory once a segment was created. */
   private startSync(): void {
-    if (this.syncing || this.awaitingSync.length === 0 || this.fd < 0) return;
+    if (this.syncing || this.awaitingSync.length === 0 || this.closed) return;
     const groups = this.awaitingSync;
     this.awaitingSync = [];
     this.syncing = true;
     this.lastSyncStart = performance.now();
     this.inSync = groups.at(-1)!;
     const upTo = groups.at(-1)!.seq ?? this.syncedSeq;
-    fs.fdatasync(this.fd, (error) => {
+    const dirty = this.segments.filter((segment) => segment.dirty);
+    const withDirectory = this.directoryChanged;
+    for (const segment of dirty) segment.dirty = false;
+    this.directoryChanged = false;
+    let left = dirty.length + (withDirectory ? 1 : 0);
+    let failure: Error | null = null;
+    const done = (error: Error | null): void => {
+      failure ??= error;
+      if (--left > 0) return;
       this.syncing = false;
       this.inSync = null;
-      if (error) this.logger.error({ err: error }, 'audit buffer fdatasync failed');
+      if (failure) this.logger.error({ err: failure }, 'audit buffer fdatasync failed');
       this.syncedSeq = Math.max(this.syncedSeq, upTo);
       for (const group of groups) group.resolve();
       this.scheduleSync();
-      this.compact();
-    });
+      this.release();
+    };
+    if (left === 0) return done(null);
+    for (const segment of dirty) segment.sync(done);
+    if (withDirectory) syncDirectoryInBackground(this.dir, done);
   }
 
-  /** Truncates (all acknowledged) or rewrites the file without its acknowledged head. */
-  private compact(): void {
-    if (this.syncing || this.pendingSeqs.length > 0 || this.start === 0) return;
-    if (this.head === this.seqs.length) {
-      fs.ftruncateSync(this.fd, 0);
-      this.resetIndex(0, []);
-      return;
-    }
-    if (this.start < COMPACT_MIN_BYTES || this.size - this.start > COMPACT_MAX_COPY_BYTES) return;
-    const rest = Buffer.alloc(this.size - this.start);
-    fs.readSync(this.fd, rest, 0, rest.length, this.start);
-    writeFileAtomic(this.file, rest);
-    fs.closeSync(this.fd);
-    this.fd = fs.openSync(this.file, 'r+');
-    const shift = this.start;
-    this.resetIndex(
-      rest.length,
-      this.seqs.slice(this.head).map((seq, index) => [seq, this.ends[this.head + index] - shift]),
-    );
-  }
-
-  private resetIndex(size: number, entries: Array<[number, number]>): void {
-    this.seqs = entries.map(([seq]) => seq);
-    this.ends = entries.map(([, end]) => end);
-    this.head = 0;
-    this.start = 0;
-    this.size = size;
+  /**
+   * Deletes the oldest segments once all their lines are acknowledged, and empties the current
+   * one when it is the only one and so. Not while a sync runs: it may be using their files.
+   */
+  private release(): void {
+    if (this.syncing || this.closed) return;
+    while (this.segments.length > 1 && this.segments[0].unacknowledged === 0) this.segments.shift()!.remove();
+    const only = this.segments[0];
+    if (this.segments.length === 1 && only.unacknowledged === 0 && only.size > 0) only.truncate();
   }
 
   private recover(): void {
@@ -381,35 +395,18 @@ export class AuditWal implements DecisionLog {
     this.ackFile = acked.ackFile;
     this.ackedSeq = acked.ackedSeq;
     const usedSeq = Number(readFileIfExists(path.join(this.dir, SEQ_FILE)) ?? 0) || 0;
-    this.fd = fs.openSync(this.file, fs.existsSync(this.file) ? 'r+' : 'w+', 0o600);
-    const data = fs.readFileSync(this.file);
-    let offset = 0;
+    this.segments = WalSegment.list(this.dir).map((file) => WalSegment.recover(file, this.logger));
     let lastSeq = 0;
-    const entries: Array<[number, number]> = [];
-    while (offset < data.length) {
-      const newline = data.indexOf(10, offset);
-      if (newline < 0) break;
-      const match = SEQ_LINE.exec(data.subarray(offset, Math.min(newline, offset + 40)).toString('utf8'));
-      if (match === null || !isJson(data.subarray(offset, newline))) break;
-      lastSeq = Number(match[1]);
-      entries.push([lastSeq, newline + 1]);
-      offset = newline + 1;
+    for (const segment of this.segments) {
+      lastSeq = Math.max(lastSeq, segment.lastSeq);
+      segment.acknowledge(this.ackedSeq);
     }
-    if (offset < data.length) {
-      this.logger.warn({ file: this.file, keptBytes: offset, cutBytes: data.length - offset }, 'audit buffer ended in a torn line (the process was killed mid-write); cut it off');
-      fs.ftruncateSync(this.fd, offset);
-    }
-    const unacked = entries.filter(([seq]) => seq > this.ackedSeq);
-    const firstUnacked = entries.length - unacked.length;
-    this.seqs = entries.map(([seq]) => seq);
-    this.ends = entries.map(([, end]) => end);
-    this.head = firstUnacked;
-    this.start = firstUnacked === 0 ? 0 : this.ends[firstUnacked - 1];
-    this.size = offset;
     this.lastSeq = Math.max(this.ackedSeq, usedSeq, lastSeq);
     this.syncedSeq = lastSeq;
-    if (unacked.length > 0) this.logger.info({ entries: unacked.length, from: unacked[0][0], to: lastSeq }, 'audit entries buffered by a previous run will be forwarded');
-    this.compact();
+    if (this.segments.length === 0) this.segments.push(WalSegment.create(this.dir, this.lastSeq + 1));
+    const unacknowledged = this.segments.reduce((sum, segment) => sum + segment.unacknowledged, 0);
+    if (unacknowledged > 0) this.logger.info({ entries: unacknowledged, to: lastSeq }, 'audit entries buffered by a previous run will be forwarded');
+    this.release();
   }
 }
 
@@ -417,19 +414,4 @@ function makeGroup(seq?: number): SyncGroup {
   let resolve!: () => void;
   const promise = new Promise<void>((done) => (resolve = done));
   return { promise, resolve, seq };
-}
-
-/** pwrite(2) until all of `data` is in the file (a regular file rarely takes less). */
-function writeAll(fd: number, data: Buffer, length: number, position: number): void {
-  let done = 0;
-  while (done < length) done += fs.writeSync(fd, data, done, length - done, position + done);
-}
-
-function isJson(line: Buffer): boolean {
-  try {
-    JSON.parse(line.toString('utf8'));
-    return true;
-  } catch {
-    return false;
-  }
 }
