@@ -236,6 +236,34 @@ describe('decisions at the edge', () => {
     expect(badJson.status).toBe(400);
   });
 
+  it('refuses a NUL as the gateway does, and forwards the entries of a very long action and very large args like any other', async () => {
+    const nul = await enforce(agents.reader, { action: 'read:docs/a\u0000b' });
+    expect(nul.status).toBe(400);
+    expect(nul.body.message).toMatch(/NUL/);
+    // Each was once written to the buffer as it came, and the gateway refused its batch for ever
+    // (an action over the ingest's 64 KiB, a line over its 1 MiB body), holding back every later entry.
+    const longAction = `read:docs/${'a'.repeat(100_000)}`;
+    expect((await enforce(agents.reader, { action: longAction })).status).toBe(200);
+    // 600 KB of args, within the sanitizer's bounds (100 keys of 2,048 characters at each level), twice in the input (args and context.args).
+    const hundredKeys = () => Object.fromEntries(Array.from({ length: 100 }, (_, index) => [`k${index}`, 'p'.repeat(1990)]));
+    const largeArgs = { path: '/docs/large', a: hundredKeys(), b: hundredKeys(), c: hundredKeys() };
+    expect((await enforce(agents.reader, { action: 'read:docs/large', context: { args: largeArgs } })).status).toBe(200);
+    const last = await enforce(agents.reader, { action: 'read:docs/after-the-large-ones' });
+    expect(last.status).toBe(200);
+    const forwarded = async () =>
+      (await admin<{ entries: Array<{ action: string; input: { args?: Record<string, unknown> } | null }> }>('GET', `/admin/audit?agentId=${agents.reader.id}&source=sidecar&limit=1000`)).body.entries;
+    await eventually(async () => (await forwarded()).some((entry) => entry.action === 'read:docs/after-the-large-ones'), 30_000, 'the entries after the large ones forwarded');
+    const entries = await forwarded();
+    const long = entries.find((entry) => entry.action.startsWith('read:docs/aaaa'))!;
+    // Stored as the gateway stores a text it receives itself: at most 2,048 characters, marked.
+    expect(long.action).toBe(`${longAction.slice(0, 2048)}…[truncated]`);
+    const large = entries.find((entry) => entry.action === 'read:docs/large')!;
+    expect(large.input).not.toBeNull();
+    expect(JSON.stringify(large.input).length).toBeLessThan(512 * 1024);
+    const health = await call<{ audit: { pendingEntries: number; dropped: number } }>(sidecar.url, 'GET', '/health');
+    expect(health.body.audit).toMatchObject({ dropped: 0 });
+  });
+
   it('serves /v1/check, /api/v1/pdp/evaluate and /v1/audit like the gateway, with the same API key', async () => {
     const key = await admin<{ id: string; key: string }>('POST', '/admin/api-keys', { name: 'edge-adapter' });
     expect(key.status).toBe(201);

@@ -179,6 +179,22 @@ describe('AuditWal', () => {
     await upgraded.close();
   });
 
+  it('replaces an input too large for one ingest request by a marker, keeping the rest of the entry', async () => {
+    const wal = AuditWal.open(dir, 16 << 20, clean, logger);
+    const large = record('read:large');
+    const hundredKeys = () => Object.fromEntries(Array.from({ length: 100 }, (_, index) => [`k${index}`, 'p'.repeat(2000)]));
+    large.input = { ...(large.input as object), args: { a: hundredKeys(), b: hundredKeys() }, context: { c: hundredKeys() } };
+    await recordAll(wal, ['read:small']);
+    wal.record(large);
+    await wal.synced();
+    const [small, stored] = linesOnDisk(dir) as unknown as Array<{ action: string; input: Record<string, unknown> }>;
+    expect(small.input).toMatchObject({ args: { path: '/x' } });
+    expect(stored.action).toBe('read:large');
+    expect(stored.input).toEqual({ truncated: true, jsonChars: expect.any(Number) as number });
+    expect(stored.input.jsonChars as number).toBeGreaterThan(256 * 1024);
+    await wal.close();
+  });
+
   it('stops growing at its bound, counts what it drops, and keeps the numbers used', async () => {
     const wal = AuditWal.open(dir, 4096, clean, logger);
     await recordAll(wal, Array.from({ length: 20 }, (_, index) => `read:${index}`));

@@ -20,6 +20,13 @@ const SEQ_FILE = 'audit.seq';
  */
 const SEGMENT_BYTES = 8 * 1024 * 1024;
 const COMMA = 0x2c;
+/**
+ * A line's input beyond this many characters of JSON is replaced by `{"truncated":true,
+ * "jsonChars":N}`, so that every line fits one ingest request (the gateway takes bodies of 1 MiB;
+ * UTF-8 is at most 3 bytes a character) and forwarding never stops at one. The sanitizer already
+ * bounds strings, keys and items; only inputs of hundreds of such strings come near.
+ */
+const MAX_INPUT_CHARS = 256 * 1024;
 /** The turn's lines are encoded into one reused buffer (grown for a large turn, shrunk back after). */
 const STAGING_BYTES = 256 * 1024;
 /** UTF-8 takes at most 3 bytes per UTF-16 code unit. */
@@ -256,7 +263,8 @@ export class AuditWal implements DecisionLog {
   }
 
   private serialize(seq: number, entry: AuditRecord): string {
-    return walLine(seq, entry, this.clean.serialize(compactInput(entry.input)) ?? 'null');
+    const input = this.clean.serialize(compactInput(entry.input)) ?? 'null';
+    return walLine(seq, entry, input.length <= MAX_INPUT_CHARS ? input : `{"truncated":true,"jsonChars":${input.length}}`, this.clean);
   }
 
   /** Room for `bytes` more in the staging buffer. */

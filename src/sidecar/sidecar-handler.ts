@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { AppError } from '../common/app-error';
+import { findProblem } from '../common/json-body-guard';
 import { errorBody } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { ServiceHeader } from '../common/service-header';
@@ -137,6 +138,9 @@ export class SidecarHandler {
     const parsed = parseJsonBody(read);
     if (parsed === INVALID_JSON) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw AppError.invalid('Request body must be a JSON object');
+    // As the gateway's JSON bodies: the entry must be one the gateway can store when it is forwarded.
+    const problem = findProblem(parsed);
+    if (problem !== null) throw AppError.invalid(problem);
     return parsed as Record<string, unknown>;
   }
 }

@@ -1,4 +1,5 @@
 import { AuditRecord, roundMs } from '../audit/audit-record';
+import { AuditSanitizer } from '../audit/audit-sanitizer';
 import { jsonNumber, jsonString } from '../common/json-text';
 import { walLine } from './wal-line';
 
@@ -40,10 +41,12 @@ function expected(seq: number, entry: AuditRecord, inputJson: string): unknown {
   return { seq, ...(JSON.parse(JSON.stringify({ ...fields, ...latencies })) as object), input: JSON.parse(inputJson) as unknown };
 }
 
+const clean = new AuditSanitizer(['password']);
+
 describe('walLine', () => {
   it('parses to the record as JSON.stringify writes it, the number first and one newline at the end', () => {
     const entry = record();
-    const line = walLine(7, entry, '{"args":{}}');
+    const line = walLine(7, entry, '{"args":{}}', clean);
     expect(line.startsWith('{"seq":7,')).toBe(true);
     expect(line.endsWith('}\n')).toBe(true);
     expect(line.indexOf('\n')).toBe(line.length - 1);
@@ -52,8 +55,8 @@ describe('walLine', () => {
 
   it('escapes what JSON must escape and keeps every other character', () => {
     const entry = record({
-      agentName: 'quote " backslash \\ tab \t nul \u0000 line\nbreak',
-      reason: 'lone \ud800 surrogate, pair 😀, accents éü, line sep \u2028',
+      agentName: 'quote " backslash \\ tab \t line\nbreak',
+      reason: 'pair 😀, accents éü, line sep \u2028',
       action: 'read:"x"',
       traceId: null,
       method: 'GET',
@@ -64,14 +67,23 @@ describe('walLine', () => {
       latencyMs: Number.POSITIVE_INFINITY,
       upstreamStatus: 502,
     });
-    const line = walLine(1, entry, 'null');
+    const line = walLine(1, entry, 'null', clean);
     expect(line.indexOf('\n')).toBe(line.length - 1);
     expect(JSON.parse(line)).toEqual(expected(1, entry, 'null'));
   });
 
+  it('cleans its texts as the gateway cleans those it stores: bounded, no NUL, no lone surrogate', () => {
+    const entry = record({ action: `read:${'a'.repeat(5000)}`, agentName: 'nul \u0000 here', reason: 'lone \ud800 surrogate', details: { note: 'b'.repeat(3000), password: 'hunter2' } });
+    const parsed = JSON.parse(walLine(3, entry, 'null', clean)) as Record<string, unknown>;
+    expect(parsed.action).toBe(`read:${'a'.repeat(2043)}…[truncated]`);
+    expect(parsed.agentName).toBe('nul \uFFFD here');
+    expect(parsed.reason).toBe('lone \uFFFD surrogate');
+    expect(parsed.details).toEqual({ note: `${'b'.repeat(2048)}…[truncated]`, password: '[redacted]' });
+  });
+
   it('leaves out an id the record does not have, as JSON.stringify does', () => {
     const { id: _id, ...withoutId } = record();
-    expect(JSON.parse(walLine(2, withoutId, '{}'))).not.toHaveProperty('id');
+    expect(JSON.parse(walLine(2, withoutId, '{}', clean))).not.toHaveProperty('id');
   });
 
   it('writes strings and numbers as JSON.stringify does', () => {

@@ -1,4 +1,5 @@
 import { AuditRecord, roundMs } from '../audit/audit-record';
+import type { AuditSanitizer } from '../audit/audit-sanitizer';
 import { jsonNumber, jsonString } from '../common/json-text';
 
 /*
@@ -41,17 +42,25 @@ type EncodedField =
 const everyFieldEncoded: Record<Exclude<keyof AuditRecord, EncodedField | 'input'>, never> = {};
 void everyFieldEncoded;
 
-/** `{"seq":N,...record,"input":<inputJson>}` and a newline. */
-export function walLine(seq: number, entry: AuditRecord, inputJson: string): string {
+/**
+ * `{"seq":N,...record,"input":<inputJson>}` and a newline, its texts cleaned by `clean` as the
+ * gateway cleans the texts it stores (bounded, no NUL, no lone surrogate): the gateway's ingest
+ * must take every line (it refuses an action over 64 KiB, for one), or forwarding stops at it.
+ */
+export function walLine(seq: number, entry: AuditRecord, inputJson: string, clean: AuditSanitizer): string {
   const id = entry.id === undefined ? '' : `"id":${jsonString(entry.id)},`;
-  const details = entry.details === undefined ? '' : `"details":${JSON.stringify(entry.details) ?? 'null'},`;
+  const details = entry.details === undefined ? '' : `"details":${clean.serialize(entry.details) ?? 'null'},`;
   const chain = entry.delegationChain === null ? 'null' : JSON.stringify(entry.delegationChain);
   return (
-    `{"seq":${seq},${id}"ts":${jsonNumber(entry.ts)},"orgId":${jsonString(entry.orgId)},"source":"${entry.source}","kind":"${entry.kind}",` +
-    `"traceId":${jsonString(entry.traceId)},"agentId":${jsonString(entry.agentId)},"agentName":${jsonString(entry.agentName)},"trustTier":${jsonString(entry.trustTier)},` +
-    `"action":${jsonString(entry.action)},"method":${jsonString(entry.method)},"path":${jsonString(entry.path)},"decision":"${entry.decision}",` +
-    `"enforced":${entry.enforced},"rateLimited":${entry.rateLimited},"policyName":${jsonString(entry.policyName)},"rule":${jsonString(entry.rule)},` +
-    `"reason":${jsonString(entry.reason)},"decisionLatencyMs":${jsonNumber(roundMs(entry.decisionLatencyMs))},"latencyMs":${jsonNumber(roundMs(entry.latencyMs))},` +
+    `{"seq":${seq},${id}"ts":${jsonNumber(entry.ts)},"orgId":${text(clean, entry.orgId)},"source":"${entry.source}","kind":"${entry.kind}",` +
+    `"traceId":${text(clean, entry.traceId)},"agentId":${text(clean, entry.agentId)},"agentName":${text(clean, entry.agentName)},"trustTier":${text(clean, entry.trustTier)},` +
+    `"action":${text(clean, entry.action)},"method":${text(clean, entry.method)},"path":${text(clean, entry.path)},"decision":"${entry.decision}",` +
+    `"enforced":${entry.enforced},"rateLimited":${entry.rateLimited},"policyName":${text(clean, entry.policyName)},"rule":${text(clean, entry.rule)},` +
+    `"reason":${text(clean, entry.reason)},"decisionLatencyMs":${jsonNumber(roundMs(entry.decisionLatencyMs))},"latencyMs":${jsonNumber(roundMs(entry.latencyMs))},` +
     `"status":${jsonNumber(entry.status)},"upstreamStatus":${jsonNumber(entry.upstreamStatus)},"delegationChain":${chain},${details}"input":${inputJson}}\n`
   );
+}
+
+function text(clean: AuditSanitizer, value: string | null): string {
+  return jsonString(clean.text(value));
 }
