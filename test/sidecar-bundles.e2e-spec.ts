@@ -27,6 +27,9 @@ const publicJwk: JWK = { ...(gatewayKey.publicKey.export({ format: 'jwk' }) as J
 class FakeGateway {
   bundle: unknown = null;
   readonly ingested: Array<Record<string, unknown>> = [];
+  /** Ingest bodies larger than this are answered 413, as a gateway with a small MAX_JSON_BYTES does. */
+  maxIngestBytes = Infinity;
+  refusedAsTooLarge = 0;
   private server!: http.Server;
   url = '';
 
@@ -40,6 +43,10 @@ class FakeGateway {
           return send(response, 200, this.bundle);
         }
         if (request.url === '/api/v1/audit/ingest') {
+          if (Buffer.concat(chunks).length > this.maxIngestBytes) {
+            this.refusedAsTooLarge++;
+            return send(response, 413, { error: 'payload_too_large' });
+          }
           const body = JSON.parse(Buffer.concat(chunks).toString()) as { entries: Array<Record<string, unknown>> };
           this.ingested.push(...body.entries);
           return send(response, 200, { accepted: body.entries.length, duplicates: 0, lastSeq: body.entries.at(-1)?.seq ?? 0 });
@@ -206,5 +213,31 @@ describe('MODE=audit', () => {
     expect(answer.body).toMatchObject({ decision: 'allow', wouldDeny: true, policy: 'no-etc', reason: 'No system files', mode: 'audit' });
     await eventually(async () => gateway.ingested.some((entry) => entry.action === 'read:etc/passwd'), 20_000, 'forwarded');
     expect(gateway.ingested.find((entry) => entry.action === 'read:etc/passwd')).toMatchObject({ seq: 1, decision: 'deny', enforced: false, policyName: 'no-etc', agentId: 'agent_edge1' });
+  });
+});
+
+describe('a gateway that takes only small request bodies', () => {
+  const gateway = new FakeGateway();
+  let sidecar: ServiceProcess;
+
+  beforeAll(async () => {
+    await gateway.start();
+    gateway.bundle = signed(V1);
+    gateway.maxIngestBytes = 8 * 1024;
+    sidecar = await startSidecar(gateway, path.join(scratch, 'cache-small-bodies'));
+    await waitFor(sidecar, '/health', (status) => status === 200, 20_000);
+  });
+  afterAll(() => gateway.close());
+
+  it('gets every entry across in smaller batches after a 413', async () => {
+    // One turn's hundred entries make a first batch of tens of KB.
+    const actions = Array.from({ length: 100 }, (_, index) => ({ action: `read:docs/${index}`, resource: `docs/${index}` }));
+    const answer = await call(sidecar.url, 'POST', '/enforce/batch', { bearer: token, body: { agentId: 'agent_edge1', actions } });
+    expect(answer.status).toBe(200);
+    await eventually(async () => gateway.ingested.length >= 100, 20_000, 'every entry forwarded');
+    expect(gateway.refusedAsTooLarge).toBeGreaterThan(0);
+    expect(gateway.ingested.map((entry) => entry.seq)).toEqual(Array.from({ length: 100 }, (_, index) => index + 1));
+    const health = await call<{ audit: { pendingEntries: number; dropped: number } }>(sidecar.url, 'GET', '/health');
+    expect(health.body.audit).toMatchObject({ pendingEntries: 0, dropped: 0 });
   });
 });

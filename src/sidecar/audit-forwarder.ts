@@ -8,6 +8,8 @@ import { GatewayLink } from './gateway-link';
 /** Entries and bytes per ingest request: well under the gateway's 1 MiB JSON limit. */
 const BATCH_ENTRIES = 500;
 const BATCH_BYTES = 512 * 1024;
+/** The byte budget a 413 halves no further (a batch always holds at least one entry). */
+const MIN_BATCH_BYTES = 1024;
 const MAX_BACKOFF_MS = 10_000;
 const CLOSING = Buffer.from(']}');
 
@@ -24,6 +26,8 @@ export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShut
   private running = false;
   private backoffMs = 0;
   private stopped = false;
+  /** Halved by each 413: a gateway with a smaller MAX_JSON_BYTES still takes every entry. */
+  private batchBytes = BATCH_BYTES;
   /** The ingest body up to its entries. */
   private readonly opening: Buffer;
 
@@ -78,9 +82,14 @@ export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShut
 
   /** Sends one batch; true when there may be more to send right away. */
   private async forwardOne(): Promise<boolean> {
-    const batch = this.wal.batch(BATCH_ENTRIES, BATCH_BYTES);
+    const batch = this.wal.batch(BATCH_ENTRIES, this.batchBytes);
     if (batch === null) return false;
     const answer = await this.link.post('/api/v1/audit/ingest', [this.opening, batch.entries, CLOSING]);
+    if (answer !== 'unreachable' && answer.status === 413 && batch.count > 1) {
+      this.batchBytes = Math.max(MIN_BATCH_BYTES, Math.floor(Math.min(this.batchBytes, batch.entries.length) / 2));
+      this.logger.warn({ entries: batch.count, bytes: batch.entries.length, nextBatchBytes: this.batchBytes }, 'the gateway refused an audit batch as too large; sending smaller batches');
+      return true;
+    }
     if (answer === 'unreachable' || answer.status !== 200) {
       this.lastError = answer === 'unreachable' ? 'gateway unreachable' : `gateway answered ${answer.status}: ${answer.text.slice(0, 200)}`;
       if (answer !== 'unreachable') this.logger.error({ status: answer.status, firstSeq: batch.firstSeq, lastSeq: batch.lastSeq }, 'audit batch refused by the gateway; will retry');
