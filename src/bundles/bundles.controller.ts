@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, Post, Res } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiHeader, ApiNotModifiedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiBody, ApiHeader, ApiNotModifiedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
@@ -7,6 +7,7 @@ import { ErrorBody } from '../common/error-body.dto';
 import type { SignedBundle } from './bundle-format';
 import { AuditIngestDto, AuditIngestResult, SidecarListView } from './bundles.dto';
 import { BundlesService } from './bundles.service';
+import { ingestBatchOf } from './ingest-batch';
 import { SidecarHeader } from './sidecar-header';
 import { SidecarsService } from './sidecars.service';
 
@@ -50,8 +51,10 @@ export class BundlesController {
   @ApiOperation({ summary: 'A sidecar’s buffered audit entries; idempotent by (sidecarId, seq)' })
   @ApiOkResponse({ type: AuditIngestResult })
   @ApiBadRequestResponse({ description: 'Invalid field (named in the message)', type: ErrorBody })
-  ingest(@CurrentAdmin() admin: AdminPrincipal, @Body() dto: AuditIngestDto): Promise<AuditIngestResult> {
-    return this.sidecars.ingest(admin, dto);
+  @ApiBody({ type: AuditIngestDto })
+  // `unknown`, not the DTO: the global ValidationPipe leaves the body to ingestBatchOf, which checks the DTO's rules by hand.
+  ingest(@CurrentAdmin() admin: AdminPrincipal, @Body() body: unknown): Promise<AuditIngestResult> {
+    return this.sidecars.ingest(admin, ingestBatchOf(body));
   }
 
   @Get('admin/sidecars')
