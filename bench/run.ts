@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runAlertsBench } from './alerts.bench';
 import { runAnalyticsBench } from './analytics.bench';
+import { runIngestBench } from './ingest.bench';
 import { runPdpBench } from './pdp.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
@@ -22,6 +23,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   sdk: () => import('./sdk.bench').then((bench) => bench.runSdkBench()),
   analytics: runAnalyticsBench,
   sidecar: runSidecarBench,
+  ingest: runIngestBench,
   alerts: runAlertsBench,
 };
 
