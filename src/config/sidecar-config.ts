@@ -22,14 +22,14 @@ export class SidecarConfig {
   /** PORT and HOST: where /enforce, /health, /v1/* and /proxy/* listen. */
   readonly port: number;
   readonly host: string;
-  /** CACHE_DIR: the verified bundle, the pinned gateway key, the sidecar id and the audit write-ahead file. */
+  /** CACHE_DIR: the verified bundle, the pinned gateway key, the sidecar id and the audit write-ahead log (its segment files). */
   readonly cacheDir: string;
   readonly logLevel: LogLevel;
   /** BUNDLE_PUBLIC_KEY: the gateway's public key (JWK JSON or PEM); unset: the key of the first bundle is pinned. */
   readonly bundlePublicKey?: string;
   /** SIDECAR_ID: this sidecar's name in the fleet status; unset: generated once and kept in CACHE_DIR. */
   readonly sidecarId?: string;
-  /** AUDIT_BUFFER_MAX_BYTES: largest size of the audit write-ahead file while the gateway is away. */
+  /** AUDIT_BUFFER_MAX_BYTES: largest size of the audit write-ahead log (all its segment files) while the gateway is away or behind. */
   readonly auditBufferMaxBytes: number;
   /** AUDIT_DURABILITY: `write` (answer once the audit entry is written: survives kill -9) or `sync` (once fdatasynced: survives power loss). */
   readonly auditDurability: 'write' | 'sync';
