@@ -33,7 +33,7 @@ import { pacedLoad, PacedRequest } from './paced-load';
 import { handwrittenDecide } from './fixtures/policy-handwritten';
 import { makeInputPool } from './fixtures/policy-inputs';
 import type { BenchReport, BenchRow, BenchTarget } from './report';
-import { baseEnv, ChildSet, freePort, sleep, waitForHttp } from './servers/processes';
+import { baseEnv, ChildSet, cpuSeconds, freePort, sleep, waitForHttp } from './servers/processes';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const CONNECTIONS = 50;
@@ -63,6 +63,9 @@ interface Round {
   p99Ms: number;
   non2xx: number;
   errors: number;
+  /** Requests answered, and the server process's CPU meanwhile (µs, all its threads), when /proc has it. */
+  requests?: number;
+  serverCpuUs?: number | null;
 }
 
 function positive(name: string, fallback: number): number {
@@ -134,8 +137,8 @@ export async function runSidecarBench(): Promise<BenchReport> {
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? ['bare', 'sidecar'] : ['sidecar', 'bare'];
       for (const subject of order) {
-        if (subject === 'bare') bareRounds.push(await load(bareUrl, headers, body, ROUND_SECONDS));
-        else sidecarRounds.push(await load(`${sidecarUrl}/enforce`, headers, body, ROUND_SECONDS));
+        if (subject === 'bare') bareRounds.push(await load(bareUrl, headers, body, ROUND_SECONDS, bare.child.process.pid));
+        else sidecarRounds.push(await load(`${sidecarUrl}/enforce`, headers, body, ROUND_SECONDS, sidecar.process.pid));
       }
     }
     const catchUpMs = await forwarded(sidecarUrl);
@@ -226,10 +229,13 @@ function timeLoop<T>(pool: readonly T[], decide: (item: T) => number, durationMs
   return Math.round(ops / (Number(now - start) / 1e9));
 }
 
-async function load(url: string, headers: Record<string, string>, body: string, seconds: number): Promise<Round> {
+async function load(url: string, headers: Record<string, string>, body: string, seconds: number, pid?: number): Promise<Round> {
+  const cpuBefore = cpuSeconds(pid);
   const result = await autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, pipelining: 1, duration: seconds });
+  const cpuAfter = cpuSeconds(pid);
   await sleep(200);
-  return { opsPerSec: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors + result.timeouts };
+  const serverCpuUs = cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) * 1e6;
+  return { opsPerSec: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors + result.timeouts, requests: result.requests.total, serverCpuUs };
 }
 
 async function paced(url: string, request: PacedRequest): Promise<Round> {
@@ -261,8 +267,15 @@ function roundsRow(subject: string, rounds: Round[], extra: Record<string, numbe
     opsPerSec: Math.round(sum(rounds.map((round) => round.opsPerSec)) / rounds.length),
     p50Ms: Math.max(...rounds.map((round) => round.p50Ms)),
     p99Ms: Math.max(...rounds.map((round) => round.p99Ms)),
-    extra: { perRound: rounds.map((round) => Math.round(round.opsPerSec)).join('/'), ...extra },
+    extra: { perRound: rounds.map((round) => Math.round(round.opsPerSec)).join('/'), ...cpuPerRequest(rounds), ...extra },
   };
+}
+
+/** The server's CPU per request over the rounds (all its threads: the sidecar's include its fdatasync and forwarding). */
+function cpuPerRequest(rounds: Round[]): Record<string, number> {
+  if (rounds.some((round) => round.serverCpuUs === null || round.serverCpuUs === undefined)) return {};
+  const requests = sum(rounds.map((round) => round.requests ?? 0));
+  return requests === 0 ? {} : { serverCpuUsPerRequest: Number((sum(rounds.map((round) => round.serverCpuUs ?? 0)) / requests).toFixed(1)) };
 }
 
 function sum(values: number[]): number {
