@@ -59,7 +59,9 @@ export class WriteAheadLog {
   acknowledge(eventIds: string[]): Promise<void> {
     for (const id of eventIds) this.open.delete(id);
     return this.serially(async () => {
-      if (this.buffered.length === 0 && (this.open.size === 0 || this.appendedBytes > COMPACT_AFTER_BYTES)) return this.rewrite();
+      // Events still waiting to be written are in `open` too: the rewrite writes them, so under
+      // steady traffic (something always waiting) the file is still compacted.
+      if (this.open.size === 0 || this.appendedBytes > COMPACT_AFTER_BYTES) return this.rewrite();
       // Not fsynced: a lost acknowledgement only means a resend, which the gateway ignores.
       await this.handle.write(`${JSON.stringify({ ack: eventIds })}\n`);
     });
@@ -70,8 +72,13 @@ export class WriteAheadLog {
     await this.serially(() => this.handle.close());
   }
 
-  /** Replaces the file by the unacknowledged events only (atomically: temp file, fsync, rename). */
+  /**
+   * Replaces the file by the unacknowledged events only, those not yet written included
+   * (atomically: temporary file, fsync, rename, fsync of the directory, so that an event whose
+   * append resolves after this is on disk whatever happens next).
+   */
   private async rewrite(): Promise<void> {
+    this.buffered = [];
     if (this.open.size === 0) {
       await this.handle.truncate(0);
     } else {
@@ -81,6 +88,7 @@ export class WriteAheadLog {
       await file.datasync();
       await file.close();
       await fs.promises.rename(temp, this.file);
+      await syncDirectory(path.dirname(this.file));
       await this.handle.close();
       this.handle = await fs.promises.open(this.file, 'a');
     }
@@ -91,6 +99,16 @@ export class WriteAheadLog {
     const run = this.tail.then(work);
     this.tail = run.catch(() => undefined);
     return run;
+  }
+}
+
+/** Makes a rename in `dir` durable. */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await fs.promises.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 
