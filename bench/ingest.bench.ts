@@ -5,9 +5,9 @@
  * warm-up. No issue sets a target; the rows tell an operator how many decisions a second one
  * sidecar may sustain before its buffer grows (ingestion is serialised per sidecar).
  *
- * The gateway runs as users start it (`npm start`'s node flags, dist/src/main.js) on a fresh
- * PostgreSQL database (the embedded one when PostgreSQL is unreachable); every entry is checked
- * to have been written once (the fleet status's `received`).
+ * The gateway is the PDP bench's (`startGateway`: as users start it, on a fresh PostgreSQL
+ * database, the embedded one when PostgreSQL is unreachable); every entry is checked to have
+ * been written once (the fleet status's `received`).
  *
  * `node dist/bench/ingest.bench.js` runs it alone. Environment: BENCH_INGEST_BATCH (500),
  * BENCH_INGEST_WINDOWS (5), BENCH_INGEST_WINDOW_SECONDS (10), BENCH_POSTGRES_URL.
@@ -19,11 +19,11 @@ import { createHistogram } from 'node:perf_hooks';
 import type { AuditRecord } from '../src/audit/audit-record';
 import { AuditSanitizer } from '../src/audit/audit-sanitizer';
 import { walLine } from '../src/sidecar/wal-line';
-import { ADMIN_TOKEN, createDatabase, dropDatabase, guardAgainstInterrupt, positiveNumber, POSTGRES_URL, redact, startScriptNodeFlags, waitForAuditDrain, withDatabase } from './proxy.bench';
+import { startGateway } from './pdp.bench';
+import { ADMIN_TOKEN, createDatabase, dropDatabase, guardAgainstInterrupt, positiveNumber, POSTGRES_URL, redact, waitForAuditDrain } from './proxy.bench';
 import type { BenchReport, BenchRow } from './report';
-import { baseEnv, ChildSet, cpuSeconds, freePort, waitForHttp } from './servers/processes';
+import { ChildSet, cpuSeconds } from './servers/processes';
 
-const ROOT = path.resolve(__dirname, '..', '..');
 const BATCH = positiveNumber('BENCH_INGEST_BATCH', 500);
 const WINDOWS = positiveNumber('BENCH_INGEST_WINDOWS', 5);
 const WINDOW_SECONDS = positiveNumber('BENCH_INGEST_WINDOW_SECONDS', 10);
@@ -42,20 +42,7 @@ export async function runIngestBench(): Promise<BenchReport> {
       notes.push(`PostgreSQL not reachable at ${redact(POSTGRES_URL)} (${error instanceof Error ? error.message : String(error)}): the gateway ran on the embedded database.`);
       return null;
     });
-    const port = await freePort();
-    const env: NodeJS.ProcessEnv = {
-      ...baseEnv(),
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PDP_GRPC_PORT: '0',
-      ADMIN_TOKEN,
-      LOG_LEVEL: 'warn',
-      DATA_DIR: path.join(tmp, 'gateway-data'),
-      ...(database === null ? {} : { DATABASE_URL: withDatabase(POSTGRES_URL, database) }),
-    };
-    const gateway = children.spawn('gateway', process.execPath, [...startScriptNodeFlags(), path.join(ROOT, 'dist', 'src', 'main.js')], { cwd: ROOT, env });
-    const base = `http://127.0.0.1:${port}`;
-    await waitForHttp(`${base}/health`, gateway, 120_000);
+    const { child: gateway, base } = await startGateway(children, tmp, database, undefined);
 
     const batches = new BatchMaker();
     for (let index = 0; index < WARMUP_BATCHES; index++) await post(base, batches.next());

@@ -103,7 +103,7 @@ interface PartResult {
   gateway: Subject;
 }
 
-interface Gateway {
+export interface Gateway {
   child: Child;
   base: string;
   grpcPort: number;
@@ -315,8 +315,8 @@ function checkLoad(origin: string, requests: autocannon.Request[], seconds: numb
   });
 }
 
-/** Starts the gateway like users do, with the benchmark's policies. */
-async function startGateway(children: ChildSet, tmp: string, database: string | null, profileFile: string | undefined): Promise<Gateway> {
+/** Starts the gateway like users do (`npm start`'s node flags), on `database` or the embedded one in `tmp`, with the benchmark's policies. */
+export async function startGateway(children: ChildSet, tmp: string, database: string | null, profileFile: string | undefined): Promise<Gateway> {
   const policiesFile = path.join(tmp, 'bench-policies.yaml');
   fs.writeFileSync(policiesFile, BENCH_POLICIES_YAML);
   const dataDir = path.join(tmp, 'gateway-data');

@@ -18,6 +18,13 @@ import {
 /** Most entries one ingest request may carry (a sidecar sends at most 500, under 1 MiB). */
 export const MAX_INGEST_ENTRIES = 1000;
 const SIDECAR_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+export const SIDECAR_ID_MESSAGE = 'sidecarId must be 1-128 letters, digits, or . _ : -';
+export const AUDIT_ENTRY_ID = /^aud_[A-Za-z0-9]{1,64}$/;
+/** What is wrong with an `id` that does not match AUDIT_ENTRY_ID (after the field's name). */
+export const AUDIT_ENTRY_ID_PROBLEM = 'must be an audit entry id (aud_…)';
+/** Longest short text (ids, names, rule) and long text (action, path, reason) an ingested entry may carry. */
+export const SHORT_TEXT_MAX = 4096;
+export const LONG_TEXT_MAX = 65536;
 
 /** One buffered decision of a sidecar: its sequence number and the audit entry's fields. */
 export class IngestedEntryDto {
@@ -28,7 +35,7 @@ export class IngestedEntryDto {
 
   @ApiProperty({ description: 'Decision id, kept as the entry id', example: 'aud_5f0c…' })
   @IsString()
-  @Matches(/^aud_[A-Za-z0-9]{1,64}$/, { message: 'id must be an audit entry id (aud_…)' })
+  @Matches(AUDIT_ENTRY_ID, { message: `id ${AUDIT_ENTRY_ID_PROBLEM}` })
   id: string;
 
   @ApiProperty({ description: 'Time of the decision, milliseconds since the epoch' })
@@ -51,19 +58,19 @@ export class IngestedEntryDto {
   @IsIn(['decision', 'outcome'])
   kind?: 'decision' | 'outcome';
 
-  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) traceId?: string | null;
-  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) agentId?: string | null;
-  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) agentName?: string | null;
-  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) trustTier?: string | null;
-  @ApiProperty() @IsString() @MaxLength(65536) action: string;
-  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) method?: string | null;
-  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(65536) path?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(SHORT_TEXT_MAX) traceId?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(SHORT_TEXT_MAX) agentId?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(SHORT_TEXT_MAX) agentName?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(SHORT_TEXT_MAX) trustTier?: string | null;
+  @ApiProperty() @IsString() @MaxLength(LONG_TEXT_MAX) action: string;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(SHORT_TEXT_MAX) method?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(LONG_TEXT_MAX) path?: string | null;
   @ApiProperty({ enum: ['allow', 'deny'] }) @IsIn(['allow', 'deny']) decision: 'allow' | 'deny';
   @ApiProperty({ description: 'False when the sidecar ran in MODE=audit and let a denial through' }) @IsBoolean() enforced: boolean;
   @ApiProperty() @IsBoolean() rateLimited: boolean;
-  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) policyName?: string | null;
-  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(4096) rule?: string | null;
-  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(65536) reason?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(SHORT_TEXT_MAX) policyName?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(SHORT_TEXT_MAX) rule?: string | null;
+  @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsString() @MaxLength(LONG_TEXT_MAX) reason?: string | null;
   @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsNumber() decisionLatencyMs?: number | null;
   @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsNumber() latencyMs?: number | null;
   @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsInt() status?: number | null;
@@ -76,7 +83,7 @@ export class IngestedEntryDto {
 export class AuditIngestDto {
   @ApiProperty({ description: 'The sidecar id (its X-Sidecar-Id)', example: 'sc_edge-eu-1' })
   @IsString()
-  @Matches(SIDECAR_ID, { message: 'sidecarId must be 1-128 letters, digits, or . _ : -' })
+  @Matches(SIDECAR_ID, { message: SIDECAR_ID_MESSAGE })
   sidecarId: string;
 
   @ApiProperty({ type: [IngestedEntryDto], maxItems: MAX_INGEST_ENTRIES })

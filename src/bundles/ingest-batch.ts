@@ -1,10 +1,18 @@
 import { AppError } from '../common/app-error';
-import { AuditIngestDto, IngestedEntryDto, MAX_INGEST_ENTRIES, SIDECAR_ID_PATTERN } from './bundles.dto';
+import {
+  AUDIT_ENTRY_ID,
+  AUDIT_ENTRY_ID_PROBLEM,
+  AuditIngestDto,
+  IngestedEntryDto,
+  LONG_TEXT_MAX,
+  MAX_INGEST_ENTRIES,
+  SHORT_TEXT_MAX,
+  SIDECAR_ID_MESSAGE,
+  SIDECAR_ID_PATTERN,
+} from './bundles.dto';
 
 /** A field's check: null when the value passes, else what is wrong with it (after the field's name). */
 type Check = (value: unknown) => string | null;
-
-const AUDIT_ID = /^aud_[A-Za-z0-9]{1,64}$/;
 
 const isString: Check = (value) => (typeof value === 'string' ? null : 'must be a string');
 const boolean: Check = (value) => (typeof value === 'boolean' ? null : 'must be a boolean value');
@@ -39,24 +47,24 @@ const stringArray: Check = (value) => (Array.isArray(value) && value.every((item
 /** The rules of IngestedEntryDto's decorators, field by field (ingest-batch.spec.ts holds the two to the same answers). */
 const ENTRY_CHECKS: Readonly<Record<keyof IngestedEntryDto, Check>> = {
   seq: integer(1),
-  id: (value) => (typeof value === 'string' && AUDIT_ID.test(value) ? null : 'must be an audit entry id (aud_…)'),
+  id: (value) => (typeof value === 'string' && AUDIT_ENTRY_ID.test(value) ? null : AUDIT_ENTRY_ID_PROBLEM),
   ts: integer(0),
   orgId: optional(isString),
   source: optional(isString),
   kind: optional(oneOf(['decision', 'outcome'])),
-  traceId: optional(text(4096)),
-  agentId: optional(text(4096)),
-  agentName: optional(text(4096)),
-  trustTier: optional(text(4096)),
-  action: text(65536),
-  method: optional(text(4096)),
-  path: optional(text(65536)),
+  traceId: optional(text(SHORT_TEXT_MAX)),
+  agentId: optional(text(SHORT_TEXT_MAX)),
+  agentName: optional(text(SHORT_TEXT_MAX)),
+  trustTier: optional(text(SHORT_TEXT_MAX)),
+  action: text(LONG_TEXT_MAX),
+  method: optional(text(SHORT_TEXT_MAX)),
+  path: optional(text(LONG_TEXT_MAX)),
   decision: oneOf(['allow', 'deny']),
   enforced: boolean,
   rateLimited: boolean,
-  policyName: optional(text(4096)),
-  rule: optional(text(4096)),
-  reason: optional(text(65536)),
+  policyName: optional(text(SHORT_TEXT_MAX)),
+  rule: optional(text(SHORT_TEXT_MAX)),
+  reason: optional(text(LONG_TEXT_MAX)),
   decisionLatencyMs: optional(number),
   latencyMs: optional(number),
   status: optional(integer()),
@@ -84,7 +92,7 @@ export function ingestBatchOf(body: unknown): AuditIngestDto {
   if (!isRecord(body)) throw AppError.invalid('the request body must be a JSON object');
   for (const key of Object.keys(body)) if (key !== 'sidecarId' && key !== 'entries') problems.push(unknownField(key));
   if (typeof body.sidecarId !== 'string' || !SIDECAR_ID_PATTERN.test(body.sidecarId)) {
-    problems.push({ field: 'sidecarId', message: 'sidecarId must be 1-128 letters, digits, or . _ : -' });
+    problems.push({ field: 'sidecarId', message: SIDECAR_ID_MESSAGE });
   }
   const entries = body.entries;
   if (!Array.isArray(entries)) problems.push({ field: 'entries', message: 'entries must be an array' });

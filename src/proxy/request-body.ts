@@ -71,16 +71,26 @@ export async function* limitedBody(incoming: IncomingMessage, limit: number, sta
 
 /**
  * The JSON body of a lean-path API request (the PDP's, the sidecar's), checked as express's
- * parser and jsonBodyGuard check the other routes': JSON content type (415), at most `limit`
- * bytes (413), valid JSON (400 invalid_json), not too deep and no NUL (400).
+ * parser and jsonBodyGuard check the other routes': JSON content type (415), then as
+ * `readJsonContent`, an empty body being no JSON (400 invalid_json).
  */
 export async function readJsonBody(request: IncomingMessage, limit: number): Promise<unknown> {
   if (!isJsonRequest(request)) throw new AppError(ErrorCode.UnsupportedMediaType, 'Content-Type must be application/json');
+  const parsed = await readJsonContent(request, limit);
+  if (parsed === undefined) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
+  return parsed;
+}
+
+/**
+ * A request body's JSON, whatever its content type: at most `limit` bytes (413), valid JSON
+ * (400 invalid_json), not too deep and no NUL (400); undefined for an empty body.
+ */
+export async function readJsonContent(request: IncomingMessage, limit: number): Promise<unknown> {
   const read = await readBody(request, limit);
   if (read === 'aborted') throw AppError.invalid('The request body ended early');
   if (read === 'too_large') throw new AppError(ErrorCode.PayloadTooLarge, `Request body is larger than ${limit} bytes`);
   const parsed = parseJsonBody(read);
-  if (parsed === INVALID_JSON || parsed === undefined) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
+  if (parsed === INVALID_JSON) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
   const problem = typeof parsed === 'object' && parsed !== null ? findProblem(parsed) : null;
   if (problem !== null) throw AppError.invalid(problem);
   return parsed;

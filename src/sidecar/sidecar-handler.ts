@@ -2,7 +2,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { AppError } from '../common/app-error';
-import { findProblem } from '../common/json-body-guard';
 import { errorBody } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { ServiceHeader } from '../common/service-header';
@@ -11,7 +10,7 @@ import { DecisionService } from '../decisions/decision.service';
 import { AgentAuthenticator, AuthenticatedAgent } from '../identity/agent-authenticator';
 import { LOGGER } from '../logging/logging.module';
 import { sendJson } from '../proxy/decision-headers';
-import { INVALID_JSON, parseJsonBody, readBody } from '../proxy/request-body';
+import { readJsonContent } from '../proxy/request-body';
 import { AuditWal } from './audit-wal';
 import { AuthenticatedAgents } from './authenticated-agents';
 import { BundleStore } from './bundle-store';
@@ -131,16 +130,10 @@ export class SidecarHandler {
     sendJson(response, report.status === 'healthy' ? 200 : 503, report as unknown as Record<string, unknown>);
   }
 
+  /** `/enforce`'s body: read as the gateway reads its JSON bodies (no NUL, so the gateway can store the entry it becomes), any content type. */
   private async readJson(request: IncomingMessage): Promise<Record<string, unknown>> {
-    const read = await readBody(request, this.config.shared.http.maxJsonBytes);
-    if (read === 'aborted') throw AppError.invalid('The request body was not received completely');
-    if (read === 'too_large') throw new AppError(ErrorCode.PayloadTooLarge, `Request body is larger than ${this.config.shared.http.maxJsonBytes} bytes`);
-    const parsed = parseJsonBody(read);
-    if (parsed === INVALID_JSON) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
+    const parsed = await readJsonContent(request, this.config.shared.http.maxJsonBytes);
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw AppError.invalid('Request body must be a JSON object');
-    // As the gateway's JSON bodies: the entry must be one the gateway can store when it is forwarded.
-    const problem = findProblem(parsed);
-    if (problem !== null) throw AppError.invalid(problem);
     return parsed as Record<string, unknown>;
   }
 }
