@@ -77,7 +77,7 @@ export class IngestedEntryDto {
   @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsInt() upstreamStatus?: number | null;
   @ApiPropertyOptional({ type: [String], nullable: true }) @IsOptional() @IsArray() @IsString({ each: true }) delegationChain?: string[] | null;
   @ApiPropertyOptional({ description: 'The decision input (redacted at the edge and again here)' }) @IsOptional() input?: unknown;
-  @ApiPropertyOptional({ nullable: true, description: 'Outcomes: eventId, decisionId, durationMs, resultSummary' }) @IsOptional() details?: unknown;
+  @ApiPropertyOptional({ nullable: true, description: 'Outcomes: eventId, decisionId, durationMs, resultSummary. Decisions: `{alerts: [{policy, rule, reason}]}`, the alert rules that fired (the gateway raises their alerts)' }) @IsOptional() details?: unknown;
 }
 
 export class AuditIngestDto {

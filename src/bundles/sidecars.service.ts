@@ -5,6 +5,8 @@ import type { AuditRecord } from '../audit/audit-record';
 import { AuditWriter } from '../audit/audit-writer';
 import type { AdminPrincipal } from '../common/admin-principal';
 import { DecisionEvents } from '../decisions/decision-events';
+import { firedAlertsIn } from '../decisions/decision-details';
+import type { Decision, FiredAlert } from '../policy-engine/types';
 import { AuditIngestDto, AuditIngestResult, IngestedEntryDto, SIDECAR_ID_PATTERN, SIDECAR_MODES, SidecarView } from './bundles.dto';
 import { SidecarAuditRange } from './sidecar-audit-range.entity';
 import { Sidecar } from './sidecar.entity';
@@ -76,7 +78,7 @@ export class SidecarsService {
     for (const entry of toWrite) {
       const record = toRecord(admin.orgId, entry);
       this.writer.record(record);
-      if (record.kind === 'decision') this.events.emit({ entry: record, decision: { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '' } });
+      if (record.kind === 'decision') this.events.emit({ entry: record, decision: ingestedDecision(record) });
     }
     if (toWrite.length > 0) await this.writer.drain();
     const all = mergeRanges([...received, ...rangesOf(fresh.map((entry) => entry.seq).sort((a, b) => a - b))]);
@@ -167,8 +169,20 @@ function toRecord(orgId: string, entry: IngestedEntryDto): AuditRecord & { id: s
     upstreamStatus: entry.upstreamStatus ?? null,
     delegationChain: entry.delegationChain ?? null,
     input: entry.input ?? null,
-    details: entry.kind === 'outcome' ? (entry.details ?? null) : null,
+    details: entry.kind === 'outcome' ? (entry.details ?? null) : ingestedDetails(entry.details),
   };
+}
+
+/** A decision entry's details as the gateway records its own (decisionDetails): the alert rules that fired at the edge, or null. */
+function ingestedDetails(details: unknown): { alerts: FiredAlert[] } | null {
+  const alerts = firedAlertsIn(details);
+  return alerts.length > 0 ? { alerts } : null;
+}
+
+/** The decision an ingested entry records, for the per-decision event (alerts, analytics). */
+function ingestedDecision(record: AuditRecord): Decision {
+  const alerts = firedAlertsIn(record.details);
+  return { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '', ...(alerts.length > 0 ? { alerts } : {}) };
 }
 
 function toView(sidecar: Sidecar, rows: SidecarAuditRange[]): SidecarView {

@@ -7,6 +7,7 @@ import type { Principal } from '../identity/agent-authenticator';
 import { scopeDenial } from '../identity/delegation-scope';
 import type { Decision, DecisionInput, EvaluationEnv, Explanation, RateLimiter } from '../policy-engine/types';
 import { DecisionEvents } from './decision-events';
+import { decisionDetails } from './decision-details';
 import {
   DECISION_LOG,
   DECISION_SETTINGS,
@@ -171,7 +172,7 @@ export class DecisionService {
       upstreamStatus: outcome.upstreamStatus ?? null,
       delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
       input: verdict.input,
-      details: null,
+      details: decisionDetails(decision),
     };
     this.log.record(entry);
     this.events.emit({ entry, decision });

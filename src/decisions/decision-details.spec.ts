@@ -1,0 +1,20 @@
+import { decisionDetails, firedAlertsIn, MAX_FIRED_ALERTS } from './decision-details';
+
+const FIRED = { policy: 'watch', rule: 'watched', reason: 'Watched path read' };
+
+describe('decision details', () => {
+  it('name the alert rules that fired, and nothing when none did', () => {
+    expect(decisionDetails({ effect: 'allow', policy: 'watch', rule: null, reason: 'allowed', alerts: [FIRED] })).toEqual({ alerts: [FIRED] });
+    expect(decisionDetails({ effect: 'deny', policy: 'watch', rule: 'x', reason: 'no' })).toBeNull();
+    expect(decisionDetails({ effect: 'allow', policy: 'watch', rule: null, reason: 'allowed', alerts: [] })).toBeNull();
+  });
+
+  it('take from an ingested entry only well-formed alerts, at most MAX_FIRED_ALERTS of them', () => {
+    expect(firedAlertsIn({ alerts: [FIRED] })).toEqual([FIRED]);
+    expect(firedAlertsIn(null)).toEqual([]);
+    expect(firedAlertsIn('alerts')).toEqual([]);
+    expect(firedAlertsIn({ alerts: 'x' })).toEqual([]);
+    expect(firedAlertsIn({ alerts: [{ policy: 'p', rule: 3, reason: 'r' }, null, FIRED, { ...FIRED, reason: 'x'.repeat(5000) }] })).toEqual([FIRED]);
+    expect(firedAlertsIn({ alerts: Array.from({ length: 100 }, () => FIRED) })).toHaveLength(MAX_FIRED_ALERTS);
+  });
+});
