@@ -107,6 +107,40 @@ describe('HttpPipeline', () => {
     await expect(pipeline(`http://127.0.0.1:${closed.port}`).post('/', [], 'x')).rejects.toThrow(/ECONNREFUSED/);
   });
 
+  it('discards a chunked answer as it arrives and drops a connection whose answer runs past the cap', async () => {
+    // One 2 GB chunk, streamed: waiting for the whole chunk would buffer it.
+    const streams: NodeJS.Timeout[] = [];
+    const server = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n7fffffff\r\n');
+        const megabyte = 'x'.repeat(1024 * 1024);
+        const stream = setInterval(() => socket.writable && socket.write(megabyte), 5);
+        streams.push(stream);
+        socket.on('close', () => clearInterval(stream));
+      });
+    });
+    const { port } = await listen(server);
+    const started = Date.now();
+    try {
+      expect(await pipeline(`http://127.0.0.1:${port}`).post('/', [], 'x')).toBe(200);
+      expect(Date.now() - started).toBeLessThan(3000);
+    } finally {
+      for (const stream of streams) clearInterval(stream);
+    }
+  });
+
+  it('keeps a connection whose chunked answers stay under the cap', async () => {
+    const { port, sockets } = await httpServer((_request, response) => {
+      response.writeHead(200, { 'transfer-encoding': 'chunked' });
+      response.write('a'.repeat(300 * 1024));
+      response.end('b'.repeat(300 * 1024));
+    });
+    const shared = pipeline(`http://127.0.0.1:${port}`);
+    expect(await Promise.all([1, 2, 3].map(() => shared.post('/', [], 'x')))).toEqual([200, 200, 200]);
+    expect(sockets.size).toBe(1);
+  });
+
   it('gives up on a receiver that does not answer in time', async () => {
     const { port } = await httpServer(() => undefined);
     await expect(pipeline(`http://127.0.0.1:${port}`, 300).post('/', [], 'x')).rejects.toThrow(/no answer within 300 ms/);

@@ -26,10 +26,21 @@ interface ParsedHead {
 }
 
 /** Where the response parser is in the current response. */
-type BodyMode = { kind: 'length'; left: number } | { kind: 'chunked' } | { kind: 'until-close' } | { kind: 'none' };
+/** `chunked.left`: bytes of the current chunk (and its CRLF) still to skip; 0 when a chunk-size line is next. */
+type BodyMode = { kind: 'length'; left: number } | { kind: 'chunked'; left: number } | { kind: 'until-close' } | { kind: 'none' };
 
 /** Most requests written ahead of their responses on one connection. */
 const MAX_PIPELINED = 32;
+
+/**
+ * Most bytes of one response body read before the connection is dropped: nothing in an answer
+ * is used but its status, and a receiver (or a proxy in front of it) that streams without end
+ * must not cost the gateway memory or CPU.
+ */
+export const MAX_RESPONSE_BODY_BYTES = 1024 * 1024;
+
+/** Longest chunk-size line accepted (the size in hex plus any chunk extensions). */
+const MAX_CHUNK_LINE = 1024;
 
 /**
  * POSTs to one origin over a few keep-alive HTTP/1.1 connections, pipelined: the requests of a
@@ -83,6 +94,8 @@ class PipelinedConnection {
   private input = '';
   private status = 0;
   private body: BodyMode | null = null;
+  /** Body bytes of the current response read so far, against MAX_RESPONSE_BODY_BYTES. */
+  private bodyRead = 0;
   private closeAfter = false;
 
   constructor(
@@ -169,17 +182,35 @@ class PipelinedConnection {
       case 'none':
         return this.finish();
       case 'length': {
-        const take = Math.min(body.left, this.input.length);
+        const take = this.skip(body.left);
         body.left -= take;
-        this.input = this.input.slice(take);
-        return body.left === 0 ? this.finish() : false;
+        if (body.left === 0) return this.finish();
+        return this.overLimit() ? this.giveUpOnBody() : false;
       }
       case 'chunked':
-        return this.parseChunk();
+        return this.parseChunk(body);
       case 'until-close':
-        this.input = '';
-        return false;
+        this.skip(this.input.length);
+        return this.overLimit() ? this.giveUpOnBody() : false;
     }
+  }
+
+  /** Discards up to `count` body bytes of `input`; returns how many. */
+  private skip(count: number): number {
+    const take = Math.min(count, this.input.length);
+    this.input = this.input.slice(take);
+    this.bodyRead += take;
+    return take;
+  }
+
+  private overLimit(): boolean {
+    return this.bodyRead > MAX_RESPONSE_BODY_BYTES;
+  }
+
+  // The status is known: the exchange is answered, and the connection (still mid-body) is dropped.
+  private giveUpOnBody(): boolean {
+    this.closeAfter = true;
+    return this.finish();
   }
 
   private parseHead(): boolean {
@@ -205,7 +236,7 @@ class PipelinedConnection {
     if (/\r\nconnection:[^\r]*close/.test(lower) || head.startsWith('HTTP/1.0')) this.closeAfter = true;
     const length = /\r\ncontent-length: *(\d+)/.exec(lower);
     if (this.status === 204 || this.status === 304) this.body = { kind: 'none' };
-    else if (/\r\ntransfer-encoding:[^\r]*chunked/.test(lower)) this.body = { kind: 'chunked' };
+    else if (/\r\ntransfer-encoding:[^\r]*chunked/.test(lower)) this.body = { kind: 'chunked', left: 0 };
     else if (length !== null) this.body = { kind: 'length', left: Number(length[1]) };
     else {
       this.body = { kind: 'until-close' };
@@ -215,25 +246,38 @@ class PipelinedConnection {
     return true;
   }
 
-  private parseChunk(): boolean {
+  // Chunk data is discarded as it arrives: a chunk may announce gigabytes.
+  private parseChunk(body: { left: number }): boolean {
+    if (body.left > 0) {
+      body.left -= this.skip(body.left);
+      if (this.overLimit()) return this.giveUpOnBody();
+      return body.left === 0;
+    }
     const lineEnd = this.input.indexOf('\r\n');
-    if (lineEnd < 0) return false;
+    if (lineEnd < 0) {
+      if (this.input.length > MAX_CHUNK_LINE) throw new Error('bad chunk size line');
+      return false;
+    }
     const size = parseInt(this.input.slice(0, lineEnd), 16);
     if (Number.isNaN(size)) throw new Error('bad chunk size');
     if (size === 0) {
       // The last chunk, then optional trailers, then an empty line.
       const end = this.input.indexOf('\r\n\r\n', lineEnd - 2);
-      if (end < 0) return false;
+      if (end < 0) {
+        if (this.input.length > 64 * 1024) throw new Error('response trailers too large');
+        return false;
+      }
       this.input = this.input.slice(end + 4);
       return this.finish();
     }
-    if (this.input.length < lineEnd + 2 + size + 2) return false;
-    this.input = this.input.slice(lineEnd + 2 + size + 2);
+    this.input = this.input.slice(lineEnd + 2);
+    body.left = size + 2;
     return true;
   }
 
   private finish(): boolean {
     this.body = null;
+    this.bodyRead = 0;
     this.inFlight.shift()?.listener.answered(this.status);
     return !this.closeAfter;
   }
@@ -246,6 +290,7 @@ class PipelinedConnection {
     this.socket = null;
     this.connected = false;
     this.body = null;
+    this.bodyRead = 0;
     this.input = '';
     const unanswered = this.inFlight.drain();
     const reason = error === null ? 'connection closed before the response' : error.message;
