@@ -47,6 +47,39 @@ async function httpServer(answer: (request: http.IncomingMessage, response: http
   return { port, bodies, sockets };
 }
 
+/**
+ * A raw TCP receiver: parses the requests of a connection (content-length framed) and writes what
+ * `answer` returns for each; `end` closes the connection after that answer, unread requests dropped.
+ */
+async function rawServer(answer: (body: string, index: number) => { text: string; end: boolean }): Promise<{ port: number; bodies: string[] }> {
+  const bodies: string[] = [];
+  const server = net.createServer((socket) => {
+    let input = '';
+    let index = 0;
+    let ended = false;
+    socket.on('error', () => undefined);
+    socket.on('data', (chunk: Buffer) => {
+      input += chunk.toString('latin1');
+      for (;;) {
+        const headEnd = input.indexOf('\r\n\r\n');
+        if (ended || headEnd < 0) return;
+        const length = Number(/content-length: *(\d+)/i.exec(input.slice(0, headEnd))?.[1] ?? 0);
+        if (input.length < headEnd + 4 + length) return;
+        const body = input.slice(headEnd + 4, headEnd + 4 + length);
+        input = input.slice(headEnd + 4 + length);
+        bodies.push(body);
+        const { text, end } = answer(body, index++);
+        if (end) {
+          ended = true;
+          socket.end(text);
+        } else socket.write(text);
+      }
+    });
+  });
+  const { port } = await listen(server);
+  return { port, bodies };
+}
+
 describe('HttpPipeline', () => {
   it('pipelines a burst over one keep-alive connection, bodies intact (UTF-8 included), statuses in order', async () => {
     const { port, bodies, sockets } = await httpServer((request, response, body) => {
@@ -95,6 +128,37 @@ describe('HttpPipeline', () => {
     expect(await shared.post('/', [], 'a')).toBe(200);
     expect(await shared.post('/', [], 'b')).toBe(201);
     expect(await shared.post('/', [], 'c')).toBe(200);
+  });
+
+  it('delivers a burst to an HTTP/1.0 receiver that reads one request per connection, each once', async () => {
+    const { port, bodies } = await rawServer(() => ({ text: 'HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nok', end: true }));
+    const shared = pipeline(`http://127.0.0.1:${port}`);
+    const sent = Array.from({ length: 10 }, (_, i) => `alert-${i}`);
+    expect(await Promise.all(sent.map((body) => shared.post('/', [], body)))).toEqual(sent.map(() => 200));
+    expect(bodies.sort()).toEqual(sent.sort());
+  });
+
+  it('delivers a burst to a receiver answering `Connection: close`, each once', async () => {
+    const { port, bodies } = await httpServer((_request, response) => {
+      response.writeHead(200, { connection: 'close', 'content-length': '2' });
+      response.end('ok');
+    });
+    const shared = pipeline(`http://127.0.0.1:${port}`);
+    const sent = Array.from({ length: 10 }, (_, i) => `alert-${i}`);
+    expect(await Promise.all(sent.map((body) => shared.post('/', [], body)))).toEqual(sent.map(() => 200));
+    expect(bodies.sort()).toEqual(sent.sort());
+  });
+
+  it('resends what a keep-alive receiver left unanswered when it closed after an answer, without failing it', async () => {
+    // Keeps the connection for three answers (nginx's keepalive_requests, say), then closes it.
+    const { port, bodies } = await rawServer((_body, index) => ({
+      text: `HTTP/1.1 200 OK\r\ncontent-length: 0\r\n${index === 2 ? 'connection: close\r\n' : ''}\r\n`,
+      end: index === 2,
+    }));
+    const shared = pipeline(`http://127.0.0.1:${port}`);
+    const sent = Array.from({ length: 20 }, (_, i) => `alert-${i}`);
+    expect(await Promise.all(sent.map((body) => shared.post('/', [], body)))).toEqual(sent.map(() => 200));
+    expect(bodies.sort()).toEqual(sent.sort());
   });
 
   it('fails what is in flight when the connection drops, and what waits when the receiver is unreachable', async () => {

@@ -49,8 +49,14 @@ const MAX_CHUNK_LINE = 1024;
  * POST as the gateway spends on the denial itself (bench/alerts.bench.ts); this only frames
  * the request, and reads the status and the framing of the response.
  *
- * Delivery is at least once: when a connection fails with requests in flight, they all fail and
- * are retried, though the receiver may have processed some (receivers dedupe by alert id).
+ * A new connection carries one request at a time until an answer shows the receiver keeps it
+ * open: many receivers (HTTP/1.0 servers, `Connection: close`) read one request per connection,
+ * and what is pipelined behind it is lost with the connection.
+ *
+ * Delivery is at least once. When a connection that has answered something closes, what it left
+ * unanswered is resent on a new one without counting as a failed attempt: the receiver ended the
+ * connection, not the exchange. When a connection fails before any answer, what is in flight
+ * fails and is retried, though the receiver may have processed some (receivers dedupe by alert id).
  */
 export class HttpPipeline {
   private readonly connections: PipelinedConnection[];
@@ -97,6 +103,11 @@ class PipelinedConnection {
   /** Body bytes of the current response read so far, against MAX_RESPONSE_BODY_BYTES. */
   private bodyRead = 0;
   private closeAfter = false;
+  /** The receiver answered on this connection without closing it: requests may be pipelined. */
+  private keepsAlive = false;
+  /** Exchanges this connection settled: when it closes, proof that it was the connection that ended. */
+  private settled = 0;
+  private closed = false;
 
   constructor(
     private readonly origin: URL,
@@ -111,6 +122,7 @@ class PipelinedConnection {
   }
 
   close(): void {
+    this.closed = true;
     this.fail(new AlertSendError('closed'));
   }
 
@@ -148,7 +160,8 @@ class PipelinedConnection {
     if (socket === null || !this.connected || this.closeAfter) return;
     let out = '';
     let ascii = true;
-    while (this.queued.length > 0 && this.inFlight.length < MAX_PIPELINED) {
+    const most = this.keepsAlive ? MAX_PIPELINED : 1;
+    while (this.queued.length > 0 && this.inFlight.length < most) {
       const exchange = this.queued.shift()!;
       this.inFlight.push(exchange);
       out += exchange.bytes;
@@ -169,7 +182,7 @@ class PipelinedConnection {
       socket.destroy(error instanceof Error ? error : new Error(String(error)));
       return;
     }
-    // After a `Connection: close` response the server reads nothing more: what is still in flight fails and is retried.
+    // After a `Connection: close` response the server reads nothing more: what is still in flight goes out again on a new connection.
     if (this.closeAfter && this.body === null) socket.destroy();
     else this.scheduleWrite();
   }
@@ -278,6 +291,8 @@ class PipelinedConnection {
   private finish(): boolean {
     this.body = null;
     this.bodyRead = 0;
+    this.settled++;
+    if (!this.closeAfter) this.keepsAlive = true;
     this.inFlight.shift()?.listener.answered(this.status);
     return !this.closeAfter;
   }
@@ -295,11 +310,15 @@ class PipelinedConnection {
     const unanswered = this.inFlight.drain();
     const reason = error === null ? 'connection closed before the response' : error.message;
     const failed = new AlertSendError(`POST ${this.origin.origin} failed: ${reason}`);
-    for (const exchange of unanswered) exchange.listener.failed(failed);
+    // A new connection answers at least its first request or fails it, so resending cannot loop.
+    if (this.settled > 0 && !this.closed) this.queued.unshiftAll(unanswered);
+    else for (const exchange of unanswered) exchange.listener.failed(failed);
     // Never connected: the receiver is unreachable, so what waits fails too (and is retried with backoff).
     if (!wasConnected) for (const exchange of this.queued.drain()) exchange.listener.failed(failed);
     this.closeAfter = false;
-    if (this.queued.length > 0) this.connect();
+    this.keepsAlive = false;
+    this.settled = 0;
+    if (this.queued.length > 0 && !this.closed) this.connect();
   }
 
   private fail(error: Error): void {
