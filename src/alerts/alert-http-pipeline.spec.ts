@@ -210,6 +210,40 @@ describe('HttpPipeline', () => {
     await expect(pipeline(`http://127.0.0.1:${port}`, 300).post('/', [], 'x')).rejects.toThrow(/no answer within 300 ms/);
   });
 
+  it('gives up on a receiver that answers a byte at a time: the timeout is a deadline, not an idle timer', async () => {
+    const drips: NodeJS.Timeout[] = [];
+    const { port } = await rawServer(() => ({ text: 'HTTP/1.1 200 OK\r\ncontent-length: 1000000\r\n\r\n', end: false }));
+    const server = servers[servers.length - 1];
+    server.on('connection', (socket: net.Socket) => drips.push(setInterval(() => socket.writable && socket.write('x'), 50)));
+    const started = Date.now();
+    try {
+      await expect(pipeline(`http://127.0.0.1:${port}`, 400).post('/', [], 'x')).rejects.toThrow(/no answer within 400 ms/);
+      expect(Date.now() - started).toBeLessThan(1500);
+    } finally {
+      for (const drip of drips) clearInterval(drip);
+    }
+  });
+
+  it('times out each request on its own while new requests keep the connection busy', async () => {
+    // Answers the first request (so the connection is known to stay open), then nothing.
+    const { port } = await rawServer((_body, index) => ({ text: index === 0 ? 'HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n' : '', end: false }));
+    const shared = pipeline(`http://127.0.0.1:${port}`, 400);
+    expect(await shared.post('/', [], 'first')).toBe(200);
+    const started = Date.now();
+    const hung = shared.post('/', [], 'hung').then(
+      () => 'answered',
+      (error: Error) => `${error.message} after ${Date.now() - started} ms`,
+    );
+    const others: Array<Promise<unknown>> = [];
+    const stream = setInterval(() => others.push(shared.post('/', [], 'more').catch(() => undefined)), 50);
+    try {
+      expect(await hung).toMatch(/no answer within 400 ms after (3|4|5|6|7)\d\d ms/);
+    } finally {
+      clearInterval(stream);
+    }
+    await Promise.all(others);
+  });
+
   it('speaks HTTPS, checking the certificate', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'alert-tls-'));
     const key = path.join(dir, 'key.pem');

@@ -15,6 +15,8 @@ interface Exchange {
   /** Only ASCII characters in `bytes`: written as latin1, a copy, rather than encoded to UTF-8. */
   ascii: boolean;
   listener: ExchangeListener;
+  /** When its answer is overdue (ms since the epoch): the attempt's time runs from when it is handed over. */
+  deadline: number;
 }
 
 /** A response head as parsed, kept to skip parsing the next identical head (a receiver answers every alert alike). */
@@ -60,12 +62,14 @@ const MAX_CHUNK_LINE = 1024;
  */
 export class HttpPipeline {
   private readonly connections: PipelinedConnection[];
+  private readonly timeoutMs: number;
   private next = 0;
 
   constructor(
     readonly origin: URL,
     options: { connections?: number; timeoutMs: number; tls?: ConnectionOptions },
   ) {
+    this.timeoutMs = options.timeoutMs;
     this.connections = Array.from({ length: options.connections ?? 2 }, () => new PipelinedConnection(origin, options.timeoutMs, options.tls));
   }
 
@@ -80,7 +84,7 @@ export class HttpPipeline {
   send(request: string, ascii: boolean, listener: ExchangeListener): void {
     const connection = this.connections[this.next];
     this.next = (this.next + 1) % this.connections.length;
-    connection.send({ bytes: request, ascii, listener });
+    connection.send({ bytes: request, ascii, listener, deadline: Date.now() + this.timeoutMs });
   }
 
   close(): void {
@@ -108,6 +112,9 @@ class PipelinedConnection {
   /** Exchanges this connection settled: when it closes, proof that it was the connection that ended. */
   private settled = 0;
   private closed = false;
+  /** Checks the oldest requests' deadlines (and the connect's): one timer per connection, not per request. */
+  private timer: NodeJS.Timeout | null = null;
+  private connectDeadline = 0;
 
   constructor(
     private readonly origin: URL,
@@ -117,6 +124,7 @@ class PipelinedConnection {
 
   send(exchange: Exchange): void {
     this.queued.push(exchange);
+    this.armTimer(exchange.deadline);
     if (this.socket === null) this.connect();
     else this.scheduleWrite();
   }
@@ -135,7 +143,9 @@ class PipelinedConnection {
       : net.connect({ host, port }, () => this.onConnected(socket));
     this.socket = socket;
     socket.setNoDelay(true);
-    socket.setTimeout(this.timeoutMs, () => socket.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
+    this.connectDeadline = Date.now() + this.timeoutMs;
+    const first = this.queued.peek();
+    if (first !== undefined) this.armTimer(first.deadline);
     socket.on('data', (chunk: Buffer) => this.onData(socket, chunk));
     socket.on('error', (error) => this.onClosed(socket, error));
     socket.on('close', () => this.onClosed(socket, null));
@@ -168,6 +178,37 @@ class PipelinedConnection {
       ascii &&= exchange.ascii;
     }
     if (out !== '') socket.write(out, ascii ? 'latin1' : 'utf8');
+  }
+
+  // A deadline per request, not an idle timer: a receiver that trickles bytes, or a stream of new requests, must not keep an exchange alive.
+  private armTimer(at: number): void {
+    if (this.timer !== null) return;
+    this.timer = setTimeout(() => this.checkDeadline(), Math.max(0, at - Date.now()));
+    // The socket keeps the process alive while it matters; a pending check must not (`ags alerts test` exits when done).
+    this.timer.unref();
+  }
+
+  private checkDeadline(): void {
+    this.timer = null;
+    const now = Date.now();
+    const socket = this.socket;
+    if (socket !== null && !this.connected && this.connectDeadline <= now) {
+      // Never connected: onClosed fails everything waiting.
+      socket.destroy(new Error(`no answer within ${this.timeoutMs} ms`));
+      return;
+    }
+    const failed = new AlertSendError(`POST ${this.origin.origin} failed: no answer within ${this.timeoutMs} ms`);
+    let stalled = false;
+    while ((this.inFlight.peek()?.deadline ?? Infinity) <= now) {
+      stalled = true;
+      this.settled++;
+      this.inFlight.shift()!.listener.failed(failed);
+    }
+    while ((this.queued.peek()?.deadline ?? Infinity) <= now) this.queued.shift()!.listener.failed(failed);
+    // The connection may be mid-answer: it cannot be reused; what is in flight behind goes out again on a new one.
+    if (stalled) socket?.destroy();
+    const next = this.inFlight.peek()?.deadline ?? this.queued.peek()?.deadline;
+    if (next !== undefined) this.armTimer(next);
   }
 
   private onData(socket: net.Socket, chunk: Buffer): void {
@@ -302,6 +343,8 @@ class PipelinedConnection {
     // A body that runs until the connection closes has ended with it.
     if (this.body?.kind === 'until-close' && error === null) this.finish();
     const wasConnected = this.connected;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
     this.socket = null;
     this.connected = false;
     this.body = null;
