@@ -156,6 +156,13 @@ describe('AppConfig.fromEnv rejects bad values, naming the variable and what it 
     expect(error.message).not.toContain('hunter2');
   });
 
+  it.each(['http://user:SEC/RETPW@host:99999/x', 'ftp://user:SEC@RETPW@host/x', 'http://user:SEC?RET#PW@host:99999/x'])('does not print any part of the password of a malformed URL: %s', (url) => {
+    const error = configError({ ALERT_WEBHOOK_URL: url });
+    expect(error.message).toContain('ALERT_WEBHOOK_URL');
+    expect(error.message).toMatch(/\/\/\*\*\*@host/);
+    expect(error.message).not.toMatch(/SEC|RET|PW/);
+  });
+
   it('does not print the value of a too-short ADMIN_TOKEN', () => {
     const error = configError({ ADMIN_TOKEN: 'sekrit-123' });
     expect(error.message).toContain('ADMIN_TOKEN');

@@ -92,7 +92,10 @@ export class EnvReader {
   }
 }
 
-/** Hides credentials in a URL before it appears in an error message. */
+/**
+ * Hides credentials in a URL before it appears in an error message. The URL is invalid there, so
+ * its userinfo may hold `/` or `@`: everything up to the last `@` goes (over-hiding is harmless).
+ */
 export function redactUrl(value: string): string {
-  return value.replace(/\/\/([^/@]*)@/, '//***@');
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/*)?[^]*@/i, '$1***@');
 }
