@@ -531,6 +531,24 @@ describe('ags alerts', () => {
     expect(triggers.stdout).toMatch(/^rate_limit +off /m);
   });
 
+  it('test: posts to the webhook URL as configured, trailing slash and query kept', async () => {
+    const result = await ags({ ALERT_WEBHOOK_URL: `${webhook.url}/hooks/?ref=a/` }, 'test');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(await webhook.waitFor(1, (request) => request.path.startsWith('/hooks'))).toMatchObject([{ path: '/hooks/?ref=a/' }]);
+  });
+
+  it('refuses a webhook URL with credentials, naming the variable and not printing them', async () => {
+    const url = webhook.url.replace('http://', 'http://hookuser:hookpass@');
+    for (const name of ['ALERT_WEBHOOK_URL', 'ALERT_CHAT_WEBHOOK']) {
+      const result = await ags({ [name]: `${url}/creds` }, 'test');
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain(name);
+      expect(result.stderr).toMatch(/credentials in the URL .* not supported/);
+      expect(result.stdout + result.stderr).not.toMatch(/hookuser|hookpass/);
+    }
+    expect(webhook.requests.filter((request) => request.path === '/creds')).toEqual([]);
+  });
+
   it('test without any provider fails with a clear message', async () => {
     const result = await ags({}, 'test');
     expect(result.code).toBe(1);
