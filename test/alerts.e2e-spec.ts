@@ -537,6 +537,13 @@ describe('ags alerts', () => {
     expect(await webhook.waitFor(1, (request) => request.path.startsWith('/hooks'))).toMatchObject([{ path: '/hooks/?ref=a/' }]);
   });
 
+  it('test: posts email to /emails under ALERT_EMAIL_API_URL, its query kept', async () => {
+    const env = { ALERT_EMAIL_ENABLED: 'true', ALERT_EMAIL_FROM: 'a@b.test', ALERT_EMAIL_TO: 'c@d.test', ALERT_EMAIL_API_KEY: 're_key', ALERT_EMAIL_API_URL: `${webhook.url}/v1?tenant=abc` };
+    const result = await ags(env, 'test');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(await webhook.waitFor(1, (request) => request.path.startsWith('/v1'))).toMatchObject([{ path: '/v1/emails?tenant=abc' }]);
+  });
+
   it('refuses a webhook URL with credentials, naming the variable and not printing them', async () => {
     const url = webhook.url.replace('http://', 'http://hookuser:hookpass@');
     for (const name of ['ALERT_WEBHOOK_URL', 'ALERT_CHAT_WEBHOOK']) {
