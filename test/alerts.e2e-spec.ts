@@ -227,6 +227,17 @@ describe('every provider, ALERT_ON=all', () => {
     expect(mail.json.text).toEqual(expect.stringContaining(payload.id));
   });
 
+  it('the chat message escapes Slack markup from policy reasons (no channel ping, no disguised link)', async () => {
+    const reason = '<!channel> see <https://evil.example|the runbook> & act';
+    const { agent } = await setup(gateway, [{ ...DENY_SECRETS, name: 'markup', rules: [{ condition: 'true', action: 'deny', reason }] }]);
+    expect((await proxy(gateway, agent, 'GET', '/secret/x')).status).toBe(403);
+    const [message] = await chat.waitFor(1, (request) => request.raw.includes(agent.id) || request.raw.includes(agent.name));
+    expect(message).toBeDefined();
+    const texts = JSON.stringify(message.json);
+    expect(texts).toContain('&lt;!channel&gt; see &lt;https://evil.example|the runbook&gt; &amp; act');
+    expect(texts).not.toMatch(/<!channel>|<https:/);
+  });
+
   describe('severity (CONTRACT.md)', () => {
     const RATE_LIMITED = { name: 'two-per-minute', rules: [{ condition: 'rate_limit(per_agent, 2, 1m)', action: 'deny' as const, reason: 'Two requests a minute' }] };
     const DENY_DELETES = { name: 'no-deletes', action: 'delete:*', rules: [{ condition: 'true', action: 'deny' as const, reason: 'Nothing is deleted' }] };
