@@ -230,8 +230,9 @@ describe('every provider, ALERT_ON=all', () => {
   it('the chat message escapes Slack markup from policy reasons (no channel ping, no disguised link)', async () => {
     const reason = '<!channel> see <https://evil.example|the runbook> & act';
     const { agent } = await setup(gateway, [{ ...DENY_SECRETS, name: 'markup', rules: [{ condition: 'true', action: 'deny', reason }] }]);
-    expect((await proxy(gateway, agent, 'GET', '/secret/x')).status).toBe(403);
-    const [message] = await chat.waitFor(1, (request) => request.raw.includes(agent.id) || request.raw.includes(agent.name));
+    const traceId = `alerts-markup-${Date.now()}`;
+    expect((await proxy(gateway, agent, 'GET', '/secret/x', { 'x-trace-id': traceId })).status).toBe(403);
+    const [message] = await chat.waitFor(1, (request) => request.raw.includes(traceId));
     expect(message).toBeDefined();
     const texts = JSON.stringify(message.json);
     expect(texts).toContain('&lt;!channel&gt; see &lt;https://evil.example|the runbook&gt; &amp; act');
