@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
+import net, { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
@@ -225,6 +225,18 @@ describe('every provider, ALERT_ON=all', () => {
     expect(mail.json).toMatchObject({ from: 'gateway@alerts.test', to: ['oncall@acme.test', 'security@acme.test'], subject: '[WARNING] Request denied by policy no-secrets' });
     expect(mail.json.text).toEqual(expect.stringContaining(`Trace ID:    ${traceId}`));
     expect(mail.json.text).toEqual(expect.stringContaining(payload.id));
+  });
+
+  it('the chat message escapes Slack markup from policy reasons (no channel ping, no disguised link)', async () => {
+    const reason = '<!channel> see <https://evil.example|the runbook> & act';
+    const { agent } = await setup(gateway, [{ ...DENY_SECRETS, name: 'markup', rules: [{ condition: 'true', action: 'deny', reason }] }]);
+    const traceId = `alerts-markup-${Date.now()}`;
+    expect((await proxy(gateway, agent, 'GET', '/secret/x', { 'x-trace-id': traceId })).status).toBe(403);
+    const [message] = await chat.waitFor(1, (request) => request.raw.includes(traceId));
+    expect(message).toBeDefined();
+    const texts = JSON.stringify(message.json);
+    expect(texts).toContain('&lt;!channel&gt; see &lt;https://evil.example|the runbook&gt; &amp; act');
+    expect(texts).not.toMatch(/<!channel>|<https:/);
   });
 
   describe('severity (CONTRACT.md)', () => {
@@ -473,6 +485,61 @@ describe('shutdown', () => {
   });
 });
 
+/**
+ * A receiver like Python's stock http.server: HTTP/1.0, one request per connection, read whole
+ * (content-length), answered, then the connection closed. Keeps the bodies it got.
+ */
+async function startOneShotReceiver(): Promise<{ url: string; bodies: string[]; close: () => Promise<void> }> {
+  const bodies: string[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    let input = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      input = Buffer.concat([input, chunk]);
+      const headEnd = input.indexOf('\r\n\r\n');
+      if (headEnd < 0 || socket.writableEnded) return;
+      const length = Number(/content-length: *(\d+)/i.exec(input.subarray(0, headEnd).toString('latin1'))?.[1] ?? 0);
+      if (input.length < headEnd + 4 + length) return;
+      bodies.push(input.subarray(headEnd + 4, headEnd + 4 + length).toString('utf8'));
+      socket.end('HTTP/1.0 200 OK\r\nServer: SimpleHTTP/0.6 Python/3.12\r\ncontent-type: text/plain\r\n\r\nok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bodies,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('a receiver that closes the connection after each answer (HTTP/1.0)', () => {
+  it('gets every alert of a burst, each once, at the default settings', async () => {
+    const receiver = await startOneShotReceiver();
+    const gateway = await startGateway({ ALERT_ON: 'deny', ALERT_WEBHOOK_URL: `${receiver.url}/hook`, ALERT_ENVIRONMENT: uniqueEnvironment('http10') });
+    try {
+      const { agent } = await setup(gateway, [DENY_SECRETS]);
+      const statuses = await Promise.all(Array.from({ length: 10 }, (_, i) => proxy(gateway, agent, 'GET', `/secret/${i}`).then((response) => response.status)));
+      expect(statuses).toEqual(Array.from({ length: 10 }, () => 403));
+      const mine = () => receiver.bodies.map((body) => JSON.parse(body) as WebhookPayload).filter((payload) => payload.entry.agentId === agent.id);
+      const deadline = Date.now() + 10_000;
+      while (mine().length < 10 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const paths = mine().map((payload) => payload.entry.path);
+      expect(paths.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `/secret/${i}`).sort());
+    } finally {
+      await gateway.close();
+      await receiver.close();
+    }
+  });
+});
+
 describe('ags alerts', () => {
   let webhook: AlertReceiver;
   let chat: AlertReceiver;
@@ -529,6 +596,56 @@ describe('ags alerts', () => {
     expect(triggers.stdout).toMatch(/^deny +on /m);
     expect(triggers.stdout).toMatch(/^error +on /m);
     expect(triggers.stdout).toMatch(/^rate_limit +off /m);
+  });
+
+  it('test: posts to the webhook URL as configured, trailing slash and query kept', async () => {
+    const result = await ags({ ALERT_WEBHOOK_URL: `${webhook.url}/hooks/?ref=a/` }, 'test');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(await webhook.waitFor(1, (request) => request.path.startsWith('/hooks'))).toMatchObject([{ path: '/hooks/?ref=a/' }]);
+  });
+
+  it('test: a receiver streaming an endless chunked answer costs one bounded read, and the alert counts as sent', async () => {
+    const streams = new Set<NodeJS.Timeout>();
+    const server = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n7fffffff\r\n');
+        const megabyte = 'x'.repeat(1024 * 1024);
+        const stream = setInterval(() => socket.writable && socket.write(megabyte), 5);
+        streams.add(stream);
+        socket.on('close', () => clearInterval(stream));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const started = Date.now();
+      const result = await ags({ ALERT_WEBHOOK_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook` }, 'test');
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect(result.stdout).toMatch(/^ok +webhook: .*\(1 attempt\)$/m);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      for (const stream of streams) clearInterval(stream);
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('test: posts email to /emails under ALERT_EMAIL_API_URL, its query kept', async () => {
+    const env = { ALERT_EMAIL_ENABLED: 'true', ALERT_EMAIL_FROM: 'a@b.test', ALERT_EMAIL_TO: 'c@d.test', ALERT_EMAIL_API_KEY: 're_key', ALERT_EMAIL_API_URL: `${webhook.url}/v1?tenant=abc` };
+    const result = await ags(env, 'test');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(await webhook.waitFor(1, (request) => request.path.startsWith('/v1'))).toMatchObject([{ path: '/v1/emails?tenant=abc' }]);
+  });
+
+  it('refuses a webhook URL with credentials, naming the variable and not printing them', async () => {
+    const url = webhook.url.replace('http://', 'http://hookuser:hookpass@');
+    for (const name of ['ALERT_WEBHOOK_URL', 'ALERT_CHAT_WEBHOOK']) {
+      const result = await ags({ [name]: `${url}/creds` }, 'test');
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain(name);
+      expect(result.stderr).toMatch(/credentials in the URL .* not supported/);
+      expect(result.stdout + result.stderr).not.toMatch(/hookuser|hookpass/);
+    }
+    expect(webhook.requests.filter((request) => request.path === '/creds')).toEqual([]);
   });
 
   it('test without any provider fails with a clear message', async () => {

@@ -21,8 +21,12 @@ export interface RetryPolicy {
 /** Four attempts over about 3.5 s: 0.5, 1 and 2 s apart. */
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, firstDelayMs: 500 };
 
-/** Most deliveries under way at once; beyond, new alerts are dropped (a receiver that cannot keep up must not exhaust memory). */
-const MAX_IN_FLIGHT = 10_000;
+/**
+ * Most deliveries under way at once to one provider; beyond, that provider's new alerts are
+ * dropped (a receiver that cannot keep up must not exhaust memory). Per provider, so one hung
+ * receiver does not cost the healthy ones their alerts.
+ */
+export const MAX_IN_FLIGHT_PER_PROVIDER = 10_000;
 
 /** How one provider fared with one alert. */
 export interface DeliveryResult {
@@ -56,6 +60,8 @@ export function configuredProviders(config: AlertsConfig): AlertProvider[] {
 export class AlertDelivery {
   /** Deliveries under way: being sent or waiting for a retry. */
   private inFlight = 0;
+  /** The same, per provider (indexed as `providers`). */
+  private readonly inFlightOf: number[];
   /** Batches between their arrival and the start of their sends (the rate counter may be in Redis). */
   private starting = 0;
   private idleWaiters: Array<() => void> = [];
@@ -67,7 +73,9 @@ export class AlertDelivery {
     private readonly limit: number,
     private readonly log: DeliveryLog,
     private readonly retry: RetryPolicy = DEFAULT_RETRY,
+    private readonly maxInFlightPerProvider = MAX_IN_FLIGHT_PER_PROVIDER,
   ) {
+    this.inFlightOf = providers.map(() => 0);
     this.retries = new RetrySchedule(Array.from({ length: Math.max(0, retry.attempts - 1) }, (_, level) => retry.firstDelayMs * 2 ** level));
   }
 
@@ -94,15 +102,20 @@ export class AlertDelivery {
       this.starting--;
     }
     if (allowed < alerts.length) this.drop(alerts.slice(allowed), `alert rate limit reached (ALERT_RATE_LIMIT=${this.limit} per minute): alerts dropped`);
+    for (let slot = 0; slot < this.providers.length; slot++) this.startAll(slot, alerts, allowed);
+    this.notifyIfIdle();
+  }
+
+  /** Starts the first `count` alerts on the provider at `slot`, as far as its in-flight cap allows. */
+  private startAll(slot: number, alerts: readonly Alert[], count: number): void {
+    const provider = this.providers[slot];
     let overflow: Alert[] | null = null;
-    for (let index = 0; index < allowed; index++) {
-      const alert = alerts[index];
-      if (this.inFlight >= MAX_IN_FLIGHT) (overflow ??= []).push(alert);
-      else for (const provider of this.providers) this.start(new Delivery(this, provider, alert, null));
+    for (let index = 0; index < count; index++) {
+      if (this.inFlightOf[slot] >= this.maxInFlightPerProvider) (overflow ??= []).push(alerts[index]);
+      else this.start(new Delivery(this, provider, slot, alerts[index], null));
     }
     // One line per batch, not per alert: a receiver that cannot keep up must not flood the log too.
-    if (overflow !== null) this.drop(overflow, `more than ${MAX_IN_FLIGHT} alert deliveries under way: alerts dropped`);
-    this.notifyIfIdle();
+    if (overflow !== null) this.drop(overflow, `more than ${this.maxInFlightPerProvider} alert deliveries under way to the ${provider.name} provider: alerts to it dropped`, provider.name);
   }
 
   /** Resolves once nothing is being sent (retries included). */
@@ -113,7 +126,7 @@ export class AlertDelivery {
 
   /** Sends one alert to every provider now (no rate limit) and reports each result: `ags alerts test`. */
   sendNow(alert: Alert): Promise<DeliveryResult[]> {
-    return Promise.all(this.providers.map((provider) => new Promise<DeliveryResult>((resolve) => this.start(new Delivery(this, provider, alert, resolve)))));
+    return Promise.all(this.providers.map((provider, slot) => new Promise<DeliveryResult>((resolve) => this.start(new Delivery(this, provider, slot, alert, resolve)))));
   }
 
   async close(): Promise<void> {
@@ -124,6 +137,7 @@ export class AlertDelivery {
   /** A delivery's first attempt. */
   private start(delivery: Delivery): void {
     this.inFlight++;
+    this.inFlightOf[delivery.slot]++;
     delivery.attempt();
   }
 
@@ -143,6 +157,7 @@ export class AlertDelivery {
   /** Called by a delivery once it is over: sent, or failed for good (`error`). */
   finished(delivery: Delivery, error: string | null): void {
     this.inFlight--;
+    this.inFlightOf[delivery.slot]--;
     delivery.report?.({ provider: delivery.provider.name, target: delivery.provider.target, ok: error === null, attempts: delivery.attempts, ...(error === null ? {} : { error }) });
     this.notifyIfIdle();
   }
@@ -152,8 +167,9 @@ export class AlertDelivery {
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
-  private drop(alerts: readonly Alert[], message: string): void {
-    this.log('warn', message, { dropped: alerts.length, alertIds: alerts.slice(0, 20).map((alert) => alert.id), triggers: [...new Set(alerts.map((alert) => alert.trigger))] });
+  private drop(alerts: readonly Alert[], message: string, provider?: string): void {
+    const fields = { dropped: alerts.length, alertIds: alerts.slice(0, 20).map((alert) => alert.id), triggers: [...new Set(alerts.map((alert) => alert.trigger))] };
+    this.log('warn', message, provider === undefined ? fields : { ...fields, provider });
   }
 }
 
@@ -165,6 +181,8 @@ class Delivery implements AttemptListener, Retryable {
   constructor(
     private readonly owner: AlertDelivery,
     readonly provider: AlertProvider,
+    /** The provider's index in the owner's list. */
+    readonly slot: number,
     readonly alert: Alert,
     /** Who wants the result (`ags alerts test`); null in the background. */
     readonly report: ((result: DeliveryResult) => void) | null,

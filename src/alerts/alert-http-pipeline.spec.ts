@@ -47,6 +47,39 @@ async function httpServer(answer: (request: http.IncomingMessage, response: http
   return { port, bodies, sockets };
 }
 
+/**
+ * A raw TCP receiver: parses the requests of a connection (content-length framed) and writes what
+ * `answer` returns for each; `end` closes the connection after that answer, unread requests dropped.
+ */
+async function rawServer(answer: (body: string, index: number) => { text: string; end: boolean }): Promise<{ port: number; bodies: string[] }> {
+  const bodies: string[] = [];
+  const server = net.createServer((socket) => {
+    let input = '';
+    let index = 0;
+    let ended = false;
+    socket.on('error', () => undefined);
+    socket.on('data', (chunk: Buffer) => {
+      input += chunk.toString('latin1');
+      for (;;) {
+        const headEnd = input.indexOf('\r\n\r\n');
+        if (ended || headEnd < 0) return;
+        const length = Number(/content-length: *(\d+)/i.exec(input.slice(0, headEnd))?.[1] ?? 0);
+        if (input.length < headEnd + 4 + length) return;
+        const body = input.slice(headEnd + 4, headEnd + 4 + length);
+        input = input.slice(headEnd + 4 + length);
+        bodies.push(body);
+        const { text, end } = answer(body, index++);
+        if (end) {
+          ended = true;
+          socket.end(text);
+        } else socket.write(text);
+      }
+    });
+  });
+  const { port } = await listen(server);
+  return { port, bodies };
+}
+
 describe('HttpPipeline', () => {
   it('pipelines a burst over one keep-alive connection, bodies intact (UTF-8 included), statuses in order', async () => {
     const { port, bodies, sockets } = await httpServer((request, response, body) => {
@@ -97,6 +130,37 @@ describe('HttpPipeline', () => {
     expect(await shared.post('/', [], 'c')).toBe(200);
   });
 
+  it('delivers a burst to an HTTP/1.0 receiver that reads one request per connection, each once', async () => {
+    const { port, bodies } = await rawServer(() => ({ text: 'HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nok', end: true }));
+    const shared = pipeline(`http://127.0.0.1:${port}`);
+    const sent = Array.from({ length: 10 }, (_, i) => `alert-${i}`);
+    expect(await Promise.all(sent.map((body) => shared.post('/', [], body)))).toEqual(sent.map(() => 200));
+    expect(bodies.sort()).toEqual(sent.sort());
+  });
+
+  it('delivers a burst to a receiver answering `Connection: close`, each once', async () => {
+    const { port, bodies } = await httpServer((_request, response) => {
+      response.writeHead(200, { connection: 'close', 'content-length': '2' });
+      response.end('ok');
+    });
+    const shared = pipeline(`http://127.0.0.1:${port}`);
+    const sent = Array.from({ length: 10 }, (_, i) => `alert-${i}`);
+    expect(await Promise.all(sent.map((body) => shared.post('/', [], body)))).toEqual(sent.map(() => 200));
+    expect(bodies.sort()).toEqual(sent.sort());
+  });
+
+  it('resends what a keep-alive receiver left unanswered when it closed after an answer, without failing it', async () => {
+    // Keeps the connection for three answers (nginx's keepalive_requests, say), then closes it.
+    const { port, bodies } = await rawServer((_body, index) => ({
+      text: `HTTP/1.1 200 OK\r\ncontent-length: 0\r\n${index === 2 ? 'connection: close\r\n' : ''}\r\n`,
+      end: index === 2,
+    }));
+    const shared = pipeline(`http://127.0.0.1:${port}`);
+    const sent = Array.from({ length: 20 }, (_, i) => `alert-${i}`);
+    expect(await Promise.all(sent.map((body) => shared.post('/', [], body)))).toEqual(sent.map(() => 200));
+    expect(bodies.sort()).toEqual(sent.sort());
+  });
+
   it('fails what is in flight when the connection drops, and what waits when the receiver is unreachable', async () => {
     const server = net.createServer((socket) => socket.once('data', () => socket.destroy()));
     const { port } = await listen(server);
@@ -107,9 +171,77 @@ describe('HttpPipeline', () => {
     await expect(pipeline(`http://127.0.0.1:${closed.port}`).post('/', [], 'x')).rejects.toThrow(/ECONNREFUSED/);
   });
 
+  it('discards a chunked answer as it arrives and drops a connection whose answer runs past the cap', async () => {
+    // One 2 GB chunk, streamed: waiting for the whole chunk would buffer it.
+    const streams: NodeJS.Timeout[] = [];
+    const server = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n7fffffff\r\n');
+        const megabyte = 'x'.repeat(1024 * 1024);
+        const stream = setInterval(() => socket.writable && socket.write(megabyte), 5);
+        streams.push(stream);
+        socket.on('close', () => clearInterval(stream));
+      });
+    });
+    const { port } = await listen(server);
+    const started = Date.now();
+    try {
+      expect(await pipeline(`http://127.0.0.1:${port}`).post('/', [], 'x')).toBe(200);
+      expect(Date.now() - started).toBeLessThan(3000);
+    } finally {
+      for (const stream of streams) clearInterval(stream);
+    }
+  });
+
+  it('keeps a connection whose chunked answers stay under the cap', async () => {
+    const { port, sockets } = await httpServer((_request, response) => {
+      response.writeHead(200, { 'transfer-encoding': 'chunked' });
+      response.write('a'.repeat(300 * 1024));
+      response.end('b'.repeat(300 * 1024));
+    });
+    const shared = pipeline(`http://127.0.0.1:${port}`);
+    expect(await Promise.all([1, 2, 3].map(() => shared.post('/', [], 'x')))).toEqual([200, 200, 200]);
+    expect(sockets.size).toBe(1);
+  });
+
   it('gives up on a receiver that does not answer in time', async () => {
     const { port } = await httpServer(() => undefined);
     await expect(pipeline(`http://127.0.0.1:${port}`, 300).post('/', [], 'x')).rejects.toThrow(/no answer within 300 ms/);
+  });
+
+  it('gives up on a receiver that answers a byte at a time: the timeout is a deadline, not an idle timer', async () => {
+    const drips: NodeJS.Timeout[] = [];
+    const { port } = await rawServer(() => ({ text: 'HTTP/1.1 200 OK\r\ncontent-length: 1000000\r\n\r\n', end: false }));
+    const server = servers[servers.length - 1];
+    server.on('connection', (socket: net.Socket) => drips.push(setInterval(() => socket.writable && socket.write('x'), 50)));
+    const started = Date.now();
+    try {
+      await expect(pipeline(`http://127.0.0.1:${port}`, 400).post('/', [], 'x')).rejects.toThrow(/no answer within 400 ms/);
+      expect(Date.now() - started).toBeLessThan(1500);
+    } finally {
+      for (const drip of drips) clearInterval(drip);
+    }
+  });
+
+  it('times out each request on its own while new requests keep the connection busy', async () => {
+    // Answers the first request (so the connection is known to stay open), then nothing.
+    const { port } = await rawServer((_body, index) => ({ text: index === 0 ? 'HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n' : '', end: false }));
+    const shared = pipeline(`http://127.0.0.1:${port}`, 400);
+    expect(await shared.post('/', [], 'first')).toBe(200);
+    const started = Date.now();
+    const hung = shared.post('/', [], 'hung').then(
+      () => 'answered',
+      (error: Error) => `${error.message} after ${Date.now() - started} ms`,
+    );
+    const others: Array<Promise<unknown>> = [];
+    const stream = setInterval(() => others.push(shared.post('/', [], 'more').catch(() => undefined)), 50);
+    try {
+      expect(await hung).toMatch(/no answer within 400 ms after (3|4|5|6|7)\d\d ms/);
+    } finally {
+      clearInterval(stream);
+    }
+    await Promise.all(others);
   });
 
   it('speaks HTTPS, checking the certificate', async () => {

@@ -15,6 +15,8 @@ interface Exchange {
   /** Only ASCII characters in `bytes`: written as latin1, a copy, rather than encoded to UTF-8. */
   ascii: boolean;
   listener: ExchangeListener;
+  /** When its answer is overdue (ms since the epoch): the attempt's time runs from when it is handed over. */
+  deadline: number;
 }
 
 /** A response head as parsed, kept to skip parsing the next identical head (a receiver answers every alert alike). */
@@ -26,10 +28,21 @@ interface ParsedHead {
 }
 
 /** Where the response parser is in the current response. */
-type BodyMode = { kind: 'length'; left: number } | { kind: 'chunked' } | { kind: 'until-close' } | { kind: 'none' };
+/** `chunked.left`: bytes of the current chunk (and its CRLF) still to skip; 0 when a chunk-size line is next. */
+type BodyMode = { kind: 'length'; left: number } | { kind: 'chunked'; left: number } | { kind: 'until-close' } | { kind: 'none' };
 
 /** Most requests written ahead of their responses on one connection. */
 const MAX_PIPELINED = 32;
+
+/**
+ * Most bytes of one response body read before the connection is dropped: nothing in an answer
+ * is used but its status, and a receiver (or a proxy in front of it) that streams without end
+ * must not cost the gateway memory or CPU.
+ */
+export const MAX_RESPONSE_BODY_BYTES = 1024 * 1024;
+
+/** Longest chunk-size line accepted (the size in hex plus any chunk extensions). */
+const MAX_CHUNK_LINE = 1024;
 
 /**
  * POSTs to one origin over a few keep-alive HTTP/1.1 connections, pipelined: the requests of a
@@ -38,17 +51,25 @@ const MAX_PIPELINED = 32;
  * POST as the gateway spends on the denial itself (bench/alerts.bench.ts); this only frames
  * the request, and reads the status and the framing of the response.
  *
- * Delivery is at least once: when a connection fails with requests in flight, they all fail and
- * are retried, though the receiver may have processed some (receivers dedupe by alert id).
+ * A new connection carries one request at a time until an answer shows the receiver keeps it
+ * open: many receivers (HTTP/1.0 servers, `Connection: close`) read one request per connection,
+ * and what is pipelined behind it is lost with the connection.
+ *
+ * Delivery is at least once. When a connection that has answered something closes, what it left
+ * unanswered is resent on a new one without counting as a failed attempt: the receiver ended the
+ * connection, not the exchange. When a connection fails before any answer, what is in flight
+ * fails and is retried, though the receiver may have processed some (receivers dedupe by alert id).
  */
 export class HttpPipeline {
   private readonly connections: PipelinedConnection[];
+  private readonly timeoutMs: number;
   private next = 0;
 
   constructor(
     readonly origin: URL,
     options: { connections?: number; timeoutMs: number; tls?: ConnectionOptions },
   ) {
+    this.timeoutMs = options.timeoutMs;
     this.connections = Array.from({ length: options.connections ?? 2 }, () => new PipelinedConnection(origin, options.timeoutMs, options.tls));
   }
 
@@ -63,7 +84,7 @@ export class HttpPipeline {
   send(request: string, ascii: boolean, listener: ExchangeListener): void {
     const connection = this.connections[this.next];
     this.next = (this.next + 1) % this.connections.length;
-    connection.send({ bytes: request, ascii, listener });
+    connection.send({ bytes: request, ascii, listener, deadline: Date.now() + this.timeoutMs });
   }
 
   close(): void {
@@ -83,7 +104,17 @@ class PipelinedConnection {
   private input = '';
   private status = 0;
   private body: BodyMode | null = null;
+  /** Body bytes of the current response read so far, against MAX_RESPONSE_BODY_BYTES. */
+  private bodyRead = 0;
   private closeAfter = false;
+  /** The receiver answered on this connection without closing it: requests may be pipelined. */
+  private keepsAlive = false;
+  /** Exchanges this connection settled: when it closes, proof that it was the connection that ended. */
+  private settled = 0;
+  private closed = false;
+  /** Checks the oldest requests' deadlines (and the connect's): one timer per connection, not per request. */
+  private timer: NodeJS.Timeout | null = null;
+  private connectDeadline = 0;
 
   constructor(
     private readonly origin: URL,
@@ -93,11 +124,13 @@ class PipelinedConnection {
 
   send(exchange: Exchange): void {
     this.queued.push(exchange);
+    this.armTimer(exchange.deadline);
     if (this.socket === null) this.connect();
     else this.scheduleWrite();
   }
 
   close(): void {
+    this.closed = true;
     this.fail(new AlertSendError('closed'));
   }
 
@@ -110,7 +143,9 @@ class PipelinedConnection {
       : net.connect({ host, port }, () => this.onConnected(socket));
     this.socket = socket;
     socket.setNoDelay(true);
-    socket.setTimeout(this.timeoutMs, () => socket.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
+    this.connectDeadline = Date.now() + this.timeoutMs;
+    const first = this.queued.peek();
+    if (first !== undefined) this.armTimer(first.deadline);
     socket.on('data', (chunk: Buffer) => this.onData(socket, chunk));
     socket.on('error', (error) => this.onClosed(socket, error));
     socket.on('close', () => this.onClosed(socket, null));
@@ -135,13 +170,45 @@ class PipelinedConnection {
     if (socket === null || !this.connected || this.closeAfter) return;
     let out = '';
     let ascii = true;
-    while (this.queued.length > 0 && this.inFlight.length < MAX_PIPELINED) {
+    const most = this.keepsAlive ? MAX_PIPELINED : 1;
+    while (this.queued.length > 0 && this.inFlight.length < most) {
       const exchange = this.queued.shift()!;
       this.inFlight.push(exchange);
       out += exchange.bytes;
       ascii &&= exchange.ascii;
     }
     if (out !== '') socket.write(out, ascii ? 'latin1' : 'utf8');
+  }
+
+  // A deadline per request, not an idle timer: a receiver that trickles bytes, or a stream of new requests, must not keep an exchange alive.
+  private armTimer(at: number): void {
+    if (this.timer !== null) return;
+    this.timer = setTimeout(() => this.checkDeadline(), Math.max(0, at - Date.now()));
+    // The socket keeps the process alive while it matters; a pending check must not (`ags alerts test` exits when done).
+    this.timer.unref();
+  }
+
+  private checkDeadline(): void {
+    this.timer = null;
+    const now = Date.now();
+    const socket = this.socket;
+    if (socket !== null && !this.connected && this.connectDeadline <= now) {
+      // Never connected: onClosed fails everything waiting.
+      socket.destroy(new Error(`no answer within ${this.timeoutMs} ms`));
+      return;
+    }
+    const failed = new AlertSendError(`POST ${this.origin.origin} failed: no answer within ${this.timeoutMs} ms`);
+    let stalled = false;
+    while ((this.inFlight.peek()?.deadline ?? Infinity) <= now) {
+      stalled = true;
+      this.settled++;
+      this.inFlight.shift()!.listener.failed(failed);
+    }
+    while ((this.queued.peek()?.deadline ?? Infinity) <= now) this.queued.shift()!.listener.failed(failed);
+    // The connection may be mid-answer: it cannot be reused; what is in flight behind goes out again on a new one.
+    if (stalled) socket?.destroy();
+    const next = this.inFlight.peek()?.deadline ?? this.queued.peek()?.deadline;
+    if (next !== undefined) this.armTimer(next);
   }
 
   private onData(socket: net.Socket, chunk: Buffer): void {
@@ -156,7 +223,7 @@ class PipelinedConnection {
       socket.destroy(error instanceof Error ? error : new Error(String(error)));
       return;
     }
-    // After a `Connection: close` response the server reads nothing more: what is still in flight fails and is retried.
+    // After a `Connection: close` response the server reads nothing more: what is still in flight goes out again on a new connection.
     if (this.closeAfter && this.body === null) socket.destroy();
     else this.scheduleWrite();
   }
@@ -169,17 +236,35 @@ class PipelinedConnection {
       case 'none':
         return this.finish();
       case 'length': {
-        const take = Math.min(body.left, this.input.length);
+        const take = this.skip(body.left);
         body.left -= take;
-        this.input = this.input.slice(take);
-        return body.left === 0 ? this.finish() : false;
+        if (body.left === 0) return this.finish();
+        return this.overLimit() ? this.giveUpOnBody() : false;
       }
       case 'chunked':
-        return this.parseChunk();
+        return this.parseChunk(body);
       case 'until-close':
-        this.input = '';
-        return false;
+        this.skip(this.input.length);
+        return this.overLimit() ? this.giveUpOnBody() : false;
     }
+  }
+
+  /** Discards up to `count` body bytes of `input`; returns how many. */
+  private skip(count: number): number {
+    const take = Math.min(count, this.input.length);
+    this.input = this.input.slice(take);
+    this.bodyRead += take;
+    return take;
+  }
+
+  private overLimit(): boolean {
+    return this.bodyRead > MAX_RESPONSE_BODY_BYTES;
+  }
+
+  // The status is known: the exchange is answered, and the connection (still mid-body) is dropped.
+  private giveUpOnBody(): boolean {
+    this.closeAfter = true;
+    return this.finish();
   }
 
   private parseHead(): boolean {
@@ -205,7 +290,7 @@ class PipelinedConnection {
     if (/\r\nconnection:[^\r]*close/.test(lower) || head.startsWith('HTTP/1.0')) this.closeAfter = true;
     const length = /\r\ncontent-length: *(\d+)/.exec(lower);
     if (this.status === 204 || this.status === 304) this.body = { kind: 'none' };
-    else if (/\r\ntransfer-encoding:[^\r]*chunked/.test(lower)) this.body = { kind: 'chunked' };
+    else if (/\r\ntransfer-encoding:[^\r]*chunked/.test(lower)) this.body = { kind: 'chunked', left: 0 };
     else if (length !== null) this.body = { kind: 'length', left: Number(length[1]) };
     else {
       this.body = { kind: 'until-close' };
@@ -215,25 +300,40 @@ class PipelinedConnection {
     return true;
   }
 
-  private parseChunk(): boolean {
+  // Chunk data is discarded as it arrives: a chunk may announce gigabytes.
+  private parseChunk(body: { left: number }): boolean {
+    if (body.left > 0) {
+      body.left -= this.skip(body.left);
+      if (this.overLimit()) return this.giveUpOnBody();
+      return body.left === 0;
+    }
     const lineEnd = this.input.indexOf('\r\n');
-    if (lineEnd < 0) return false;
+    if (lineEnd < 0) {
+      if (this.input.length > MAX_CHUNK_LINE) throw new Error('bad chunk size line');
+      return false;
+    }
     const size = parseInt(this.input.slice(0, lineEnd), 16);
     if (Number.isNaN(size)) throw new Error('bad chunk size');
     if (size === 0) {
       // The last chunk, then optional trailers, then an empty line.
       const end = this.input.indexOf('\r\n\r\n', lineEnd - 2);
-      if (end < 0) return false;
+      if (end < 0) {
+        if (this.input.length > 64 * 1024) throw new Error('response trailers too large');
+        return false;
+      }
       this.input = this.input.slice(end + 4);
       return this.finish();
     }
-    if (this.input.length < lineEnd + 2 + size + 2) return false;
-    this.input = this.input.slice(lineEnd + 2 + size + 2);
+    this.input = this.input.slice(lineEnd + 2);
+    body.left = size + 2;
     return true;
   }
 
   private finish(): boolean {
     this.body = null;
+    this.bodyRead = 0;
+    this.settled++;
+    if (!this.closeAfter) this.keepsAlive = true;
     this.inFlight.shift()?.listener.answered(this.status);
     return !this.closeAfter;
   }
@@ -243,18 +343,25 @@ class PipelinedConnection {
     // A body that runs until the connection closes has ended with it.
     if (this.body?.kind === 'until-close' && error === null) this.finish();
     const wasConnected = this.connected;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
     this.socket = null;
     this.connected = false;
     this.body = null;
+    this.bodyRead = 0;
     this.input = '';
     const unanswered = this.inFlight.drain();
     const reason = error === null ? 'connection closed before the response' : error.message;
     const failed = new AlertSendError(`POST ${this.origin.origin} failed: ${reason}`);
-    for (const exchange of unanswered) exchange.listener.failed(failed);
+    // A new connection answers at least its first request or fails it, so resending cannot loop.
+    if (this.settled > 0 && !this.closed) this.queued.unshiftAll(unanswered);
+    else for (const exchange of unanswered) exchange.listener.failed(failed);
     // Never connected: the receiver is unreachable, so what waits fails too (and is retried with backoff).
     if (!wasConnected) for (const exchange of this.queued.drain()) exchange.listener.failed(failed);
     this.closeAfter = false;
-    if (this.queued.length > 0) this.connect();
+    this.keepsAlive = false;
+    this.settled = 0;
+    if (this.queued.length > 0 && !this.closed) this.connect();
   }
 
   private fail(error: Error): void {

@@ -6,6 +6,28 @@ const SEVERITY_MARK: Record<AlertSeverity, string> = { critical: ':red_circle: C
 const CHAT_HEADERS = ['content-type: application/json', 'user-agent: Service/1.0'];
 const SEVERITY_COLOR: Record<AlertSeverity, string> = { critical: '#d32f2f', warning: '#f9a825', info: '#1976d2' };
 
+/** Slack's Block Kit limits, in characters: beyond them Slack refuses the whole message (`invalid_blocks`). */
+export const CHAT_LIMITS = { header: 150, sectionText: 3000, field: 2000 } as const;
+const TRUNCATED = '… (truncated)';
+
+/**
+ * Slack's mrkdwn escaping: `&`, `<` and `>` are its control characters (`<!channel>` pings the
+ * channel, `<url|text>` is a link with any text), and agents control paths, actions and names.
+ */
+export function escapeMrkdwn(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** `text` cut to `max` characters, marked as cut; never inside an escape (`&amp;`) or a surrogate pair. */
+export function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text
+    .slice(0, max - TRUNCATED.length)
+    .replace(/&[a-z]*$/, '')
+    .replace(/[\ud800-\udbff]$/, '');
+  return `${cut}${TRUNCATED}`;
+}
+
 /**
  * A Slack-compatible incoming-webhook message with every item SPEC.md lists: title, summary,
  * policy, agent with tier, decision, action, method and path, trace id, reason, instance with
@@ -13,16 +35,16 @@ const SEVERITY_COLOR: Record<AlertSeverity, string> = { critical: '#d32f2f', war
  */
 export function chatMessage(alert: Alert, origin: AlertOrigin): Record<string, unknown> {
   const { entry } = alert;
-  const field = (label: string, value: string) => ({ type: 'mrkdwn', text: `*${label}*\n${value === '' ? '-' : value}` });
+  const field = (label: string, value: string) => ({ type: 'mrkdwn', text: truncate(`*${label}*\n${value === '' ? '-' : escapeMrkdwn(value)}`, CHAT_LIMITS.field) });
   const request = entry.method === '' && entry.path === '' ? '-' : `${entry.method} ${entry.path}`.trim();
   return {
-    text: `${SEVERITY_MARK[alert.severity]}: ${alert.title}`,
+    text: `${SEVERITY_MARK[alert.severity]}: ${escapeMrkdwn(alert.title)}`,
     attachments: [
       {
         color: SEVERITY_COLOR[alert.severity],
         blocks: [
-          { type: 'header', text: { type: 'plain_text', text: alert.title.slice(0, 150) } },
-          { type: 'section', text: { type: 'mrkdwn', text: `${SEVERITY_MARK[alert.severity]} (${alert.trigger}): ${alert.message}` } },
+          { type: 'header', text: { type: 'plain_text', text: truncate(alert.title, CHAT_LIMITS.header) } },
+          { type: 'section', text: { type: 'mrkdwn', text: truncate(`${SEVERITY_MARK[alert.severity]} (${alert.trigger}): ${escapeMrkdwn(alert.message)}`, CHAT_LIMITS.sectionText) } },
           {
             type: 'section',
             fields: [
@@ -36,7 +58,7 @@ export function chatMessage(alert: Alert, origin: AlertOrigin): Record<string, u
               field('Instance', `${origin.instance} (${origin.environment})`),
             ],
           },
-          { type: 'context', elements: [{ type: 'mrkdwn', text: `${alert.id} · ${alert.timestamp}` }] },
+          { type: 'context', elements: [{ type: 'mrkdwn', text: escapeMrkdwn(`${alert.id} · ${alert.timestamp}`) }] },
         ],
       },
     ],

@@ -25,6 +25,13 @@ export function emailContent(alert: Alert, origin: AlertOrigin): { subject: stri
   return { subject: `[${alert.severity.toUpperCase()}] ${alert.title}`, text: `${lines.join('\n')}\n` };
 }
 
+/** `POST /emails` under the API's base URL, its query kept: `…/v1?tenant=abc` gives `…/v1/emails?tenant=abc`. */
+export function emailsUrl(apiUrl: string): URL {
+  const url = new URL(apiUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/emails`;
+  return url;
+}
+
 /** Email through the Resend API (`POST /emails`), ALERT_EMAIL_API_KEY; its base URL is ALERT_EMAIL_API_URL. */
 export class ApiEmailProvider implements AlertProvider {
   readonly name = 'email';
@@ -37,7 +44,7 @@ export class ApiEmailProvider implements AlertProvider {
     private readonly origin: AlertOrigin,
     private readonly http: AlertHttpClient,
   ) {
-    this.url = new URL(`${config.apiUrl.replace(/\/+$/, '')}/emails`);
+    this.url = emailsUrl(config.apiUrl);
     this.target = `email API ${safeUrl(this.url.href)} to ${config.to.join(', ')}`;
     this.headers = ['content-type: application/json', `authorization: Bearer ${config.apiKey}`, 'user-agent: Service/1.0'];
   }

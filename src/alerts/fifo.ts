@@ -32,6 +32,13 @@ export class Fifo<T> {
     return item;
   }
 
+  /** Puts `items` back at the front, in their order, ahead of what is queued. */
+  unshiftAll(items: readonly T[]): void {
+    if (items.length === 0) return;
+    this.items = [...items, ...this.items.slice(this.head)];
+    this.head = 0;
+  }
+
   /** Removes and returns every item, oldest first. */
   drain(): T[] {
     const all = this.items.slice(this.head) as T[];

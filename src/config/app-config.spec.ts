@@ -113,6 +113,14 @@ describe('AppConfig.fromEnv values', () => {
   });
 });
 
+describe('alert endpoint URLs', () => {
+  it('are kept as given: trailing slash and query included', () => {
+    const config = AppConfig.fromEnv({ ALERT_WEBHOOK_URL: 'https://hooks.example/hooks/', ALERT_CHAT_WEBHOOK: 'https://chat.example/services/T/B/X/?ref=a/' }, '9.9.9');
+    expect(config.alerts.webhookUrl).toBe('https://hooks.example/hooks/');
+    expect(config.alerts.chatWebhook).toBe('https://chat.example/services/T/B/X/?ref=a/');
+  });
+});
+
 describe('AppConfig.fromEnv rejects bad values, naming the variable and what it accepts', () => {
   it.each<[string, string, RegExp]>([
     ['PORT', 'abc', /whole number from 0 to 65535/],
@@ -154,6 +162,21 @@ describe('AppConfig.fromEnv rejects bad values, naming the variable and what it 
     const error = configError({ DATABASE_URL: 'mysql://admin:hunter2@db/x' });
     expect(error.message).toContain('DATABASE_URL');
     expect(error.message).not.toContain('hunter2');
+  });
+
+  it.each(['http://user:SEC/RETPW@host:99999/x', 'ftp://user:SEC@RETPW@host/x', 'http://user:SEC?RET#PW@host:99999/x'])('does not print any part of the password of a malformed URL: %s', (url) => {
+    const error = configError({ ALERT_WEBHOOK_URL: url });
+    expect(error.message).toContain('ALERT_WEBHOOK_URL');
+    expect(error.message).toMatch(/\/\/\*\*\*@host/);
+    expect(error.message).not.toMatch(/SEC|RET|PW/);
+  });
+
+  it.each(['ALERT_WEBHOOK_URL', 'ALERT_CHAT_WEBHOOK', 'ALERT_EMAIL_API_URL'])('refuses credentials in %s, naming it, without printing them', (name) => {
+    const error = configError({ [name]: 'https://hookuser:hookpass@hooks.example/in/' });
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(name);
+    expect(error.problems[0]).toMatch(/credentials in the URL .* not supported/);
+    expect(error.message).not.toMatch(/hookuser|hookpass/);
   });
 
   it('does not print the value of a too-short ADMIN_TOKEN', () => {

@@ -238,15 +238,15 @@ export interface AlertsConfig {
 function readAlertsConfig(read: EnvReader): AlertsConfig {
   const alerts: AlertsConfig = {
     on: read.list('ALERT_ON', [], ALERT_TRIGGERS) as AlertTriggerName[],
-    webhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:']),
+    webhookUrl: read.endpointUrl('ALERT_WEBHOOK_URL', ['http:', 'https:']),
     webhookSecret: read.optionalString('ALERT_WEBHOOK_SECRET'),
-    chatWebhook: read.url('ALERT_CHAT_WEBHOOK', ['http:', 'https:']),
+    chatWebhook: read.endpointUrl('ALERT_CHAT_WEBHOOK', ['http:', 'https:']),
     email: {
       enabled: read.bool('ALERT_EMAIL_ENABLED', false),
       from: read.optionalString('ALERT_EMAIL_FROM'),
       to: read.list('ALERT_EMAIL_TO', []),
       apiKey: read.optionalString('ALERT_EMAIL_API_KEY'),
-      apiUrl: read.url('ALERT_EMAIL_API_URL', ['http:', 'https:']) ?? 'https://api.resend.com',
+      apiUrl: read.endpointUrl('ALERT_EMAIL_API_URL', ['http:', 'https:']) ?? 'https://api.resend.com',
       smtpHost: read.optionalString('ALERT_SMTP_HOST'),
       smtpPort: read.int('ALERT_SMTP_PORT', 587, 1, 65535),
       smtpUser: read.optionalString('ALERT_SMTP_USER'),

@@ -78,21 +78,41 @@ export class EnvReader {
     return parseDuration(fallback);
   }
 
-  url(name: string, protocols: readonly string[]): string | undefined {
+  /** A URL of one of `protocols`; `trimSlash`: without trailing slashes (a base URL that paths are appended to). */
+  url(name: string, protocols: readonly string[], trimSlash = true): string | undefined {
     const value = this.raw(name);
     if (value === undefined) return undefined;
     try {
       const parsed = new URL(value);
-      if (protocols.includes(parsed.protocol)) return value.replace(/\/+$/, '');
+      if (protocols.includes(parsed.protocol)) return trimSlash ? value.replace(/\/+$/, '') : value;
     } catch {
       // reported below
     }
     this.errors.push(`${name}=${JSON.stringify(redactUrl(value))}: expected a URL starting with ${protocols.join(' or ')}`);
     return undefined;
   }
+
+  /**
+   * The URL of an endpoint the gateway posts to, exactly as given: a receiver may route `/hooks/`
+   * and `/hooks` differently (or redirect, which counts as a failure), and a query may end in `/`.
+   */
+  endpointUrl(name: string, protocols: readonly string[]): string | undefined {
+    const value = this.url(name, protocols, false);
+    if (value === undefined) return undefined;
+    const parsed = new URL(value);
+    if (parsed.username === '' && parsed.password === '') return value;
+    this.errors.push(`${name}=${JSON.stringify(redactUrl(value))}: ${NO_CREDENTIALS}`);
+    return undefined;
+  }
 }
 
-/** Hides credentials in a URL before it appears in an error message. */
+/** Why a URL with `user:password@` is refused: nothing sends them, and dropping them silently hides the mistake. */
+const NO_CREDENTIALS = 'credentials in the URL (user:password@) are not supported: they would not be sent; remove them (the webhook is authenticated by ALERT_WEBHOOK_SECRET, a chat webhook by its URL)';
+
+/**
+ * Hides credentials in a URL before it appears in an error message. The URL is invalid there, so
+ * its userinfo may hold `/` or `@`: everything up to the last `@` goes (over-hiding is harmless).
+ */
 export function redactUrl(value: string): string {
-  return value.replace(/\/\/([^/@]*)@/, '//***@');
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/*)?[^]*@/i, '$1***@');
 }
