@@ -212,4 +212,41 @@ describe('AuditWal', () => {
     expect(last.state().lastSeq).toBe(21);
     await last.close();
   });
+
+  it('never reuses the numbers of dropped entries after a restart, even after a kill -9', async () => {
+    const wal = AuditWal.open(dir, 4096, clean, logger);
+    await recordAll(wal, Array.from({ length: 20 }, (_, index) => `read:${index}`));
+    expect(wal.state()).toMatchObject({ lastSeq: 20, overflowing: true });
+    // No close: as after kill -9.
+    const restarted = AuditWal.open(dir, 1 << 20, clean, logger);
+    expect(restarted.state().lastSeq).toBe(20);
+    await restarted.close();
+  });
+
+  it('keeps the numbering across a clean restart when audit.acked is lost and no line is left', async () => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, ['read:a', 'read:b']);
+    await wal.acknowledge(2);
+    await wal.close();
+    fs.rmSync(path.join(dir, 'audit.acked'));
+    const reopened = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(reopened, ['read:c']);
+    expect(reopened.batch(10, 1 << 20)).toMatchObject({ firstSeq: 3, lastSeq: 3 });
+    await reopened.close();
+  });
+
+  it.each([
+    ['audit.acked', 'garbage\n'],
+    ['audit.acked', '99999999999999999999'],
+    ['audit.seq', 'Infinity'],
+    ['audit.seq', '1e300'],
+    ['audit.seq', '-3'],
+    ['audit.seq', ''],
+  ])('refuses to start, naming %s, when it holds %j', async (name, text) => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, ['read:a']);
+    await wal.close();
+    fs.writeFileSync(path.join(dir, name), text);
+    expect(() => AuditWal.open(dir, 1 << 20, clean, logger)).toThrow(name);
+  });
 });

@@ -6,7 +6,8 @@ import type { AuditRecord } from '../audit/audit-record';
 import { AuditSanitizer } from '../audit/audit-sanitizer';
 import type { DecisionLog } from '../decisions/decision-sources';
 import { AckFile } from './ack-file';
-import { readFileIfExists, syncDirectoryInBackground } from './atomic-file';
+import { syncDirectoryInBackground } from './atomic-file';
+import { SeqFile } from './seq-file';
 import { walLine } from './wal-line';
 import { atTurnEnd } from '../common/turn-end';
 import { WalSegment } from './wal-segment';
@@ -116,6 +117,7 @@ export class AuditWal implements DecisionLog {
   private lastSyncStart = -Infinity;
   private readonly settled = Promise.resolve();
   private ackFile: AckFile | null = null;
+  private seqFile: SeqFile;
   /** The last acknowledgement's write: they go one at a time. */
   private ackWriting: Promise<void> = Promise.resolve();
 
@@ -126,7 +128,9 @@ export class AuditWal implements DecisionLog {
     private readonly clean: AuditSanitizer,
     private readonly logger: Logger,
     private readonly durability: WalDurability,
-  ) {}
+  ) {
+    this.seqFile = new SeqFile(path.join(dir, SEQ_FILE));
+  }
 
   /** Opens the buffer in `dir`, recovering what a previous run left (a torn last line is cut off). */
   static open(
@@ -241,6 +245,11 @@ export class AuditWal implements DecisionLog {
       segment.close();
     }
     this.closed = true;
+    try {
+      this.seqFile.close(this.lastSeq);
+    } catch (error) {
+      this.logger.error({ err: error, lastSeq: this.lastSeq }, `could not record the last audit number in ${SEQ_FILE}: a restart may reuse numbers of dropped entries`);
+    }
     await this.ackWriting.catch(() => undefined);
     this.ackFile?.close();
     for (const group of this.awaitingSync) group.resolve();
@@ -281,8 +290,19 @@ export class AuditWal implements DecisionLog {
       this.overflowing = true;
       this.logger.error({ seq, maxBytes: this.maxBytes, fileBytes: this.fileBytes(), err: error }, `${why}: audit entries are being dropped until the gateway acknowledges some`);
     }
-    // The numbers used must survive a restart, so the gateway sees the gap rather than reuse.
-    if (this.dropped % 100 === 1) fs.writeFileSync(path.join(this.dir, SEQ_FILE), String(this.lastSeq));
+    this.keepNumber(seq);
+  }
+
+  /**
+   * A number used without a line on disk must survive a restart, so that the gateway sees a gap
+   * rather than a later entry under the same number, which it would skip as one it has.
+   */
+  private keepNumber(seq: number): void {
+    try {
+      this.seqFile.use(seq);
+    } catch (error) {
+      this.logger.error({ err: error, seq }, `could not record the used audit number in ${SEQ_FILE}: a restart may reuse it`);
+    }
   }
 
   /**
@@ -328,6 +348,7 @@ export class AuditWal implements DecisionLog {
     if (error) {
       this.dropped += seqs.length;
       this.logger.error({ err: error, entries: seqs.length }, 'audit entries could not be written to the buffer file');
+      this.keepNumber(seqs.at(-1)!);
       group.resolve();
       return;
     }
@@ -402,7 +423,7 @@ export class AuditWal implements DecisionLog {
     const acked = AckFile.open(path.join(this.dir, ACKED_FILE));
     this.ackFile = acked.ackFile;
     this.ackedSeq = acked.ackedSeq;
-    const usedSeq = Number(readFileIfExists(path.join(this.dir, SEQ_FILE)) ?? 0) || 0;
+    const usedSeq = this.seqFile.read();
     this.segments = WalSegment.list(this.dir).map((file) => WalSegment.recover(file, this.logger));
     let lastSeq = 0;
     for (const segment of this.segments) {
