@@ -97,6 +97,10 @@ export class AuditIngestDto {
 export class AuditIngestResult {
   @ApiProperty({ description: 'Entries written now' }) accepted: number;
   @ApiProperty({ description: 'Entries already received before (ignored)' }) duplicates: number;
+  @ApiProperty({
+    description: 'Entries under a number already received with another id (a sidecar that reused numbers): written all the same, counted in the fleet status',
+  })
+  renumbered: number;
   @ApiProperty({ description: 'Highest sequence number received from this sidecar' }) lastSeq: number;
 }
 
@@ -115,6 +119,10 @@ export class SidecarView {
   @ApiProperty({ description: 'Highest audit sequence number received; 0 when none' }) lastSeq: number;
   @ApiProperty({ description: 'Audit entries received' }) received: number;
   @ApiProperty({ type: [SequenceGap], description: 'Sequence numbers missing below lastSeq' }) gaps: SequenceGap[];
+  @ApiProperty({
+    description: 'Entries received under a number already received with another id (written to the trail); above 0, the sidecar reused numbers and gaps alone do not show every missing entry',
+  })
+  renumbered: number;
 }
 
 export class SidecarListView {

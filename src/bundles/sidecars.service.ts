@@ -1,10 +1,12 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import type { Logger } from 'pino';
 import { DataSource, Repository } from 'typeorm';
 import type { AuditRecord } from '../audit/audit-record';
 import { AuditWriter } from '../audit/audit-writer';
 import type { AdminPrincipal } from '../common/admin-principal';
 import { DecisionEvents } from '../decisions/decision-events';
+import { LOGGER } from '../logging/logging.module';
 import { AuditIngestDto, AuditIngestResult, IngestedEntryDto, SIDECAR_ID_PATTERN, SIDECAR_MODES, SidecarView } from './bundles.dto';
 import { SidecarAuditRange } from './sidecar-audit-range.entity';
 import { Sidecar } from './sidecar.entity';
@@ -36,6 +38,7 @@ export class SidecarsService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly writer: AuditWriter,
     private readonly events: DecisionEvents,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   /** Records a bundle fetch by a sidecar that named itself (others are not tracked). */
@@ -69,19 +72,39 @@ export class SidecarsService {
   private async ingestNow(admin: AdminPrincipal, dto: AuditIngestDto): Promise<AuditIngestResult> {
     await this.sidecars.createQueryBuilder().insert().values({ orgId: admin.orgId, id: dto.sidecarId }).orIgnore().execute();
     const received = mergeRanges((await this.ranges.find({ where: { orgId: admin.orgId, sidecarId: dto.sidecarId } })).map(toRange));
-    const fresh = firstOfEachSeq(dto.entries).filter((entry) => !covers(received, entry.seq));
+    const unique = firstOfEachSeq(dto.entries);
+    const fresh = unique.filter((entry) => !covers(received, entry.seq));
+    const renumbered = await this.renumberedOf(admin.orgId, unique.filter((entry) => covers(received, entry.seq)));
     const written = await this.alreadyWritten(admin.orgId, fresh);
     const toWrite: IngestedEntryDto[] = [];
-    for (const entry of fresh) if (!written.has(entry.id) && (await this.claimOutcome(admin.orgId, entry))) toWrite.push(entry);
+    for (const entry of [...fresh, ...renumbered]) if (!written.has(entry.id) && (await this.claimOutcome(admin.orgId, entry))) toWrite.push(entry);
     for (const entry of toWrite) {
       const record = toRecord(admin.orgId, entry);
       this.writer.record(record);
       if (record.kind === 'decision') this.events.emit({ entry: record, decision: { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '' } });
     }
     if (toWrite.length > 0) await this.writer.drain();
+    if (renumbered.length > 0) this.reportRenumbered(admin.orgId, dto.sidecarId, renumbered);
     const all = mergeRanges([...received, ...rangesOf(fresh.map((entry) => entry.seq).sort((a, b) => a - b))]);
-    await this.saveRanges(admin.orgId, dto.sidecarId, received, all);
-    return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length, lastSeq: all.at(-1)?.last ?? 0 };
+    await this.saveRanges(admin.orgId, dto.sidecarId, received, all, renumbered.length);
+    return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length, renumbered: renumbered.length, lastSeq: all.at(-1)?.last ?? 0 };
+  }
+
+  /**
+   * Of entries under numbers already received, those not in the trail: a resend carries the same
+   * id, a sidecar that lost its numbering (CACHE_DIR wiped) another. Skipping those as
+   * duplicates would lose decisions without a gap to show for it.
+   */
+  private async renumberedOf(orgId: string, seen: IngestedEntryDto[]): Promise<IngestedEntryDto[]> {
+    const inTrail = await this.alreadyWritten(orgId, seen);
+    return seen.filter((entry) => !inTrail.has(entry.id));
+  }
+
+  private reportRenumbered(orgId: string, sidecarId: string, entries: IngestedEntryDto[]): void {
+    this.logger.warn(
+      { orgId, sidecarId, entries: entries.length, seqs: rangesOf(entries.map((entry) => entry.seq).sort((a, b) => a - b)) },
+      'sidecar sent entries under numbers it had already sent, with other ids (did it lose its CACHE_DIR?): written to the trail, counted as renumbered',
+    );
   }
 
   /**
@@ -111,8 +134,9 @@ export class SidecarsService {
     return new Set(rows.map((row) => row.id));
   }
 
-  private async saveRanges(orgId: string, sidecarId: string, before: SequenceRange[], after: SequenceRange[]): Promise<void> {
+  private async saveRanges(orgId: string, sidecarId: string, before: SequenceRange[], after: SequenceRange[], renumbered: number): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
+      if (renumbered > 0) await manager.increment(Sidecar, { orgId, id: sidecarId }, 'renumbered', renumbered);
       if (sameRanges(before, after)) {
         await manager.update(Sidecar, { orgId, id: sidecarId }, { lastIngestAt: new Date() });
         return;
@@ -181,6 +205,7 @@ function toView(sidecar: Sidecar, rows: SidecarAuditRange[]): SidecarView {
     lastIngest: sidecar.lastIngestAt?.toISOString() ?? null,
     lastSeq: merged.at(-1)?.last ?? 0,
     received: merged.reduce((sum, range) => sum + range.last - range.first + 1, 0),
+    renumbered: sidecar.renumbered,
     gaps: gapsOf(merged).map((gap) => ({
       first: gap.first,
       last: gap.last,
