@@ -249,4 +249,36 @@ describe('AuditWal', () => {
     fs.writeFileSync(path.join(dir, name), text);
     expect(() => AuditWal.open(dir, 1 << 20, clean, logger)).toThrow(name);
   });
+
+  it('moves a damaged line in the middle of a segment aside and keeps, and forwards, the valid lines after it', async () => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, Array.from({ length: 10 }, (_, index) => `read:n${index + 1}`));
+    await wal.close();
+    const [file] = WalSegment.list(dir);
+    const lines = fs.readFileSync(file, 'utf8').split('\n');
+    lines[4] = '{"seq":5,"garbage';
+    fs.writeFileSync(file, lines.join('\n'));
+    const recovered = AuditWal.open(dir, 1 << 20, clean, logger);
+    expect(recovered.state()).toMatchObject({ lastSeq: 10, pendingEntries: 9, damagedLines: 1 });
+    expect(fs.readFileSync(`${file}.damaged`, 'utf8')).toBe('{"seq":5,"garbage\n');
+    await recordAll(recovered, ['read:n11']);
+    const forwarded: number[] = [];
+    for (let batch = recovered.batch(3, 1 << 20); batch !== null; batch = recovered.batch(3, 1 << 20)) {
+      forwarded.push(...entriesOf(batch).map((entry) => entry.seq));
+      await recovered.acknowledge(batch.lastSeq);
+    }
+    expect(forwarded).toEqual([1, 2, 3, 4, 6, 7, 8, 9, 10, 11]);
+    await recovered.close();
+  });
+
+  it('never gives again the number of a damaged last line', async () => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, ['read:a', 'read:b']);
+    await wal.close();
+    const [file] = WalSegment.list(dir);
+    fs.appendFileSync(file, '{"seq":3,"garbage\n');
+    const recovered = AuditWal.open(dir, 1 << 20, clean, logger);
+    expect(recovered.state()).toMatchObject({ lastSeq: 3, damagedLines: 1 });
+    await recovered.close();
+  });
 });

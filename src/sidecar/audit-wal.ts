@@ -54,6 +54,8 @@ export interface WalState {
   /** Entries not kept because the buffer was full (their numbers show as a gap at the gateway). */
   dropped: number;
   overflowing: boolean;
+  /** Damaged lines of a previous run found at start and moved to `<segment>.damaged` (their numbers show as a gap). */
+  damagedLines: number;
 }
 
 /**
@@ -100,6 +102,7 @@ export class AuditWal implements DecisionLog {
   private ackedSeq = 0;
   private syncedSeq = 0;
   private dropped = 0;
+  private damagedLines = 0;
   private overflowing = false;
   private closed = false;
   /** A segment was created since the directory was last synced. */
@@ -231,6 +234,7 @@ export class AuditWal implements DecisionLog {
       ackedSeq: this.ackedSeq,
       dropped: this.dropped,
       overflowing: this.overflowing,
+      damagedLines: this.damagedLines,
     };
   }
 
@@ -426,11 +430,14 @@ export class AuditWal implements DecisionLog {
     const usedSeq = this.seqFile.read();
     this.segments = WalSegment.list(this.dir).map((file) => WalSegment.recover(file, this.logger));
     let lastSeq = 0;
+    let damagedSeq = 0;
     for (const segment of this.segments) {
       lastSeq = Math.max(lastSeq, segment.lastSeq);
+      damagedSeq = Math.max(damagedSeq, segment.damagedSeq);
+      this.damagedLines += segment.damagedLines;
       segment.acknowledge(this.ackedSeq);
     }
-    this.lastSeq = Math.max(this.ackedSeq, usedSeq, lastSeq);
+    this.lastSeq = Math.max(this.ackedSeq, usedSeq, lastSeq, damagedSeq);
     this.syncedSeq = lastSeq;
     if (this.segments.length === 0) this.segments.push(WalSegment.create(this.dir, this.lastSeq + 1));
     const unacknowledged = this.segments.reduce((sum, segment) => sum + segment.unacknowledged, 0);
