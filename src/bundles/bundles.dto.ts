@@ -14,11 +14,12 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../config/sidecar-config';
 
 /** Most entries one ingest request may carry (a sidecar sends at most 500, under 1 MiB). */
 export const MAX_INGEST_ENTRIES = 1000;
-const SIDECAR_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-export const SIDECAR_ID_MESSAGE = 'sidecarId must be 1-128 letters, digits, or . _ : -';
+const SIDECAR_ID = SIDECAR_ID_FORMAT;
+export const SIDECAR_ID_MESSAGE = `sidecarId must be ${SIDECAR_ID_RULE}`;
 export const AUDIT_ENTRY_ID = /^aud_[A-Za-z0-9]{1,64}$/;
 /** What is wrong with an `id` that does not match AUDIT_ENTRY_ID (after the field's name). */
 export const AUDIT_ENTRY_ID_PROBLEM = 'must be an audit entry id (aud_…)';

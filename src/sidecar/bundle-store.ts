@@ -59,12 +59,13 @@ export class BundleStore implements PolicySource, VerificationKeySource {
   async loadCached(): Promise<Offer> {
     const text = readFileIfExists(path.join(this.cacheDir, BUNDLE_FILE));
     if (text === undefined) return { applied: false, reason: 'no cached bundle' };
-    let parsed: { bundle: unknown; etag?: string | null };
+    let parsed: { bundle: unknown; etag?: string | null } | null;
     try {
-      parsed = JSON.parse(text) as { bundle: unknown; etag?: string | null };
+      parsed = JSON.parse(text) as { bundle: unknown; etag?: string | null } | null;
     } catch {
       return this.refuse('cache', 'cached bundle is not valid JSON');
     }
+    if (typeof parsed !== 'object' || parsed === null) return this.refuse('cache', 'cached bundle is not a JSON object');
     return this.offer(parsed.bundle, parsed.etag ?? null, 'cache');
   }
 
