@@ -281,4 +281,25 @@ describe('AuditWal', () => {
     expect(recovered.state()).toMatchObject({ lastSeq: 3, damagedLines: 1 });
     await recovered.close();
   });
+
+  it('rejects the answers of entries whose write failed with a 503, says so in its state, keeps their numbers, and recovers', async () => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, ['read:a']);
+    const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const write = jest.spyOn(fs, 'writeSync').mockImplementationOnce(() => {
+      throw full;
+    });
+    wal.record(record('read:b'));
+    wal.record(record('read:c'));
+    await expect(wal.durable()).rejects.toMatchObject({ code: 'service_unavailable', details: { decision: 'deny' } });
+    write.mockRestore();
+    expect(wal.state()).toMatchObject({ lastSeq: 3, dropped: 2, writeError: 'ENOSPC: no space left on device, write' });
+    // Killed now: the numbers of the lost entries are not given again.
+    const restarted = AuditWal.open(dir, 1 << 20, clean, logger);
+    expect(restarted.state().lastSeq).toBe(3);
+    await restarted.close();
+    await recordAll(wal, ['read:d']);
+    expect(wal.state()).toMatchObject({ lastSeq: 4, writeError: null });
+    await wal.close();
+  });
 });

@@ -5,6 +5,8 @@ import { compactInput } from '../audit/audit-input';
 import type { AuditRecord } from '../audit/audit-record';
 import { AuditSanitizer } from '../audit/audit-sanitizer';
 import type { DecisionLog } from '../decisions/decision-sources';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
 import { AckFile } from './ack-file';
 import { syncDirectoryInBackground } from './atomic-file';
 import { SeqFile } from './seq-file';
@@ -56,6 +58,8 @@ export interface WalState {
   overflowing: boolean;
   /** Damaged lines of a previous run found at start and moved to `<segment>.damaged` (their numbers show as a gap). */
   damagedLines: number;
+  /** Why the last write of entries to the file failed; null once a write succeeds again. */
+  writeError: string | null;
 }
 
 /**
@@ -69,6 +73,7 @@ export type WalDurability = 'write' | 'sync';
 interface SyncGroup {
   promise: Promise<void>;
   resolve: () => void;
+  reject: (error: Error) => void;
   seq?: number;
 }
 
@@ -103,6 +108,7 @@ export class AuditWal implements DecisionLog {
   private syncedSeq = 0;
   private dropped = 0;
   private damagedLines = 0;
+  private writeError: string | null = null;
   private overflowing = false;
   private closed = false;
   /** A segment was created since the directory was last synced. */
@@ -177,7 +183,10 @@ export class AuditWal implements DecisionLog {
     return undefined;
   }
 
-  /** Resolves once every entry recorded so far is written and synced. */
+  /**
+   * Resolves once every entry recorded so far is written (and synced, with `sync`); rejects with
+   * a 503 when their write failed: the answer would claim a decision the trail will not hold.
+   */
   durable(): Promise<void> {
     if (this.pendingSeqs.length > 0) return (this.openGroup ??= makeGroup()).promise;
     if (this.durability === 'write') return this.settled;
@@ -187,7 +196,7 @@ export class AuditWal implements DecisionLog {
 
   /** Resolves once every entry recorded so far is written and synced, whatever the durability. */
   async synced(): Promise<void> {
-    while (this.pendingSeqs.length > 0) await this.durable();
+    while (this.pendingSeqs.length > 0) await this.durable().catch(() => undefined);
     const last = this.awaitingSync.at(-1) ?? this.inSync;
     if (last !== null && last !== undefined) await last.promise;
   }
@@ -235,6 +244,7 @@ export class AuditWal implements DecisionLog {
       dropped: this.dropped,
       overflowing: this.overflowing,
       damagedLines: this.damagedLines,
+      writeError: this.writeError,
     };
   }
 
@@ -320,6 +330,7 @@ export class AuditWal implements DecisionLog {
   private readonly writePending = (): void => {
     if (this.pendingSeqs.length === 0 || this.closed) return;
     const seqs = this.pendingSeqs;
+    const awaited = this.openGroup !== null;
     const group = this.openGroup ?? makeGroup();
     let failure: unknown = null;
     try {
@@ -332,7 +343,7 @@ export class AuditWal implements DecisionLog {
     this.openGroup = null;
     this.stagedBytes = 0;
     if (this.staging.length > STAGING_BYTES * 4) this.staging = Buffer.allocUnsafe(STAGING_BYTES);
-    this.written(seqs, group, failure);
+    this.written(seqs, group, awaited, failure);
   };
 
   /** The segment to append to: a new one, from line `firstSeq` on, once the current one is full. */
@@ -348,13 +359,11 @@ export class AuditWal implements DecisionLog {
     return this.current;
   }
 
-  private written(seqs: number[], group: SyncGroup, error: unknown): void {
-    if (error) {
-      this.dropped += seqs.length;
-      this.logger.error({ err: error, entries: seqs.length }, 'audit entries could not be written to the buffer file');
-      this.keepNumber(seqs.at(-1)!);
-      group.resolve();
-      return;
+  private written(seqs: number[], group: SyncGroup, awaited: boolean, error: unknown): void {
+    if (error) return this.writeFailed(seqs, awaited ? group : null, error);
+    if (this.writeError !== null) {
+      this.logger.warn({ resumedAtSeq: seqs[0] }, 'audit entries are written to the buffer file again');
+      this.writeError = null;
     }
     if (this.durability === 'write') {
       group.resolve();
@@ -364,6 +373,20 @@ export class AuditWal implements DecisionLog {
       this.awaitingSync.push(group);
     }
     this.scheduleSync();
+  }
+
+  /**
+   * A full or failing disk: the entries are counted as dropped and their numbers kept (a gap at
+   * the gateway), /health says why, and their answers get a 503 rather than a success the
+   * trail will never show (README, AUDIT_DURABILITY).
+   */
+  private writeFailed(seqs: number[], group: SyncGroup | null, error: unknown): void {
+    this.dropped += seqs.length;
+    const reason = `audit entries could not be written to the buffer file: ${(error as Error).message}`;
+    if (this.writeError === null) this.logger.error({ err: error, entries: seqs.length, firstSeq: seqs[0] }, reason);
+    this.writeError = (error as Error).message;
+    this.keepNumber(seqs.at(-1)!);
+    group?.reject(new AppError(ErrorCode.ServiceUnavailable, reason, { decision: 'deny', reason }));
   }
 
   /**
@@ -448,6 +471,10 @@ export class AuditWal implements DecisionLog {
 
 function makeGroup(seq?: number): SyncGroup {
   let resolve!: () => void;
-  const promise = new Promise<void>((done) => (resolve = done));
-  return { promise, resolve, seq };
+  let reject!: (error: Error) => void;
+  const promise = new Promise<void>((done, fail) => {
+    resolve = done;
+    reject = fail;
+  });
+  return { promise, resolve, reject, seq };
 }
