@@ -180,6 +180,25 @@ describe('bundles a sidecar accepts', () => {
     expect(refused.body.message).toBe('Agent has been revoked');
   });
 
+  it('discards a cached bundle of another organization once the gateway serves the one of ADMIN_TOKEN, even an older version', async () => {
+    const cacheDir = path.join(scratch, 'cache-org-switch');
+    const other = new FakeGateway();
+    await other.start();
+    other.bundle = signed(V2);
+    const first = await startSidecar(other, cacheDir);
+    await waitFor(first, '/health', (_status, body) => body.bundleVersion === V2, 20_000);
+    await first.stop();
+    other.bundle = signed(V0, { orgId: 'org_switched', agents: [{ id: 'agent_switched', name: 'switched', trustTier: 'verified', tags: [], revoked: false }] });
+    const restarted = await startSidecar(other, cacheDir);
+    const health = await waitFor(restarted, '/health', (_status, body) => body.bundleVersion === V0, 20_000);
+    expect(health).toMatchObject({ status: 'healthy', lastSyncSuccess: true, lastSyncError: null });
+    // The token of the cached organization's agent no longer passes.
+    expect((await enforce(restarted, { action: 'read:docs/a' })).status).toBe(401);
+    expect(restarted.output().stdout + restarted.output().stderr).toContain('discarded the cached bundle');
+    await restarted.stop();
+    await other.close();
+  });
+
   it('refuses a cached bundle that was changed on disk, and fails closed while the gateway is away', async () => {
     await sidecar.stop();
     const file = path.join(cacheDir, 'bundle.json');

@@ -102,6 +102,7 @@ export class AuditIngestResult {
     description: 'Entries under a number already received with another id (a sidecar that reused numbers): written all the same, counted in the fleet status',
   })
   renumbered: number;
+  @ApiProperty({ description: 'Entries of agents of another organization: not written, their numbers left as a gap' }) refused: number;
   @ApiProperty({ description: 'Highest sequence number received from this sidecar' }) lastSeq: number;
 }
 

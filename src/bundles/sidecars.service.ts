@@ -73,8 +73,11 @@ export class SidecarsService {
     await this.sidecars.createQueryBuilder().insert().values({ orgId: admin.orgId, id: dto.sidecarId }).orIgnore().execute();
     const received = mergeRanges((await this.ranges.find({ where: { orgId: admin.orgId, sidecarId: dto.sidecarId } })).map(toRange));
     const unique = firstOfEachSeq(dto.entries);
-    const fresh = unique.filter((entry) => !covers(received, entry.seq));
-    const renumbered = await this.renumberedOf(admin.orgId, unique.filter((entry) => covers(received, entry.seq)));
+    const foreign = await this.foreignAgents(admin.orgId, unique);
+    const ours = foreign.size === 0 ? unique : unique.filter((entry) => !foreign.has(entry.agentId!));
+    const fresh = ours.filter((entry) => !covers(received, entry.seq));
+    const renumbered = await this.renumberedOf(admin.orgId, ours.filter((entry) => covers(received, entry.seq)));
+    if (foreign.size > 0) this.reportForeign(admin.orgId, dto.sidecarId, unique.length - ours.length, foreign);
     const written = await this.alreadyWritten(admin.orgId, fresh);
     const toWrite: IngestedEntryDto[] = [];
     for (const entry of [...fresh, ...renumbered]) if (!written.has(entry.id) && (await this.claimOutcome(admin.orgId, entry))) toWrite.push(entry);
@@ -87,7 +90,8 @@ export class SidecarsService {
     if (renumbered.length > 0) this.reportRenumbered(admin.orgId, dto.sidecarId, renumbered);
     const all = mergeRanges([...received, ...rangesOf(fresh.map((entry) => entry.seq).sort((a, b) => a - b))]);
     await this.saveRanges(admin.orgId, dto.sidecarId, received, all, renumbered.length);
-    return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length, renumbered: renumbered.length, lastSeq: all.at(-1)?.last ?? 0 };
+    const refused = unique.length - ours.length;
+    return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length - refused, renumbered: renumbered.length, refused, lastSeq: all.at(-1)?.last ?? 0 };
   }
 
   /**
@@ -98,6 +102,25 @@ export class SidecarsService {
   private async renumberedOf(orgId: string, seen: IngestedEntryDto[]): Promise<IngestedEntryDto[]> {
     const inTrail = await this.alreadyWritten(orgId, seen);
     return seen.filter((entry) => !inTrail.has(entry.id));
+  }
+
+  /**
+   * Agents of the batch that belong to another organization: a sidecar restarted with another
+   * organization's ADMIN_TOKEN forwards what it decided for the previous one, which must not
+   * enter this organization's hash chain. Their numbers are not recorded, so they show as a gap.
+   */
+  private async foreignAgents(orgId: string, entries: IngestedEntryDto[]): Promise<Set<string>> {
+    const agentIds = [...new Set(entries.map((entry) => entry.agentId).filter((id): id is string => typeof id === 'string'))];
+    if (agentIds.length === 0) return new Set();
+    const rows: Array<{ id: string }> = await this.dataSource.query('SELECT id FROM agents WHERE id = ANY($1) AND org_id <> $2', [agentIds, orgId]);
+    return new Set(rows.map((row) => row.id));
+  }
+
+  private reportForeign(orgId: string, sidecarId: string, entries: number, agents: Set<string>): void {
+    this.logger.warn(
+      { orgId, sidecarId, entries, agents: [...agents] },
+      "sidecar sent entries of agents of another organization (restarted with another organization's ADMIN_TOKEN?): refused, their numbers show as a gap",
+    );
   }
 
   private reportRenumbered(orgId: string, sidecarId: string, entries: IngestedEntryDto[]): void {

@@ -77,8 +77,11 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     if (problem !== null) return this.refuse(from, problem);
     const bundle = candidate as SignedBundle;
     const current = this.active?.bundle;
-    if (current !== undefined && current.orgId !== bundle.orgId) return this.refuse(from, `bundle of organization ${bundle.orgId}, not ${current.orgId}`);
-    if (current !== undefined && !isNewerVersion(bundle.version, current.version)) {
+    // The gateway serves the organization of ADMIN_TOKEN: a bundle of another one in force came
+    // from the cache of an earlier token and must go, whatever the versions.
+    const otherOrganization = current !== undefined && current.orgId !== bundle.orgId;
+    if (otherOrganization && from === 'cache') return this.refuse(from, `bundle of organization ${bundle.orgId}, not ${current.orgId}`);
+    if (current !== undefined && !otherOrganization && !isNewerVersion(bundle.version, current.version)) {
       if (bundle.version === current.version) return { applied: false, reason: 'same version' };
       return this.refuse(from, `version ${bundle.version} is older than ${current.version} in force`);
     }
@@ -90,6 +93,12 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     }
     if (from === 'gateway') writeFileAtomic(path.join(this.cacheDir, BUNDLE_FILE), JSON.stringify({ etag, bundle }));
     if (this.pinned === null) this.pin(signerJwk(bundle)!);
+    if (otherOrganization) {
+      this.logger.warn(
+        { cachedOrganization: current.orgId, organization: bundle.orgId },
+        'the gateway serves another organization to ADMIN_TOKEN than the cached bundle held: discarded the cached bundle and applied the fetched one',
+      );
+    }
     this.active = active;
     this.logger.info({ version: bundle.version, policies: bundle.policies.length, agents: bundle.agents.length, from }, 'bundle applied');
     return { applied: true };
