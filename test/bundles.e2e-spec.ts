@@ -28,11 +28,14 @@ afterAll(() => gateway?.close());
 const admin = <T = Record<string, unknown>>(method: string, path: string, options: { body?: unknown; headers?: Record<string, string> } = {}) =>
   call<T>(gateway.url, method, path, { adminToken: org.adminToken, ...options });
 
+/** A sidecar resends an entry as it is on its disk: the same time with the same id. */
+const EDGE_TS = Date.now();
+
 function entry(seq: number, overrides: Record<string, unknown> = {}) {
   return {
     seq,
     id: `aud_sidecartest${seq}x${org.id.slice(-6)}`,
-    ts: Date.now(),
+    ts: EDGE_TS + seq,
     traceId: `trace-${seq}`,
     agentId: 'agent_edge',
     agentName: 'edge',
@@ -130,9 +133,9 @@ describe('audit ingestion and the fleet status', () => {
     const batch = { sidecarId: 'sc_ingest-1', entries: [entry(1), entry(2), entry(3)] };
     const first = await admin('POST', '/api/v1/audit/ingest', { body: batch });
     expect(first.status).toBe(200);
-    expect(first.body).toEqual({ accepted: 3, duplicates: 0, lastSeq: 3 });
+    expect(first.body).toEqual({ accepted: 3, duplicates: 0, renumbered: 0, refused: 0, lastSeq: 3 });
     const again = await admin('POST', '/api/v1/audit/ingest', { body: { sidecarId: 'sc_ingest-1', entries: [entry(2), entry(3), entry(4)] } });
-    expect(again.body).toEqual({ accepted: 1, duplicates: 2, lastSeq: 4 });
+    expect(again.body).toEqual({ accepted: 1, duplicates: 2, renumbered: 0, refused: 0, lastSeq: 4 });
 
     const audit = await admin<{ entries: Array<Record<string, unknown>> }>('GET', '/admin/audit?source=sidecar&limit=100');
     const mine = audit.body.entries.filter((row) => row.agentId === 'agent_edge');
@@ -153,6 +156,38 @@ describe('audit ingestion and the fleet status', () => {
     await admin('POST', '/api/v1/audit/ingest', { body: body(11, 20) });
     const healed = await admin<{ sidecars: Array<{ id: string; gaps: unknown[]; lastSeq: number }> }>('GET', '/admin/sidecars');
     expect(healed.body.sidecars.find((sidecar) => sidecar.id === 'sc_gappy')).toMatchObject({ lastSeq: 25, gaps: [] });
+  });
+
+  it('writes and counts entries sent under numbers already received with other ids, instead of skipping them', async () => {
+    const batch = (run: string) => ({
+      sidecarId: 'sc_renumbered',
+      entries: [1, 2, 3].map((seq) => entry(seq, { id: `aud_renum${run}${seq}x${org.id.slice(-6)}`, action: `read:renum/${run}/${seq}` })),
+    });
+    expect((await admin('POST', '/api/v1/audit/ingest', { body: batch('a') })).body).toEqual({ accepted: 3, duplicates: 0, renumbered: 0, refused: 0, lastSeq: 3 });
+    // The sidecar lost its CACHE_DIR and counts from 1 again.
+    const reused = await admin('POST', '/api/v1/audit/ingest', { body: batch('b') });
+    expect(reused.body).toEqual({ accepted: 3, duplicates: 0, renumbered: 3, refused: 0, lastSeq: 3 });
+    // Its resend of the same batch is a duplicate, not renumbered again.
+    expect((await admin('POST', '/api/v1/audit/ingest', { body: batch('b') })).body).toEqual({ accepted: 0, duplicates: 3, renumbered: 0, refused: 0, lastSeq: 3 });
+
+    const audit = await admin<{ entries: Array<{ action: string }> }>('GET', '/admin/audit?source=sidecar&limit=100');
+    const actions = audit.body.entries.map((row) => row.action).filter((action) => action.startsWith('read:renum/'));
+    expect(actions.sort()).toEqual(['read:renum/a/1', 'read:renum/a/2', 'read:renum/a/3', 'read:renum/b/1', 'read:renum/b/2', 'read:renum/b/3']);
+    const list = await admin<{ sidecars: Array<{ id: string }> }>('GET', '/admin/sidecars');
+    expect(list.body.sidecars.find((sidecar) => sidecar.id === 'sc_renumbered')).toMatchObject({ lastSeq: 3, received: 3, gaps: [], renumbered: 3 });
+  });
+
+  it("refuses entries of another organization's agents, leaving their numbers as a gap", async () => {
+    const other = await createOrganization(gateway, 'enterprise', 'Other org');
+    const stranger = await call<{ id: string }>(gateway.url, 'POST', '/admin/agents', { adminToken: other.adminToken, body: { name: 'stranger' } });
+    expect(stranger.status).toBe(201);
+    const entries = [1, 2, 3].map((seq) => entry(seq, { id: `aud_foreign${seq}x${org.id.slice(-6)}`, action: `read:foreign/${seq}`, agentId: seq === 2 ? stranger.body.id : 'agent_edge' }));
+    const answer = await admin('POST', '/api/v1/audit/ingest', { body: { sidecarId: 'sc_switched', entries } });
+    expect(answer.body).toEqual({ accepted: 2, duplicates: 0, renumbered: 0, refused: 1, lastSeq: 3 });
+    const audit = await admin<{ entries: Array<{ action: string }> }>('GET', '/admin/audit?source=sidecar&limit=100');
+    expect(audit.body.entries.map((row) => row.action).filter((action) => action.startsWith('read:foreign/')).sort()).toEqual(['read:foreign/1', 'read:foreign/3']);
+    const list = await admin<{ sidecars: Array<{ id: string }> }>('GET', '/admin/sidecars');
+    expect(list.body.sidecars.find((sidecar) => sidecar.id === 'sc_switched')).toMatchObject({ lastSeq: 3, received: 2, gaps: [{ first: 2, last: 2 }] });
   });
 
   it('refuses a malformed batch naming the field', async () => {

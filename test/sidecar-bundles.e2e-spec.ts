@@ -180,6 +180,25 @@ describe('bundles a sidecar accepts', () => {
     expect(refused.body.message).toBe('Agent has been revoked');
   });
 
+  it('discards a cached bundle of another organization once the gateway serves the one of ADMIN_TOKEN, even an older version', async () => {
+    const cacheDir = path.join(scratch, 'cache-org-switch');
+    const other = new FakeGateway();
+    await other.start();
+    other.bundle = signed(V2);
+    const first = await startSidecar(other, cacheDir);
+    await waitFor(first, '/health', (_status, body) => body.bundleVersion === V2, 20_000);
+    await first.stop();
+    other.bundle = signed(V0, { orgId: 'org_switched', agents: [{ id: 'agent_switched', name: 'switched', trustTier: 'verified', tags: [], revoked: false }] });
+    const restarted = await startSidecar(other, cacheDir);
+    const health = await waitFor(restarted, '/health', (_status, body) => body.bundleVersion === V0, 20_000);
+    expect(health).toMatchObject({ status: 'healthy', lastSyncSuccess: true, lastSyncError: null });
+    // The token of the cached organization's agent no longer passes.
+    expect((await enforce(restarted, { action: 'read:docs/a' })).status).toBe(401);
+    expect(restarted.output().stdout + restarted.output().stderr).toContain('discarded the cached bundle');
+    await restarted.stop();
+    await other.close();
+  });
+
   it('refuses a cached bundle that was changed on disk, and fails closed while the gateway is away', async () => {
     await sidecar.stop();
     const file = path.join(cacheDir, 'bundle.json');
@@ -192,6 +211,64 @@ describe('bundles a sidecar accepts', () => {
     const health = await waitFor(sidecar, '/health', (_status, body) => body.lastSync !== null);
     expect(health).toMatchObject({ status: 'fail_closed', bundleVersion: null });
     expect(health.failClosedReason).toMatch(/cached bundle refused: signature does not verify/);
+  });
+});
+
+describe('a damaged CACHE_DIR or configuration at start', () => {
+  const gateway = new FakeGateway();
+
+  beforeAll(() => gateway.start());
+  afterAll(() => gateway.close());
+
+  /** A fresh CACHE_DIR holding `files`. */
+  function cacheWith(name: string, files: Record<string, string>): string {
+    const dir = path.join(scratch, `cache-start-${name}`);
+    fs.mkdirSync(dir, { recursive: true });
+    for (const [file, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, file), text);
+    return dir;
+  }
+
+  async function exitOf(cacheDir: string, env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
+    const sidecar = launch(SIDECAR_MAIN, await freePort(), {
+      GATEWAY_URL: gateway.url,
+      ADMIN_TOKEN: 'fake-admin-token',
+      CACHE_DIR: cacheDir,
+      BUNDLE_PUBLIC_KEY: JSON.stringify(publicJwk),
+      LOG_LEVEL: 'warn',
+      ...env,
+    });
+    processes.push(sidecar);
+    const exit = await sidecar.exit;
+    return { code: exit.code, stderr: sidecar.output().stderr };
+  }
+
+  it('fails closed, saying why, on a bundle.json holding null', async () => {
+    gateway.bundle = null;
+    const sidecar = await startSidecar(gateway, cacheWith('null-bundle', { 'bundle.json': 'null\n' }));
+    const health = await waitFor(sidecar, '/health', (_status, body) => body.lastSync !== null);
+    expect(health).toMatchObject({ status: 'fail_closed', bundleVersion: null });
+    expect(health.failClosedReason).toMatch(/cached bundle refused: cached bundle is not a JSON object/);
+    await sidecar.stop();
+  });
+
+  it.each([
+    ['sidecar-id', 'edge 1'],
+    ['sidecar-id', 'sc_\u00e9'],
+    ['sidecar-id', 'a'.repeat(300)],
+    ['audit.acked', 'garbage\n'],
+    ['audit.seq', 'Infinity\n'],
+  ])('refuses to start, naming %s, when it holds %j', async (file, text) => {
+    const cacheDir = cacheWith(`${file}-${text.length}`, { [file]: text });
+    const { code, stderr } = await exitOf(cacheDir);
+    expect(code).toBe(1);
+    expect(stderr).toContain(path.join(cacheDir, file));
+  });
+
+  it('refuses a GATEWAY_URL with a user name or password, without printing them', async () => {
+    const { code, stderr } = await exitOf(cacheWith('credentials', {}), { GATEWAY_URL: gateway.url.replace('http://', 'http://edge:s3cret-pw@') });
+    expect(code).toBe(1);
+    expect(stderr).toContain('GATEWAY_URL must not carry a user name or password');
+    expect(stderr).not.toContain('s3cret-pw');
   });
 });
 

@@ -236,6 +236,29 @@ describe('decisions at the edge', () => {
     expect(badJson.status).toBe(400);
   });
 
+  it('refuses a wrong-typed context.args, context.plugin or context.function with a 400 naming it, instead of deciding without it', async () => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ args: '{"path":"/etc/passwd"}' }, /context\.args must be a JSON object/],
+      [{ args: [{ path: '/etc/passwd' }] }, /context\.args must be a JSON object/],
+      [{ args: null }, /context\.args must be a JSON object/],
+      [{ plugin: 5 }, /context\.plugin must be a string/],
+      [{ function: ['read'] }, /context\.function must be a string/],
+    ];
+    for (const [context, message] of cases) {
+      const answer = await enforce(agents.reader, { action: 'read:etc/passwd', resource: 'etc/passwd', context });
+      expect([answer.status, answer.body.error]).toEqual([400, 'invalid_request']);
+      expect(answer.body.message).toMatch(message);
+    }
+    const batch = await call(sidecar.url, 'POST', '/enforce/batch', {
+      bearer: agents.reader.token,
+      body: { agentId: agents.reader.id, actions: [{ action: 'read:docs/a' }, { action: 'read:etc/passwd', context: { args: 'x' } }] },
+    });
+    expect(batch.status).toBe(400);
+    expect(batch.body.message).toMatch(/actions\[1\]\.context\.args must be a JSON object/);
+    const denied = await enforce(agents.reader, { action: 'read:etc/passwd', resource: 'etc/passwd', context: { args: { path: '/etc/passwd' } } });
+    expect(denied.body).toMatchObject({ decision: 'deny', rule: 'system-paths' });
+  });
+
   it('refuses a NUL as the gateway does, and forwards the entries of a very long action and very large args like any other', async () => {
     const nul = await enforce(agents.reader, { action: 'read:docs/a\u0000b' });
     expect(nul.status).toBe(400);
@@ -283,6 +306,14 @@ describe('decisions at the edge', () => {
     expect(pdpEdge.status).toBe(200);
     expect(pdpEdge.body).toMatchObject({ decision: pdpGateway.body.decision, policy: pdpGateway.body.policy });
     expect((await call(sidecar.url, 'POST', '/v1/check', { headers: { 'x-api-key': 'ak_wrong' }, body: personal })).status).toBe(401);
+    for (const text of ['null', '"s"', '5', 'true']) {
+      const send = (url: string) => call(url, 'POST', '/v1/audit', { headers: { ...adapter, 'content-type': 'application/json' }, body: text });
+      const [atGateway, atEdge] = [await send(gateway.url), await send(sidecar.url)];
+      expect([atEdge.status, atEdge.body.error]).toEqual([400, 'invalid_json']);
+      expect([atEdge.status, atEdge.body.error]).toEqual([atGateway.status, atGateway.body.error]);
+    }
+    const list = await call(sidecar.url, 'POST', '/v1/audit', { headers: adapter, body: [] });
+    expect([list.status, list.body.message]).toEqual([400, 'body must be a JSON object']);
 
     const outcome = { agentId: agents.reader.id, plugin: 'EmailPlugin', function: 'SendMail', decision: 'allow', durationMs: 12.5, resultSummary: 'sent', eventId: 'edge-event-1' };
     for (let attempt = 0; attempt < 2; attempt++) {

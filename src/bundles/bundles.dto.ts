@@ -14,11 +14,12 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../config/sidecar-config';
 
 /** Most entries one ingest request may carry (a sidecar sends at most 500, under 1 MiB). */
 export const MAX_INGEST_ENTRIES = 1000;
-const SIDECAR_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-export const SIDECAR_ID_MESSAGE = 'sidecarId must be 1-128 letters, digits, or . _ : -';
+const SIDECAR_ID = SIDECAR_ID_FORMAT;
+export const SIDECAR_ID_MESSAGE = `sidecarId must be ${SIDECAR_ID_RULE}`;
 export const AUDIT_ENTRY_ID = /^aud_[A-Za-z0-9]{1,64}$/;
 /** What is wrong with an `id` that does not match AUDIT_ENTRY_ID (after the field's name). */
 export const AUDIT_ENTRY_ID_PROBLEM = 'must be an audit entry id (aud_…)';
@@ -97,6 +98,11 @@ export class AuditIngestDto {
 export class AuditIngestResult {
   @ApiProperty({ description: 'Entries written now' }) accepted: number;
   @ApiProperty({ description: 'Entries already received before (ignored)' }) duplicates: number;
+  @ApiProperty({
+    description: 'Entries under a number already received with another id (a sidecar that reused numbers): written all the same, counted in the fleet status',
+  })
+  renumbered: number;
+  @ApiProperty({ description: 'Entries of agents of another organization: not written, their numbers left as a gap' }) refused: number;
   @ApiProperty({ description: 'Highest sequence number received from this sidecar' }) lastSeq: number;
 }
 
@@ -115,6 +121,10 @@ export class SidecarView {
   @ApiProperty({ description: 'Highest audit sequence number received; 0 when none' }) lastSeq: number;
   @ApiProperty({ description: 'Audit entries received' }) received: number;
   @ApiProperty({ type: [SequenceGap], description: 'Sequence numbers missing below lastSeq' }) gaps: SequenceGap[];
+  @ApiProperty({
+    description: 'Entries received under a number already received with another id (written to the trail); above 0, the sidecar reused numbers and gaps alone do not show every missing entry',
+  })
+  renumbered: number;
 }
 
 export class SidecarListView {

@@ -23,6 +23,10 @@ export class Sidecar {
   @Column('timestamptz', { name: 'last_ingest_at', nullable: true })
   lastIngestAt: Date | null;
 
+  /** Entries received under a number it had already sent with another id (written all the same). */
+  @Column('bigint', { default: 0, transformer: { to: (value: number) => value, from: (value: string | number) => Number(value) } })
+  renumbered: number;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

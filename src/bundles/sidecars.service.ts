@@ -1,5 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import type { Logger } from 'pino';
 import { DataSource, Repository } from 'typeorm';
 import type { AuditRecord } from '../audit/audit-record';
 import { AuditWriter } from '../audit/audit-writer';
@@ -7,6 +8,7 @@ import type { AdminPrincipal } from '../common/admin-principal';
 import { DecisionEvents } from '../decisions/decision-events';
 import { firedAlertsIn } from '../decisions/decision-details';
 import type { Decision, FiredAlert } from '../policy-engine/types';
+import { LOGGER } from '../logging/logging.module';
 import { AuditIngestDto, AuditIngestResult, IngestedEntryDto, SIDECAR_ID_PATTERN, SIDECAR_MODES, SidecarView } from './bundles.dto';
 import { SidecarAuditRange } from './sidecar-audit-range.entity';
 import { Sidecar } from './sidecar.entity';
@@ -38,6 +40,7 @@ export class SidecarsService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly writer: AuditWriter,
     private readonly events: DecisionEvents,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   /** Records a bundle fetch by a sidecar that named itself (others are not tracked). */
@@ -71,19 +74,62 @@ export class SidecarsService {
   private async ingestNow(admin: AdminPrincipal, dto: AuditIngestDto): Promise<AuditIngestResult> {
     await this.sidecars.createQueryBuilder().insert().values({ orgId: admin.orgId, id: dto.sidecarId }).orIgnore().execute();
     const received = mergeRanges((await this.ranges.find({ where: { orgId: admin.orgId, sidecarId: dto.sidecarId } })).map(toRange));
-    const fresh = firstOfEachSeq(dto.entries).filter((entry) => !covers(received, entry.seq));
+    const unique = firstOfEachSeq(dto.entries);
+    const foreign = await this.foreignAgents(admin.orgId, unique);
+    const ours = foreign.size === 0 ? unique : unique.filter((entry) => !foreign.has(entry.agentId!));
+    const fresh = ours.filter((entry) => !covers(received, entry.seq));
+    const renumbered = await this.renumberedOf(admin.orgId, ours.filter((entry) => covers(received, entry.seq)));
+    if (foreign.size > 0) this.reportForeign(admin.orgId, dto.sidecarId, unique.length - ours.length, foreign);
     const written = await this.alreadyWritten(admin.orgId, fresh);
     const toWrite: IngestedEntryDto[] = [];
-    for (const entry of fresh) if (!written.has(entry.id) && (await this.claimOutcome(admin.orgId, entry))) toWrite.push(entry);
+    for (const entry of [...fresh, ...renumbered]) if (!written.has(entry.id) && (await this.claimOutcome(admin.orgId, entry))) toWrite.push(entry);
     for (const entry of toWrite) {
       const record = toRecord(admin.orgId, entry);
       this.writer.record(record);
       if (record.kind === 'decision') this.events.emit({ entry: record, decision: ingestedDecision(record) });
     }
     if (toWrite.length > 0) await this.writer.drain();
+    if (renumbered.length > 0) this.reportRenumbered(admin.orgId, dto.sidecarId, renumbered);
     const all = mergeRanges([...received, ...rangesOf(fresh.map((entry) => entry.seq).sort((a, b) => a - b))]);
-    await this.saveRanges(admin.orgId, dto.sidecarId, received, all);
-    return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length, lastSeq: all.at(-1)?.last ?? 0 };
+    await this.saveRanges(admin.orgId, dto.sidecarId, received, all, renumbered.length);
+    const refused = unique.length - ours.length;
+    return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length - refused, renumbered: renumbered.length, refused, lastSeq: all.at(-1)?.last ?? 0 };
+  }
+
+  /**
+   * Of entries under numbers already received, those not in the trail: a resend carries the same
+   * id, a sidecar that lost its numbering (CACHE_DIR wiped) another. Skipping those as
+   * duplicates would lose decisions without a gap to show for it.
+   */
+  private async renumberedOf(orgId: string, seen: IngestedEntryDto[]): Promise<IngestedEntryDto[]> {
+    const inTrail = await this.alreadyWritten(orgId, seen);
+    return seen.filter((entry) => !inTrail.has(entry.id));
+  }
+
+  /**
+   * Agents of the batch that belong to another organization: a sidecar restarted with another
+   * organization's ADMIN_TOKEN forwards what it decided for the previous one, which must not
+   * enter this organization's hash chain. Their numbers are not recorded, so they show as a gap.
+   */
+  private async foreignAgents(orgId: string, entries: IngestedEntryDto[]): Promise<Set<string>> {
+    const agentIds = [...new Set(entries.map((entry) => entry.agentId).filter((id): id is string => typeof id === 'string'))];
+    if (agentIds.length === 0) return new Set();
+    const rows: Array<{ id: string }> = await this.dataSource.query('SELECT id FROM agents WHERE id = ANY($1) AND org_id <> $2', [agentIds, orgId]);
+    return new Set(rows.map((row) => row.id));
+  }
+
+  private reportForeign(orgId: string, sidecarId: string, entries: number, agents: Set<string>): void {
+    this.logger.warn(
+      { orgId, sidecarId, entries, agents: [...agents] },
+      "sidecar sent entries of agents of another organization (restarted with another organization's ADMIN_TOKEN?): refused, their numbers show as a gap",
+    );
+  }
+
+  private reportRenumbered(orgId: string, sidecarId: string, entries: IngestedEntryDto[]): void {
+    this.logger.warn(
+      { orgId, sidecarId, entries: entries.length, seqs: rangesOf(entries.map((entry) => entry.seq).sort((a, b) => a - b)) },
+      'sidecar sent entries under numbers it had already sent, with other ids (did it lose its CACHE_DIR?): written to the trail, counted as renumbered',
+    );
   }
 
   /**
@@ -113,8 +159,9 @@ export class SidecarsService {
     return new Set(rows.map((row) => row.id));
   }
 
-  private async saveRanges(orgId: string, sidecarId: string, before: SequenceRange[], after: SequenceRange[]): Promise<void> {
+  private async saveRanges(orgId: string, sidecarId: string, before: SequenceRange[], after: SequenceRange[], renumbered: number): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
+      if (renumbered > 0) await manager.increment(Sidecar, { orgId, id: sidecarId }, 'renumbered', renumbered);
       if (sameRanges(before, after)) {
         await manager.update(Sidecar, { orgId, id: sidecarId }, { lastIngestAt: new Date() });
         return;
@@ -195,6 +242,7 @@ function toView(sidecar: Sidecar, rows: SidecarAuditRange[]): SidecarView {
     lastIngest: sidecar.lastIngestAt?.toISOString() ?? null,
     lastSeq: merged.at(-1)?.last ?? 0,
     received: merged.reduce((sum, range) => sum + range.last - range.first + 1, 0),
+    renumbered: sidecar.renumbered,
     gaps: gapsOf(merged).map((gap) => ({
       first: gap.first,
       last: gap.last,

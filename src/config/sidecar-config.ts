@@ -2,6 +2,10 @@ import path from 'node:path';
 import { AppConfig, ConfigError, GatewayMode, LogLevel } from './app-config';
 import { EnvReader } from './env-reader';
 
+/** A sidecar's id, as the gateway's ingest and fleet status take it. */
+export const SIDECAR_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
+export const SIDECAR_ID_RULE = '1-128 letters, digits, or . _ : -';
+
 /** Variables the sidecar passes on to the proxy and audit code it shares with the gateway. */
 const SHARED_WITH_GATEWAY = ['UPSTREAM_URL', 'UPSTREAM_TIMEOUT_MS', 'PROXY_MAX_BODY_BYTES', 'MAX_JSON_BYTES', 'MODE', 'LOG_LEVEL', 'AUDIT_REDACT'];
 
@@ -64,7 +68,11 @@ export class SidecarConfig {
       auditDurability: read.oneOf('AUDIT_DURABILITY', ['write', 'sync'] as const, 'write'),
       auditForwardIntervalMs: read.int('AUDIT_FORWARD_INTERVAL_MS', 1000, 10, 3_600_000),
     };
-    if (values.sidecarId !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(values.sidecarId)) read.errors.push('SIDECAR_ID: 1-128 letters, digits, or . _ : -');
+    if (values.sidecarId !== undefined && !SIDECAR_ID_FORMAT.test(values.sidecarId)) read.errors.push(`SIDECAR_ID: ${SIDECAR_ID_RULE}`);
+    // fetch() throws for such a URL, which read as "gateway unreachable" for ever; and it would be logged.
+    if (gatewayUrl !== undefined && hasCredentials(gatewayUrl)) {
+      read.errors.push('GATEWAY_URL must not carry a user name or password (the sidecar authenticates to the gateway with ADMIN_TOKEN)');
+    }
     let shared: AppConfig | undefined;
     try {
       shared = AppConfig.fromEnv(Object.fromEntries(SHARED_WITH_GATEWAY.filter((name) => env[name] !== undefined).map((name) => [name, env[name]])));
@@ -75,4 +83,9 @@ export class SidecarConfig {
     if (read.errors.length > 0 || shared === undefined) throw new ConfigError([...new Set(read.errors)]);
     return new SidecarConfig({ ...values, shared } as SidecarConfig);
   }
+}
+
+function hasCredentials(url: string): boolean {
+  const parsed = new URL(url);
+  return parsed.username !== '' || parsed.password !== '';
 }

@@ -9,6 +9,7 @@ import { Billing1763856000000 } from '../../migrations/1763856000000-billing';
 import { Sidecars1764201600000 } from '../../migrations/1764201600000-sidecars';
 import { AnalyticsRollups1763942400000 } from '../../migrations/1763942400000-analytics-rollups';
 import { OidcClients1764288000000 } from '../../migrations/1764288000000-oidc-clients';
+import { SidecarRenumbered1764374400500 } from '../../migrations/1764374400500-sidecar-renumbered';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   ApiKeys1764028800000,
   Sidecars1764201600000,
   OidcClients1764288000000,
+  SidecarRenumbered1764374400500,
 ];

@@ -54,4 +54,15 @@ describe('AckFile', () => {
     fs.writeFileSync(file, '4242');
     expect(AckFile.open(file).ackedSeq).toBe(4242);
   });
+
+  it('has the blocks of both slots from its creation, so acknowledging never needs new ones', () => {
+    AckFile.open(file).ackFile.close();
+    expect(fs.statSync(file).size).toBe(4096 + 32);
+    expect(AckFile.open(file).ackedSeq).toBe(0);
+  });
+
+  it('refuses a file that holds no valid number, naming it', () => {
+    fs.writeFileSync(file, 'garbage\n');
+    expect(() => AckFile.open(file)).toThrow(file);
+  });
 });

@@ -212,4 +212,94 @@ describe('AuditWal', () => {
     expect(last.state().lastSeq).toBe(21);
     await last.close();
   });
+
+  it('never reuses the numbers of dropped entries after a restart, even after a kill -9', async () => {
+    const wal = AuditWal.open(dir, 4096, clean, logger);
+    await recordAll(wal, Array.from({ length: 20 }, (_, index) => `read:${index}`));
+    expect(wal.state()).toMatchObject({ lastSeq: 20, overflowing: true });
+    // No close: as after kill -9.
+    const restarted = AuditWal.open(dir, 1 << 20, clean, logger);
+    expect(restarted.state().lastSeq).toBe(20);
+    await restarted.close();
+  });
+
+  it('keeps the numbering across a clean restart when audit.acked is lost and no line is left', async () => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, ['read:a', 'read:b']);
+    await wal.acknowledge(2);
+    await wal.close();
+    fs.rmSync(path.join(dir, 'audit.acked'));
+    const reopened = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(reopened, ['read:c']);
+    expect(reopened.batch(10, 1 << 20)).toMatchObject({ firstSeq: 3, lastSeq: 3 });
+    await reopened.close();
+  });
+
+  it.each([
+    ['audit.acked', 'garbage\n'],
+    ['audit.acked', '99999999999999999999'],
+    ['audit.seq', 'Infinity'],
+    ['audit.seq', '1e300'],
+    ['audit.seq', '-3'],
+    ['audit.seq', ''],
+  ])('refuses to start, naming %s, when it holds %j', async (name, text) => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, ['read:a']);
+    await wal.close();
+    fs.writeFileSync(path.join(dir, name), text);
+    expect(() => AuditWal.open(dir, 1 << 20, clean, logger)).toThrow(name);
+  });
+
+  it('moves a damaged line in the middle of a segment aside and keeps, and forwards, the valid lines after it', async () => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, Array.from({ length: 10 }, (_, index) => `read:n${index + 1}`));
+    await wal.close();
+    const [file] = WalSegment.list(dir);
+    const lines = fs.readFileSync(file, 'utf8').split('\n');
+    lines[4] = '{"seq":5,"garbage';
+    fs.writeFileSync(file, lines.join('\n'));
+    const recovered = AuditWal.open(dir, 1 << 20, clean, logger);
+    expect(recovered.state()).toMatchObject({ lastSeq: 10, pendingEntries: 9, damagedLines: 1 });
+    expect(fs.readFileSync(`${file}.damaged`, 'utf8')).toBe('{"seq":5,"garbage\n');
+    await recordAll(recovered, ['read:n11']);
+    const forwarded: number[] = [];
+    for (let batch = recovered.batch(3, 1 << 20); batch !== null; batch = recovered.batch(3, 1 << 20)) {
+      forwarded.push(...entriesOf(batch).map((entry) => entry.seq));
+      await recovered.acknowledge(batch.lastSeq);
+    }
+    expect(forwarded).toEqual([1, 2, 3, 4, 6, 7, 8, 9, 10, 11]);
+    await recovered.close();
+  });
+
+  it('never gives again the number of a damaged last line', async () => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, ['read:a', 'read:b']);
+    await wal.close();
+    const [file] = WalSegment.list(dir);
+    fs.appendFileSync(file, '{"seq":3,"garbage\n');
+    const recovered = AuditWal.open(dir, 1 << 20, clean, logger);
+    expect(recovered.state()).toMatchObject({ lastSeq: 3, damagedLines: 1 });
+    await recovered.close();
+  });
+
+  it('rejects the answers of entries whose write failed with a 503, says so in its state, keeps their numbers, and recovers', async () => {
+    const wal = AuditWal.open(dir, 1 << 20, clean, logger);
+    await recordAll(wal, ['read:a']);
+    const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const write = jest.spyOn(fs, 'writeSync').mockImplementationOnce(() => {
+      throw full;
+    });
+    wal.record(record('read:b'));
+    wal.record(record('read:c'));
+    await expect(wal.durable()).rejects.toMatchObject({ code: 'service_unavailable', details: { decision: 'deny' } });
+    write.mockRestore();
+    expect(wal.state()).toMatchObject({ lastSeq: 3, dropped: 2, writeError: 'ENOSPC: no space left on device, write' });
+    // Killed now: the numbers of the lost entries are not given again.
+    const restarted = AuditWal.open(dir, 1 << 20, clean, logger);
+    expect(restarted.state().lastSeq).toBe(3);
+    await restarted.close();
+    await recordAll(wal, ['read:d']);
+    expect(wal.state()).toMatchObject({ lastSeq: 4, writeError: null });
+    await wal.close();
+  });
 });

@@ -5,8 +5,11 @@ import { compactInput } from '../audit/audit-input';
 import type { AuditRecord } from '../audit/audit-record';
 import { AuditSanitizer } from '../audit/audit-sanitizer';
 import type { DecisionLog } from '../decisions/decision-sources';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
 import { AckFile } from './ack-file';
-import { readFileIfExists, syncDirectoryInBackground } from './atomic-file';
+import { syncDirectoryInBackground } from './atomic-file';
+import { SeqFile } from './seq-file';
 import { walLine } from './wal-line';
 import { atTurnEnd } from '../common/turn-end';
 import { WalSegment } from './wal-segment';
@@ -53,6 +56,10 @@ export interface WalState {
   /** Entries not kept because the buffer was full (their numbers show as a gap at the gateway). */
   dropped: number;
   overflowing: boolean;
+  /** Damaged lines of a previous run found at start and moved to `<segment>.damaged` (their numbers show as a gap). */
+  damagedLines: number;
+  /** Why the last write of entries to the file failed; null once a write succeeds again. */
+  writeError: string | null;
 }
 
 /**
@@ -66,6 +73,7 @@ export type WalDurability = 'write' | 'sync';
 interface SyncGroup {
   promise: Promise<void>;
   resolve: () => void;
+  reject: (error: Error) => void;
   seq?: number;
 }
 
@@ -99,6 +107,8 @@ export class AuditWal implements DecisionLog {
   private ackedSeq = 0;
   private syncedSeq = 0;
   private dropped = 0;
+  private damagedLines = 0;
+  private writeError: string | null = null;
   private overflowing = false;
   private closed = false;
   /** A segment was created since the directory was last synced. */
@@ -116,6 +126,7 @@ export class AuditWal implements DecisionLog {
   private lastSyncStart = -Infinity;
   private readonly settled = Promise.resolve();
   private ackFile: AckFile | null = null;
+  private seqFile: SeqFile;
   /** The last acknowledgement's write: they go one at a time. */
   private ackWriting: Promise<void> = Promise.resolve();
 
@@ -126,7 +137,9 @@ export class AuditWal implements DecisionLog {
     private readonly clean: AuditSanitizer,
     private readonly logger: Logger,
     private readonly durability: WalDurability,
-  ) {}
+  ) {
+    this.seqFile = new SeqFile(path.join(dir, SEQ_FILE));
+  }
 
   /** Opens the buffer in `dir`, recovering what a previous run left (a torn last line is cut off). */
   static open(
@@ -170,7 +183,10 @@ export class AuditWal implements DecisionLog {
     return undefined;
   }
 
-  /** Resolves once every entry recorded so far is written and synced. */
+  /**
+   * Resolves once every entry recorded so far is written (and synced, with `sync`); rejects with
+   * a 503 when their write failed: the answer would claim a decision the trail will not hold.
+   */
   durable(): Promise<void> {
     if (this.pendingSeqs.length > 0) return (this.openGroup ??= makeGroup()).promise;
     if (this.durability === 'write') return this.settled;
@@ -180,7 +196,7 @@ export class AuditWal implements DecisionLog {
 
   /** Resolves once every entry recorded so far is written and synced, whatever the durability. */
   async synced(): Promise<void> {
-    while (this.pendingSeqs.length > 0) await this.durable();
+    while (this.pendingSeqs.length > 0) await this.durable().catch(() => undefined);
     const last = this.awaitingSync.at(-1) ?? this.inSync;
     if (last !== null && last !== undefined) await last.promise;
   }
@@ -227,6 +243,8 @@ export class AuditWal implements DecisionLog {
       ackedSeq: this.ackedSeq,
       dropped: this.dropped,
       overflowing: this.overflowing,
+      damagedLines: this.damagedLines,
+      writeError: this.writeError,
     };
   }
 
@@ -241,6 +259,11 @@ export class AuditWal implements DecisionLog {
       segment.close();
     }
     this.closed = true;
+    try {
+      this.seqFile.close(this.lastSeq);
+    } catch (error) {
+      this.logger.error({ err: error, lastSeq: this.lastSeq }, `could not record the last audit number in ${SEQ_FILE}: a restart may reuse numbers of dropped entries`);
+    }
     await this.ackWriting.catch(() => undefined);
     this.ackFile?.close();
     for (const group of this.awaitingSync) group.resolve();
@@ -281,8 +304,19 @@ export class AuditWal implements DecisionLog {
       this.overflowing = true;
       this.logger.error({ seq, maxBytes: this.maxBytes, fileBytes: this.fileBytes(), err: error }, `${why}: audit entries are being dropped until the gateway acknowledges some`);
     }
-    // The numbers used must survive a restart, so the gateway sees the gap rather than reuse.
-    if (this.dropped % 100 === 1) fs.writeFileSync(path.join(this.dir, SEQ_FILE), String(this.lastSeq));
+    this.keepNumber(seq);
+  }
+
+  /**
+   * A number used without a line on disk must survive a restart, so that the gateway sees a gap
+   * rather than a later entry under the same number, which it would skip as one it has.
+   */
+  private keepNumber(seq: number): void {
+    try {
+      this.seqFile.use(seq);
+    } catch (error) {
+      this.logger.error({ err: error, seq }, `could not record the used audit number in ${SEQ_FILE}: a restart may reuse it`);
+    }
   }
 
   /**
@@ -296,6 +330,7 @@ export class AuditWal implements DecisionLog {
   private readonly writePending = (): void => {
     if (this.pendingSeqs.length === 0 || this.closed) return;
     const seqs = this.pendingSeqs;
+    const awaited = this.openGroup !== null;
     const group = this.openGroup ?? makeGroup();
     let failure: unknown = null;
     try {
@@ -308,7 +343,7 @@ export class AuditWal implements DecisionLog {
     this.openGroup = null;
     this.stagedBytes = 0;
     if (this.staging.length > STAGING_BYTES * 4) this.staging = Buffer.allocUnsafe(STAGING_BYTES);
-    this.written(seqs, group, failure);
+    this.written(seqs, group, awaited, failure);
   };
 
   /** The segment to append to: a new one, from line `firstSeq` on, once the current one is full. */
@@ -324,12 +359,11 @@ export class AuditWal implements DecisionLog {
     return this.current;
   }
 
-  private written(seqs: number[], group: SyncGroup, error: unknown): void {
-    if (error) {
-      this.dropped += seqs.length;
-      this.logger.error({ err: error, entries: seqs.length }, 'audit entries could not be written to the buffer file');
-      group.resolve();
-      return;
+  private written(seqs: number[], group: SyncGroup, awaited: boolean, error: unknown): void {
+    if (error) return this.writeFailed(seqs, awaited ? group : null, error);
+    if (this.writeError !== null) {
+      this.logger.warn({ resumedAtSeq: seqs[0] }, 'audit entries are written to the buffer file again');
+      this.writeError = null;
     }
     if (this.durability === 'write') {
       group.resolve();
@@ -339,6 +373,20 @@ export class AuditWal implements DecisionLog {
       this.awaitingSync.push(group);
     }
     this.scheduleSync();
+  }
+
+  /**
+   * A full or failing disk: the entries are counted as dropped and their numbers kept (a gap at
+   * the gateway), /health says why, and their answers get a 503 rather than a success the
+   * trail will never show (README, AUDIT_DURABILITY).
+   */
+  private writeFailed(seqs: number[], group: SyncGroup | null, error: unknown): void {
+    this.dropped += seqs.length;
+    const reason = `audit entries could not be written to the buffer file: ${(error as Error).message}`;
+    if (this.writeError === null) this.logger.error({ err: error, entries: seqs.length, firstSeq: seqs[0] }, reason);
+    this.writeError = (error as Error).message;
+    this.keepNumber(seqs.at(-1)!);
+    group?.reject(new AppError(ErrorCode.ServiceUnavailable, reason, { decision: 'deny', reason }));
   }
 
   /**
@@ -402,14 +450,17 @@ export class AuditWal implements DecisionLog {
     const acked = AckFile.open(path.join(this.dir, ACKED_FILE));
     this.ackFile = acked.ackFile;
     this.ackedSeq = acked.ackedSeq;
-    const usedSeq = Number(readFileIfExists(path.join(this.dir, SEQ_FILE)) ?? 0) || 0;
+    const usedSeq = this.seqFile.read();
     this.segments = WalSegment.list(this.dir).map((file) => WalSegment.recover(file, this.logger));
     let lastSeq = 0;
+    let damagedSeq = 0;
     for (const segment of this.segments) {
       lastSeq = Math.max(lastSeq, segment.lastSeq);
+      damagedSeq = Math.max(damagedSeq, segment.damagedSeq);
+      this.damagedLines += segment.damagedLines;
       segment.acknowledge(this.ackedSeq);
     }
-    this.lastSeq = Math.max(this.ackedSeq, usedSeq, lastSeq);
+    this.lastSeq = Math.max(this.ackedSeq, usedSeq, lastSeq, damagedSeq);
     this.syncedSeq = lastSeq;
     if (this.segments.length === 0) this.segments.push(WalSegment.create(this.dir, this.lastSeq + 1));
     const unacknowledged = this.segments.reduce((sum, segment) => sum + segment.unacknowledged, 0);
@@ -420,6 +471,10 @@ export class AuditWal implements DecisionLog {
 
 function makeGroup(seq?: number): SyncGroup {
   let resolve!: () => void;
-  const promise = new Promise<void>((done) => (resolve = done));
-  return { promise, resolve, seq };
+  let reject!: (error: Error) => void;
+  const promise = new Promise<void>((done, fail) => {
+    resolve = done;
+    reject = fail;
+  });
+  return { promise, resolve, reject, seq };
 }

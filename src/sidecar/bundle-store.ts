@@ -59,12 +59,13 @@ export class BundleStore implements PolicySource, VerificationKeySource {
   async loadCached(): Promise<Offer> {
     const text = readFileIfExists(path.join(this.cacheDir, BUNDLE_FILE));
     if (text === undefined) return { applied: false, reason: 'no cached bundle' };
-    let parsed: { bundle: unknown; etag?: string | null };
+    let parsed: { bundle: unknown; etag?: string | null } | null;
     try {
-      parsed = JSON.parse(text) as { bundle: unknown; etag?: string | null };
+      parsed = JSON.parse(text) as { bundle: unknown; etag?: string | null } | null;
     } catch {
       return this.refuse('cache', 'cached bundle is not valid JSON');
     }
+    if (typeof parsed !== 'object' || parsed === null) return this.refuse('cache', 'cached bundle is not a JSON object');
     return this.offer(parsed.bundle, parsed.etag ?? null, 'cache');
   }
 
@@ -76,8 +77,11 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     if (problem !== null) return this.refuse(from, problem);
     const bundle = candidate as SignedBundle;
     const current = this.active?.bundle;
-    if (current !== undefined && current.orgId !== bundle.orgId) return this.refuse(from, `bundle of organization ${bundle.orgId}, not ${current.orgId}`);
-    if (current !== undefined && !isNewerVersion(bundle.version, current.version)) {
+    // The gateway serves the organization of ADMIN_TOKEN: a bundle of another one in force came
+    // from the cache of an earlier token and must go, whatever the versions.
+    const otherOrganization = current !== undefined && current.orgId !== bundle.orgId;
+    if (otherOrganization && from === 'cache') return this.refuse(from, `bundle of organization ${bundle.orgId}, not ${current.orgId}`);
+    if (current !== undefined && !otherOrganization && !isNewerVersion(bundle.version, current.version)) {
       if (bundle.version === current.version) return { applied: false, reason: 'same version' };
       return this.refuse(from, `version ${bundle.version} is older than ${current.version} in force`);
     }
@@ -89,6 +93,12 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     }
     if (from === 'gateway') writeFileAtomic(path.join(this.cacheDir, BUNDLE_FILE), JSON.stringify({ etag, bundle }));
     if (this.pinned === null) this.pin(signerJwk(bundle)!);
+    if (otherOrganization) {
+      this.logger.warn(
+        { cachedOrganization: current.orgId, organization: bundle.orgId },
+        'the gateway serves another organization to ADMIN_TOKEN than the cached bundle held: discarded the cached bundle and applied the fetched one',
+      );
+    }
     this.active = active;
     this.logger.info({ version: bundle.version, policies: bundle.policies.length, agents: bundle.agents.length, from }, 'bundle applied');
     return { applied: true };

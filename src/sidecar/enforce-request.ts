@@ -27,7 +27,20 @@ export function enforceItem(value: unknown, field = ''): EnforceItem {
   if (item.context !== undefined && (typeof item.context !== 'object' || item.context === null || Array.isArray(item.context))) {
     throw AppError.invalid(`${field}context must be an object`);
   }
+  if (item.context !== undefined) checkContext(item.context as Record<string, unknown>, `${field}context.`);
   return { action: item.action, resource: (item.resource as string | undefined) ?? '', context: (item.context as Record<string, unknown> | undefined) ?? {} };
+}
+
+/**
+ * The members of `context` the decision reads: a wrong-typed one must be a 400 (as the gateway's
+ * PDP answers), not be replaced by a default, which decides without it: args serialised to a
+ * string skipped every args-based deny rule.
+ */
+function checkContext(context: Record<string, unknown>, prefix: string): void {
+  const { args, plugin } = context;
+  if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) throw AppError.invalid(`${prefix}args must be a JSON object`);
+  if (plugin !== undefined && typeof plugin !== 'string') throw AppError.invalid(`${prefix}plugin must be a string`);
+  if (context.function !== undefined && typeof context.function !== 'string') throw AppError.invalid(`${prefix}function must be a string`);
 }
 
 /** `/enforce/batch`'s actions. */

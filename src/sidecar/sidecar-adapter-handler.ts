@@ -79,6 +79,9 @@ export class SidecarAdapterHandler {
   }
 
   private async audit(orgId: string, body: unknown, traceId: string): Promise<Record<string, unknown>> {
+    // class-validator throws on null and answers arrays and primitives with a text naming no field.
+    if (typeof body !== 'object' || body === null) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
+    if (Array.isArray(body)) throw AppError.invalid('body must be a JSON object');
     const event = plainToInstance(AdapterAuditDto, body);
     const problems = validateSync(event, { whitelist: true, forbidNonWhitelisted: true });
     if (problems.length > 0) throw AppError.invalid(problems.flatMap((problem) => Object.values(problem.constraints ?? {})).join('; '));

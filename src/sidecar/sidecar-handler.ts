@@ -127,7 +127,8 @@ export class SidecarHandler {
   private sendHealth(request: IncomingMessage, response: ServerResponse): void {
     request.resume();
     const report = this.health.report();
-    sendJson(response, report.status === 'healthy' ? 200 : 503, report as unknown as Record<string, unknown>);
+    // Degraded still decides: a load balancer must not take the sidecar out for a full disk alone.
+    sendJson(response, report.status === 'fail_closed' ? 503 : 200, report as unknown as Record<string, unknown>);
   }
 
   /** `/enforce`'s body: read as the gateway reads its JSON bodies (no NUL, so the gateway can store the entry it becomes), any content type. */

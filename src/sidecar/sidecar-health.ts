@@ -9,7 +9,8 @@ import { GatewayLink } from './gateway-link';
 /** GET /health of the sidecar (SPEC.md "Edge sidecar"), plus why it fails closed and its audit buffer. */
 export interface SidecarHealthReport {
   /** `healthy`; `fail_closed` when no valid bundle is in force (everything is denied, HTTP 503). */
-  status: 'healthy' | 'fail_closed';
+  /** `degraded`: deciding, but audit entries cannot be written (see `degradedReason`); their answers are 503s. */
+  status: 'healthy' | 'degraded' | 'fail_closed';
   mode: 'enforce' | 'audit';
   sidecarId: string;
   bundleVersion: string | null;
@@ -24,6 +25,8 @@ export interface SidecarHealthReport {
   cachedPolicies: number;
   cachedAgents: number;
   uptimeSeconds: number;
+  /** Why the sidecar is degraded, when `status` is `degraded`. */
+  degradedReason: string | null;
   /** Why every request is denied, when `status` is `fail_closed`. */
   failClosedReason: string | null;
   keyPinning: 'configured' | 'first-use' | 'none';
@@ -46,8 +49,10 @@ export class SidecarHealth {
   report(nowMs = Date.now()): SidecarHealthReport {
     const bundle = this.store.bundle;
     const failure = this.store.failure;
+    const audit = this.wal.state();
+    const degraded = audit.writeError === null ? null : `audit entries cannot be written to CACHE_DIR: ${audit.writeError}`;
     return {
-      status: failure === null ? 'healthy' : 'fail_closed',
+      status: failure !== null ? 'fail_closed' : degraded !== null ? 'degraded' : 'healthy',
       mode: this.config.mode,
       sidecarId: this.link.sidecarId,
       bundleVersion: bundle?.version ?? null,
@@ -60,9 +65,10 @@ export class SidecarHealth {
       cachedPolicies: bundle?.policies.length ?? 0,
       cachedAgents: bundle?.agents.length ?? 0,
       uptimeSeconds: Math.floor((nowMs - STARTED_MS) / 1000),
+      degradedReason: degraded,
       failClosedReason: failure,
       keyPinning: this.store.keyPinning,
-      audit: { ...this.wal.state(), lastForward: iso(this.forwarder.lastForwardMs), forwardError: this.forwarder.lastError },
+      audit: { ...audit, lastForward: iso(this.forwarder.lastForwardMs), forwardError: this.forwarder.lastError },
     };
   }
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { SidecarConfig } from '../config/sidecar-config';
+import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE, type SidecarConfig } from '../config/sidecar-config';
 import { readFileIfExists, writeFileAtomic } from './atomic-file';
 
 const ID_FILE = 'sidecar-id';
@@ -16,8 +16,17 @@ export function sidecarIdentity(config: SidecarConfig): string {
   fs.mkdirSync(config.cacheDir, { recursive: true });
   const file = path.join(config.cacheDir, ID_FILE);
   const kept = readFileIfExists(file)?.trim();
-  if (kept) return kept;
+  if (kept !== undefined && kept !== '') return checked(kept, file);
   const id = `sc_${randomBytes(8).toString('hex')}`;
   writeFileAtomic(file, id);
   return id;
+}
+
+/**
+ * An id the gateway refuses would stop every audit ingest for good while the sidecar reports
+ * healthy, and keep it out of the fleet status: refuse to start instead.
+ */
+function checked(id: string, file: string): string {
+  if (SIDECAR_ID_FORMAT.test(id)) return id;
+  throw new Error(`${file} holds ${JSON.stringify(id.slice(0, 40))}, not a sidecar id (${SIDECAR_ID_RULE}): correct it, or set SIDECAR_ID`);
 }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { writeFileAtomic } from './atomic-file';
 
 const SEQ_LINE = /^\{"seq":(\d+),/;
 /** `audit-<first seq>.wal`; `audit.wal` is the single file of versions before segments, older than any. */
@@ -23,6 +24,10 @@ export class WalSegment {
   size = 0;
   /** Whether lines were written since the last fdatasync of this file began. */
   dirty = false;
+  /** Damaged lines found by `recover`, moved out of the file. */
+  damagedLines = 0;
+  /** The highest number a damaged line still shows: used, so never given again. */
+  damagedSeq = 0;
 
   private constructor(
     readonly file: string,
@@ -45,26 +50,40 @@ export class WalSegment {
     return numbered.sort((a, b) => a.first - b.first).map(({ name }) => path.join(dir, name));
   }
 
-  /** Opens an existing segment, indexing its lines; a torn last line (a kill mid-write) is cut off. */
+  /**
+   * Opens an existing segment, indexing its lines. A last line without its newline is torn (a
+   * kill mid-write) and cut off. A damaged line that has its newline is not a torn write and the
+   * lines after it are valid entries: the damaged ones are moved to `<file>.damaged` (the file
+   * is rewritten without them, atomically) and never forwarded, so their numbers show as a gap
+   * at the gateway.
+   */
   static recover(file: string, logger: Logger): WalSegment {
+    const scan = scanLines(fs.readFileSync(file));
+    if (scan.damaged.length > 0) WalSegment.setAside(file, scan, logger);
     const segment = new WalSegment(file, fs.openSync(file, 'r+'));
-    const data = fs.readFileSync(file);
     let offset = 0;
-    while (offset < data.length) {
-      const newline = data.indexOf(NEWLINE, offset);
-      if (newline < 0) break;
-      const match = SEQ_LINE.exec(data.subarray(offset, Math.min(newline, offset + 40)).toString('utf8'));
-      if (match === null || !isJson(data.subarray(offset, newline))) break;
-      segment.seqs.push(Number(match[1]));
-      segment.ends.push(newline + 1);
-      offset = newline + 1;
+    for (const line of scan.good) {
+      offset += line.bytes.length;
+      segment.seqs.push(line.seq);
+      segment.ends.push(offset);
     }
-    if (offset < data.length) {
-      logger.warn({ file, keptBytes: offset, cutBytes: data.length - offset }, 'audit buffer ended in a torn line (the process was killed mid-write); cut it off');
+    if (scan.damaged.length === 0 && scan.tornBytes > 0) {
+      logger.warn({ file, keptBytes: offset, cutBytes: scan.tornBytes }, 'audit buffer ended in a torn line (the process was killed mid-write); cut it off');
       fs.ftruncateSync(segment.fd, offset);
     }
     segment.size = offset;
+    segment.damagedLines = scan.damaged.length;
+    segment.damagedSeq = Math.max(0, ...scan.damaged.map(claimedSeq));
     return segment;
+  }
+
+  private static setAside(file: string, scan: LineScan, logger: Logger): void {
+    fs.appendFileSync(`${file}.damaged`, Buffer.concat(scan.damaged), { mode: 0o600 });
+    writeFileAtomic(file, Buffer.concat(scan.good.map((line) => line.bytes)));
+    logger.error(
+      { file, damagedLines: scan.damaged.length, keptLines: scan.good.length, cutBytes: scan.tornBytes, movedTo: `${file}.damaged` },
+      'audit buffer segment held damaged lines: moved them aside and kept the valid lines after them; their numbers will show as a gap at the gateway',
+    );
   }
 
   /** Offset of the first unacknowledged line. */
@@ -142,6 +161,46 @@ export class WalSegment {
     this.close();
     fs.rmSync(this.file, { force: true });
   }
+}
+
+interface LineScan {
+  /** Valid lines, their newline included. */
+  good: Array<{ seq: number; bytes: Buffer }>;
+  /** Complete (newline-terminated) lines that are not entries. */
+  damaged: Buffer[];
+  /** Bytes after the last newline. */
+  tornBytes: number;
+}
+
+function scanLines(data: Buffer): LineScan {
+  const scan: LineScan = { good: [], damaged: [], tornBytes: 0 };
+  let offset = 0;
+  while (offset < data.length) {
+    const newline = data.indexOf(NEWLINE, offset);
+    if (newline < 0) break;
+    const bytes = data.subarray(offset, newline + 1);
+    const seq = seqOf(data.subarray(offset, newline));
+    if (seq === null) scan.damaged.push(bytes);
+    else scan.good.push({ seq, bytes });
+    offset = newline + 1;
+  }
+  scan.tornBytes = data.length - offset;
+  return scan;
+}
+
+/** The line's number when it is a whole entry. */
+function seqOf(line: Buffer): number | null {
+  const match = SEQ_LINE.exec(line.subarray(0, 40).toString('utf8'));
+  if (match === null || !isJson(line)) return null;
+  const seq = Number(match[1]);
+  return Number.isSafeInteger(seq) && seq > 0 ? seq : null;
+}
+
+/** The number at the start of a damaged line, when it still reads as one. */
+function claimedSeq(line: Buffer): number {
+  const match = SEQ_LINE.exec(line.subarray(0, 40).toString('utf8'));
+  const seq = match === null ? 0 : Number(match[1]);
+  return Number.isSafeInteger(seq) ? seq : 0;
 }
 
 function isJson(line: Buffer): boolean {
