@@ -1,4 +1,4 @@
-import { status as GrpcStatus, ServiceError } from '@grpc/grpc-js';
+import { ClientDuplexStream, ClientReadableStream, status as GrpcStatus, ServiceError } from '@grpc/grpc-js';
 import { call } from './support/http-client';
 import { apiKeyMetadata, evaluate, freePort, PdpClient, pdpClient, struct } from './support/pdp-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
@@ -101,6 +101,24 @@ function grpcError(promise: Promise<unknown>): Promise<ServiceError> {
     },
     (error: ServiceError) => error,
   );
+}
+
+/** The status a stream ends with; a stream still open after 5 s is cancelled and fails the test. */
+function streamError(stream: ClientReadableStream<unknown> | ClientDuplexStream<object, unknown>): Promise<ServiceError> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      stream.cancel();
+      reject(new Error('the stream was still open 5 s later'));
+    }, 5000);
+    stream.on('error', (error: ServiceError) => {
+      clearTimeout(timer);
+      resolve(error);
+    });
+    stream.on('end', () => {
+      clearTimeout(timer);
+      reject(new Error('the stream ended without an error'));
+    });
+  });
 }
 
 /** The entries of a query once `ready` holds for them (entries are written in batches, off the request path). */
@@ -279,6 +297,39 @@ describe('credentials', () => {
     expect((await call(gateway.url, 'DELETE', `/admin/api-keys/${issued.id}`, { adminToken: org.adminToken })).status).toBe(200);
     expect((await check({ agentId, plugin: 'FilePlugin', function: 'ReadFile' }, issued.key)).status).toBe(401);
     expect((await grpcError(evaluate(client, issued.key, { agentId, action: 'x' }))).code).toBe(GrpcStatus.UNAUTHENTICATED);
+  });
+
+  it('ends an EvaluateStream opened before its key was revoked at the next request, UNAUTHENTICATED', async () => {
+    const issued = await createKey();
+    const stream = client.EvaluateStream(apiKeyMetadata(issued.key));
+    const answers: Array<Record<string, unknown>> = [];
+    const ended = streamError(stream);
+    const first = new Promise((resolve) => stream.once('data', resolve));
+    stream.on('data', (answer: Record<string, unknown>) => answers.push(answer));
+    stream.write({ agentId, action: 'before-revoke' });
+    await first;
+    expect((await call(gateway.url, 'DELETE', `/admin/api-keys/${issued.id}`, { adminToken: org.adminToken })).status).toBe(200);
+    for (let i = 0; i < 5; i++) stream.write({ agentId, action: 'after-revoke' });
+    const error = await ended;
+    expect(error.code).toBe(GrpcStatus.UNAUTHENTICATED);
+    expect(error.details).toBe('Invalid or revoked API key');
+    expect(answers).toHaveLength(1);
+  });
+
+  it('ends a Subscribe opened before its key was revoked, UNAUTHENTICATED, without sending the organization’s later changes', async () => {
+    const own = await createOrganization(gateway, 'enterprise', 'Revoked subscriber org');
+    const issued = await createKey(own);
+    const events: Array<Record<string, unknown>> = [];
+    const stream = client.Subscribe({ sinceVersion: 0 }, apiKeyMetadata(issued.key));
+    stream.on('data', (event: Record<string, unknown>) => events.push(event));
+    const ended = streamError(stream);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await call(gateway.url, 'DELETE', `/admin/api-keys/${issued.id}`, { adminToken: own.adminToken })).status).toBe(200);
+    await loadPolicies(own, 'policies:\n  - name: after-revoke\n    rules:\n      - condition: action == "x"\n        action: deny\n        reason: r\n');
+    const error = await ended;
+    expect(error.code).toBe(GrpcStatus.UNAUTHENTICATED);
+    expect(error.details).toBe('Invalid or revoked API key');
+    expect(events).toEqual([]);
   });
 
   it('keeps organizations apart: another organization’s agent is unknown to this key', async () => {

@@ -3,6 +3,7 @@ import { GrpcMethod, GrpcStreamCall } from '@nestjs/microservices';
 import { Metadata, ServerDuplexStream, status as GrpcStatus } from '@grpc/grpc-js';
 import { once } from 'node:events';
 import { Observable } from 'rxjs';
+import { AdapterAuthenticator, AdapterCredentials, grpcAdapterCredentials } from '../api-keys/adapter-authenticator';
 import { AppError } from '../common/app-error';
 import { AdapterAuth } from '../common/auth-decorators';
 import { errorBody } from '../common/error-body';
@@ -32,6 +33,7 @@ export class PdpGrpcController {
   constructor(
     private readonly pdp: PdpService,
     private readonly feed: PolicyChangeFeed,
+    private readonly adapters: AdapterAuthenticator,
   ) {}
 
   @GrpcMethod('PolicyDecisionPoint', 'Evaluate')
@@ -43,11 +45,12 @@ export class PdpGrpcController {
    * One answer per request, in order, decided one at a time. Reading pauses while more than
    * STREAM_READ_AHEAD requests wait, and deciding waits while the client does not take its
    * answers (`drain`), so neither side can flood the other. An error (an unknown agent, a
-   * tripped rate limit) ends the stream with its status, as gRPC streams do.
+   * tripped rate limit, a credential revoked since the stream opened) ends the stream with its
+   * status, as gRPC streams do.
    */
   @GrpcStreamCall('PolicyDecisionPoint', 'EvaluateStream')
   evaluateStream(call: ServerDuplexStream<DecodedPolicyRequest, PdpAnswer>): void {
-    const orgId = grpcPrincipal(call.metadata).orgId;
+    const credentials = grpcAdapterCredentials(call.metadata);
     const waiting: DecodedPolicyRequest[] = [];
     let deciding = false;
     let ended = false;
@@ -57,6 +60,7 @@ export class PdpGrpcController {
       deciding = true;
       try {
         while (waiting.length > 0 && !failed) {
+          const { orgId } = await this.adapters.authenticate(credentials);
           const answer = await this.pdp.evaluate(orgId, fromGrpc(waiting.shift()!), 'pdp');
           if (call.cancelled) return;
           if (!call.write(answer)) await once(call, 'drain');
@@ -81,12 +85,19 @@ export class PdpGrpcController {
     });
   }
 
+  /** The call ends UNAUTHENTICATED at the first change after its credential is revoked (the revocation is itself a change of the organization). */
   @GrpcMethod('PolicyDecisionPoint', 'Subscribe')
   subscribe(request: GrpcSubscription, metadata: Metadata): Observable<PolicyChangeView> {
     const { orgId } = grpcPrincipal(metadata);
     if (request.orgId !== '' && request.orgId !== orgId) throw new AppError(ErrorCode.Forbidden, 'org_id must be the caller’s own organization');
     if (!Number.isSafeInteger(request.sinceVersion) || request.sinceVersion < 0) throw AppError.invalid('since_version must be a non-negative integer');
-    return this.feed.changesOf(orgId, request.sinceVersion);
+    const credentials = grpcAdapterCredentials(metadata);
+    return this.feed.changesOf(orgId, request.sinceVersion, () => this.stillAuthenticated(credentials));
+  }
+
+  /** Each streamed message checks its call's credential again: a cache hit for a live API key, so revocation holds mid-stream. */
+  private async stillAuthenticated(credentials: AdapterCredentials): Promise<void> {
+    await this.adapters.authenticate(credentials);
   }
 }
 

@@ -29,15 +29,23 @@ export class PolicyChangeFeed implements BeforeApplicationShutdown {
     private readonly changes: PolicyChangeEvents,
   ) {}
 
-  changesOf(orgId: string, sinceVersion: number): Observable<PolicyChangeView> {
+  /** `allowed` runs before each change is sent and ends the stream with its error when it throws (a revoked credential). */
+  changesOf(orgId: string, sinceVersion: number, allowed: () => Promise<void>): Observable<PolicyChangeView> {
     return new Observable<PolicyChangeView>((subscriber) => {
       this.open.add(subscriber);
       let last = sinceVersion;
       let held: PolicyChangeView[] | null = [];
+      let sending = Promise.resolve();
+      const send = (change: PolicyChangeView) => {
+        sending = sending
+          .then(allowed)
+          .then(() => subscriber.next(change))
+          .catch((error: unknown) => subscriber.error(error));
+      };
       const emit = (change: PolicyChangeView) => {
         if (change.policyVersion <= last) return;
         last = change.policyVersion;
-        subscriber.next(change);
+        send(change);
       };
       const stop = this.changes.listen((event) => {
         if (event.orgId !== orgId) return;
