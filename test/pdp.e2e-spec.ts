@@ -1,4 +1,5 @@
 import { ClientDuplexStream, ClientReadableStream, status as GrpcStatus, ServiceError } from '@grpc/grpc-js';
+import http2 from 'node:http2';
 import { call } from './support/http-client';
 import { apiKeyMetadata, evaluate, freePort, PdpClient, pdpClient, struct } from './support/pdp-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
@@ -101,6 +102,40 @@ function grpcError(promise: Promise<unknown>): Promise<ServiceError> {
     },
     (error: ServiceError) => error,
   );
+}
+
+/**
+ * Subscribe{since_version: 0} over raw HTTP/2 with a small receive window and a paused stream: a
+ * client that does not read, which grpc-js clients cannot be (they read whatever arrives).
+ */
+function rawSubscriber(port: number, apiKey: string): { readToEnd(): Promise<http2.IncomingHttpHeaders> } {
+  const session = http2.connect(`http://127.0.0.1:${port}`, { settings: { initialWindowSize: 256 } });
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': '/agentgov.pdp.v1.PolicyDecisionPoint/Subscribe',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'x-api-key': apiKey,
+  });
+  stream.pause();
+  stream.end(Buffer.alloc(5));
+  const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) => {
+    stream.on('trailers', resolve);
+    stream.on('close', () => resolve({}));
+  });
+  return {
+    async readToEnd() {
+      stream.resume();
+      stream.on('data', () => undefined);
+      const timer = setTimeout(() => stream.close(), 10_000);
+      try {
+        return await trailers;
+      } finally {
+        clearTimeout(timer);
+        session.close();
+      }
+    },
+  };
 }
 
 /** The status a stream ends with; a stream still open after 5 s is cancelled and fails the test. */
@@ -494,6 +529,29 @@ describe('Subscribe', () => {
     ]);
     const answer = await evaluate(client, ownKey, { agentId: (await call<{ id: string }>(gateway.url, 'POST', '/admin/agents', { adminToken: own.adminToken, body: { name: 'b' } })).body.id, action: 'z' });
     expect(answer.policyVersion).toBe(4);
+  });
+
+  it('ends a subscriber that does not read RESOURCE_EXHAUSTED once it falls 1,000 changes behind, and replays a long history page by page', async () => {
+    const own = await createOrganization(gateway, 'enterprise', 'Slow subscriber org');
+    const ownKey = (await createKey(own)).key;
+    const stalled = rawSubscriber(grpcPort, ownKey);
+    const changes = 1200;
+    let next = 0;
+    const change = async () => {
+      while (next < changes) {
+        const n = next++;
+        const text = `name: churn-${n % 20}\nrules:\n  - condition: args.x == ${n}\n    action: deny\n    reason: r\n`;
+        const response = await call(gateway.url, 'PUT', `/admin/policies/churn-${n % 20}`, { adminToken: own.adminToken, body: text, headers: { 'content-type': 'application/yaml' } });
+        expect([200, 201]).toContain(response.status);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, change));
+    const trailers = await stalled.readToEnd();
+    expect(trailers['grpc-status']).toBe(String(GrpcStatus.RESOURCE_EXHAUSTED));
+    expect(decodeURIComponent(String(trailers['grpc-message']))).toMatch(/^Subscriber fell more than 1000 changes behind; subscribe again with since_version \d+$/);
+
+    const replayed = await collect(client, 0, changes, gateway, ownKey);
+    expect(replayed.map((event) => event.policyVersion)).toEqual(Array.from({ length: changes }, (_, i) => i + 1));
   });
 
   it('refuses another organization’s stream', async () => {

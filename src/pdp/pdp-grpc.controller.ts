@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { GrpcMethod, GrpcStreamCall } from '@nestjs/microservices';
-import { Metadata, ServerDuplexStream, status as GrpcStatus } from '@grpc/grpc-js';
+import { Metadata, ServerDuplexStream, ServerWritableStream, status as GrpcStatus } from '@grpc/grpc-js';
 import { once } from 'node:events';
 import { Observable } from 'rxjs';
 import { AdapterAuthenticator, AdapterCredentials, grpcAdapterCredentials } from '../api-keys/adapter-authenticator';
@@ -85,20 +85,39 @@ export class PdpGrpcController {
     });
   }
 
-  /** The call ends UNAUTHENTICATED at the first change after its credential is revoked (the revocation is itself a change of the organization). */
+  /**
+   * The feed sends only while the call takes messages (Nest would buffer the rest without bound),
+   * and ends the call UNAUTHENTICATED at the first change after its credential is revoked (the
+   * revocation is itself a change of the organization).
+   */
   @GrpcMethod('PolicyDecisionPoint', 'Subscribe')
-  subscribe(request: GrpcSubscription, metadata: Metadata): Observable<PolicyChangeView> {
+  subscribe(request: GrpcSubscription, metadata: Metadata, call: ServerWritableStream<GrpcSubscription, PolicyChangeView>): Observable<PolicyChangeView> {
     const { orgId } = grpcPrincipal(metadata);
     if (request.orgId !== '' && request.orgId !== orgId) throw new AppError(ErrorCode.Forbidden, 'org_id must be the caller’s own organization');
     if (!Number.isSafeInteger(request.sinceVersion) || request.sinceVersion < 0) throw AppError.invalid('since_version must be a non-negative integer');
     const credentials = grpcAdapterCredentials(metadata);
-    return this.feed.changesOf(orgId, request.sinceVersion, () => this.stillAuthenticated(credentials));
+    return this.feed.changesOf(orgId, request.sinceVersion, {
+      ready: () => !call.writableNeedDrain,
+      drained: () => drainedOrGone(call),
+      allowed: () => this.stillAuthenticated(credentials),
+    });
   }
 
   /** Each streamed message checks its call's credential again: a cache hit for a live API key, so revocation holds mid-stream. */
   private async stillAuthenticated(credentials: AdapterCredentials): Promise<void> {
     await this.adapters.authenticate(credentials);
   }
+}
+
+/** Resolves when the call can take messages again, or will never need to (cancelled, closed). */
+function drainedOrGone(call: ServerWritableStream<GrpcSubscription, PolicyChangeView>): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      for (const event of ['drain', 'cancelled', 'close']) call.off(event, done);
+      resolve();
+    };
+    for (const event of ['drain', 'cancelled', 'close']) call.once(event, done);
+  });
 }
 
 /** The decoded message is already a PdpRequest (policy-request-decoder.ts): only its problem and the transport-wide checks remain. */
