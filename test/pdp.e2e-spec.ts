@@ -416,6 +416,20 @@ describe('bad input', () => {
     expect(await evaluate(client, key, { agentId, action: 'still-up' })).toMatchObject({ decision: 'DECISION_ALLOW' });
   });
 
+  it('answers gRPC INVALID_ARGUMENT, as HTTP answers 400, for a value the database refuses (a NUL character) on Evaluate and EvaluateStream', async () => {
+    const refused = 'A value in the request cannot be stored (for example a NUL character or an out-of-range number)';
+    const unary = await grpcError(evaluate(client, key, { agentId: 'agent\u0000x', action: 'x' }));
+    expect(unary.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    expect(unary.details).toBe(refused);
+    const stream = client.EvaluateStream(apiKeyMetadata(key));
+    stream.on('data', () => undefined);
+    const ended = streamError(stream);
+    stream.write({ agentId: 'agent\u0000x', action: 'x' });
+    const streamed = await ended;
+    expect(streamed.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    expect(streamed.details).toBe(refused);
+  });
+
   it('answers gRPC INVALID_ARGUMENT, naming the problem, for bytes that are not a PolicyRequest', async () => {
     // Field 1 (agent_id) announced as 100 bytes long, then only two: a truncated message.
     const truncated = Buffer.from([0x0a, 100, 0x61, 0x62]);

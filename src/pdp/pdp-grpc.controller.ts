@@ -6,8 +6,8 @@ import { Observable } from 'rxjs';
 import { AdapterAuthenticator, AdapterCredentials, grpcAdapterCredentials } from '../api-keys/adapter-authenticator';
 import { AppError } from '../common/app-error';
 import { AdapterAuth } from '../common/auth-decorators';
-import { errorBody } from '../common/error-body';
-import { ErrorCode, grpcStatusOf } from '../common/error-code';
+import { grpcErrorOf } from '../common/error-body';
+import { ErrorCode } from '../common/error-code';
 import { grpcPrincipal } from '../common/grpc-principal';
 import { checked, PdpRequest } from './pdp-request';
 import { PdpAnswer, PdpService } from './pdp.service';
@@ -127,6 +127,6 @@ function fromGrpc(request: DecodedPolicyRequest): PdpRequest {
 }
 
 function grpcError(error: unknown): { code: GrpcStatus; details: string; message: string } {
-  const message = String(errorBody(error).body.message);
-  return { code: error instanceof AppError ? grpcStatusOf(error.code) : GrpcStatus.INTERNAL, details: message, message };
+  const { code, message } = grpcErrorOf(error);
+  return { code, details: message, message };
 }
