@@ -493,6 +493,16 @@ describe('/v1/audit', () => {
     expect(detail.body.entries[0].details).toMatchObject({ eventId, decisionId: decided.body.decisionId, durationMs: 12.5 });
   });
 
+  it('records the arguments exactly as sent, `constructor`, `__proto__` and `prototype` keys included, redacted as elsewhere', async () => {
+    const sent = '{"constructor":{"path":"/etc/shadow"},"__proto__":{"path":"/etc/passwd"},"visible":1,"nested":{"constructor":"rm -rf /","prototype":3,"ok":2},"password":"hunter2"}';
+    const eventId = `evt-${process.pid}-hidden-args`;
+    const body = { agentId, plugin: 'Shell', function: 'Exec', decision: 'allow', durationMs: 1, eventId, arguments: JSON.parse(sent) as unknown };
+    expect((await call(gateway.url, 'POST', '/v1/audit', { body, headers: { 'x-api-key': key } })).status).toBe(202);
+    const found = await auditEntries(`agentId=${agentId}&action=Shell.Exec`, (entries) => entries.some((entry) => entry.kind === 'outcome'));
+    const outcome = found.find((entry) => entry.kind === 'outcome') as unknown as { input: { args: unknown } };
+    expect(JSON.stringify(outcome.input.args)).toBe(sent.replace('"hunter2"', '"[redacted]"'));
+  });
+
   it('refuses a malformed outcome with a 400 naming the field', async () => {
     const response = await call(gateway.url, 'POST', '/v1/audit', { body: { agentId, plugin: 'P', function: 'f', decision: 'maybe', durationMs: -1 }, headers: { 'x-api-key': key } });
     expect(response.status).toBe(400);
