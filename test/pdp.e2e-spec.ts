@@ -105,10 +105,11 @@ function grpcError(promise: Promise<unknown>): Promise<ServiceError> {
 }
 
 /**
- * Subscribe{since_version: 0} over raw HTTP/2 with a small receive window and a paused stream: a
- * client that does not read, which grpc-js clients cannot be (they read whatever arrives).
+ * Subscribe over raw HTTP/2 (since_version 0 unless `message` says otherwise) with a small receive
+ * window and a paused stream: a client that does not read, which grpc-js clients cannot be (they
+ * read whatever arrives), and that can send bytes no generated stub would.
  */
-function rawSubscriber(port: number, apiKey: string): { readToEnd(): Promise<http2.IncomingHttpHeaders> } {
+function rawSubscriber(port: number, apiKey: string, message = Buffer.alloc(0)): { readToEnd(): Promise<http2.IncomingHttpHeaders> } {
   const session = http2.connect(`http://127.0.0.1:${port}`, { settings: { initialWindowSize: 256 } });
   const stream = session.request({
     ':method': 'POST',
@@ -118,10 +119,15 @@ function rawSubscriber(port: number, apiKey: string): { readToEnd(): Promise<htt
     'x-api-key': apiKey,
   });
   stream.pause();
-  stream.end(Buffer.alloc(5));
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(message.length, 1);
+  stream.end(Buffer.concat([prefix, message]));
+  // A call that fails before its first message answers trailers-only: the status is in the response headers.
+  let headers: http2.IncomingHttpHeaders = {};
+  stream.on('response', (received) => (headers = received));
   const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) => {
     stream.on('trailers', resolve);
-    stream.on('close', () => resolve({}));
+    stream.on('close', () => resolve(headers));
   });
   return {
     async readToEnd() {
@@ -576,6 +582,14 @@ describe('Subscribe', () => {
 
     const replayed = await collect(client, 0, changes, gateway, ownKey);
     expect(replayed.map((event) => event.policyVersion)).toEqual(Array.from({ length: changes }, (_, i) => i + 1));
+  });
+
+  it('answers INVALID_ARGUMENT, naming the problem, for bytes that are not a PolicySubscription', async () => {
+    for (const bytes of [[0x10, 0xff], [0x12, 0x01, 0x41]]) {
+      const trailers = await rawSubscriber(grpcPort, key, Buffer.from(bytes)).readToEnd();
+      expect(trailers['grpc-status']).toBe(String(GrpcStatus.INVALID_ARGUMENT));
+      expect(decodeURIComponent(String(trailers['grpc-message']))).toMatch(/^malformed PolicySubscription: /);
+    }
   });
 
   it('refuses another organization’s stream', async () => {

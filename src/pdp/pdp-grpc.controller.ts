@@ -17,6 +17,8 @@ import type { DecodedPolicyRequest } from './policy-request-decoder';
 interface GrpcSubscription {
   orgId: string;
   sinceVersion: number;
+  /** Set instead of the fields when the bytes are not a PolicySubscription (pdp-grpc-options.ts). */
+  problem?: string;
 }
 
 /** Requests read ahead of the one being decided before the stream stops reading (flow control). */
@@ -93,6 +95,7 @@ export class PdpGrpcController {
   @GrpcMethod('PolicyDecisionPoint', 'Subscribe')
   subscribe(request: GrpcSubscription, metadata: Metadata, call: ServerWritableStream<GrpcSubscription, PolicyChangeView>): Observable<PolicyChangeView> {
     const { orgId } = grpcPrincipal(metadata);
+    if (request.problem !== undefined) throw AppError.invalid(request.problem);
     if (request.orgId !== '' && request.orgId !== orgId) throw new AppError(ErrorCode.Forbidden, 'org_id must be the caller’s own organization');
     if (!Number.isSafeInteger(request.sinceVersion) || request.sinceVersion < 0) throw AppError.invalid('since_version must be a non-negative integer');
     const credentials = grpcAdapterCredentials(metadata);
