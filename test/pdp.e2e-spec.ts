@@ -1,4 +1,5 @@
-import { status as GrpcStatus, ServiceError } from '@grpc/grpc-js';
+import { ClientDuplexStream, ClientReadableStream, status as GrpcStatus, ServiceError } from '@grpc/grpc-js';
+import http2 from 'node:http2';
 import { call } from './support/http-client';
 import { apiKeyMetadata, evaluate, freePort, PdpClient, pdpClient, struct } from './support/pdp-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
@@ -101,6 +102,64 @@ function grpcError(promise: Promise<unknown>): Promise<ServiceError> {
     },
     (error: ServiceError) => error,
   );
+}
+
+/**
+ * Subscribe over raw HTTP/2 (since_version 0 unless `message` says otherwise) with a small receive
+ * window and a paused stream: a client that does not read, which grpc-js clients cannot be (they
+ * read whatever arrives), and that can send bytes no generated stub would.
+ */
+function rawSubscriber(port: number, apiKey: string, message = Buffer.alloc(0)): { readToEnd(): Promise<http2.IncomingHttpHeaders> } {
+  const session = http2.connect(`http://127.0.0.1:${port}`, { settings: { initialWindowSize: 256 } });
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': '/agentgov.pdp.v1.PolicyDecisionPoint/Subscribe',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'x-api-key': apiKey,
+  });
+  stream.pause();
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(message.length, 1);
+  stream.end(Buffer.concat([prefix, message]));
+  // A call that fails before its first message answers trailers-only: the status is in the response headers.
+  let headers: http2.IncomingHttpHeaders = {};
+  stream.on('response', (received) => (headers = received));
+  const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) => {
+    stream.on('trailers', resolve);
+    stream.on('close', () => resolve(headers));
+  });
+  return {
+    async readToEnd() {
+      stream.resume();
+      stream.on('data', () => undefined);
+      const timer = setTimeout(() => stream.close(), 10_000);
+      try {
+        return await trailers;
+      } finally {
+        clearTimeout(timer);
+        session.close();
+      }
+    },
+  };
+}
+
+/** The status a stream ends with; a stream still open after 5 s is cancelled and fails the test. */
+function streamError(stream: ClientReadableStream<unknown> | ClientDuplexStream<object, unknown>): Promise<ServiceError> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      stream.cancel();
+      reject(new Error('the stream was still open 5 s later'));
+    }, 5000);
+    stream.on('error', (error: ServiceError) => {
+      clearTimeout(timer);
+      resolve(error);
+    });
+    stream.on('end', () => {
+      clearTimeout(timer);
+      reject(new Error('the stream ended without an error'));
+    });
+  });
 }
 
 /** The entries of a query once `ready` holds for them (entries are written in batches, off the request path). */
@@ -281,6 +340,39 @@ describe('credentials', () => {
     expect((await grpcError(evaluate(client, issued.key, { agentId, action: 'x' }))).code).toBe(GrpcStatus.UNAUTHENTICATED);
   });
 
+  it('ends an EvaluateStream opened before its key was revoked at the next request, UNAUTHENTICATED', async () => {
+    const issued = await createKey();
+    const stream = client.EvaluateStream(apiKeyMetadata(issued.key));
+    const answers: Array<Record<string, unknown>> = [];
+    const ended = streamError(stream);
+    const first = new Promise((resolve) => stream.once('data', resolve));
+    stream.on('data', (answer: Record<string, unknown>) => answers.push(answer));
+    stream.write({ agentId, action: 'before-revoke' });
+    await first;
+    expect((await call(gateway.url, 'DELETE', `/admin/api-keys/${issued.id}`, { adminToken: org.adminToken })).status).toBe(200);
+    for (let i = 0; i < 5; i++) stream.write({ agentId, action: 'after-revoke' });
+    const error = await ended;
+    expect(error.code).toBe(GrpcStatus.UNAUTHENTICATED);
+    expect(error.details).toBe('Invalid or revoked API key');
+    expect(answers).toHaveLength(1);
+  });
+
+  it('ends a Subscribe opened before its key was revoked, UNAUTHENTICATED, without sending the organization’s later changes', async () => {
+    const own = await createOrganization(gateway, 'enterprise', 'Revoked subscriber org');
+    const issued = await createKey(own);
+    const events: Array<Record<string, unknown>> = [];
+    const stream = client.Subscribe({ sinceVersion: 0 }, apiKeyMetadata(issued.key));
+    stream.on('data', (event: Record<string, unknown>) => events.push(event));
+    const ended = streamError(stream);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await call(gateway.url, 'DELETE', `/admin/api-keys/${issued.id}`, { adminToken: own.adminToken })).status).toBe(200);
+    await loadPolicies(own, 'policies:\n  - name: after-revoke\n    rules:\n      - condition: action == "x"\n        action: deny\n        reason: r\n');
+    const error = await ended;
+    expect(error.code).toBe(GrpcStatus.UNAUTHENTICATED);
+    expect(error.details).toBe('Invalid or revoked API key');
+    expect(events).toEqual([]);
+  });
+
   it('keeps organizations apart: another organization’s agent is unknown to this key', async () => {
     const other = await createOrganization(gateway, 'enterprise', 'Other PDP org');
     const otherKey = await createKey(other);
@@ -328,6 +420,20 @@ describe('bad input', () => {
     const oversized = await grpcError(evaluate(client, key, { agentId, action: 'x', args: struct({ blob: 'x'.repeat(1_100_000) }) }));
     expect(oversized.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
     expect(await evaluate(client, key, { agentId, action: 'still-up' })).toMatchObject({ decision: 'DECISION_ALLOW' });
+  });
+
+  it('answers gRPC INVALID_ARGUMENT, as HTTP answers 400, for a value the database refuses (a NUL character) on Evaluate and EvaluateStream', async () => {
+    const refused = 'A value in the request cannot be stored (for example a NUL character or an out-of-range number)';
+    const unary = await grpcError(evaluate(client, key, { agentId: 'agent\u0000x', action: 'x' }));
+    expect(unary.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    expect(unary.details).toBe(refused);
+    const stream = client.EvaluateStream(apiKeyMetadata(key));
+    stream.on('data', () => undefined);
+    const ended = streamError(stream);
+    stream.write({ agentId: 'agent\u0000x', action: 'x' });
+    const streamed = await ended;
+    expect(streamed.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    expect(streamed.details).toBe(refused);
   });
 
   it('answers gRPC INVALID_ARGUMENT, naming the problem, for bytes that are not a PolicyRequest', async () => {
@@ -393,6 +499,16 @@ describe('/v1/audit', () => {
     expect(detail.body.entries[0].details).toMatchObject({ eventId, decisionId: decided.body.decisionId, durationMs: 12.5 });
   });
 
+  it('records the arguments exactly as sent, `constructor`, `__proto__` and `prototype` keys included, redacted as elsewhere', async () => {
+    const sent = '{"constructor":{"path":"/etc/shadow"},"__proto__":{"path":"/etc/passwd"},"visible":1,"nested":{"constructor":"rm -rf /","prototype":3,"ok":2},"password":"hunter2"}';
+    const eventId = `evt-${process.pid}-hidden-args`;
+    const body = { agentId, plugin: 'Shell', function: 'Exec', decision: 'allow', durationMs: 1, eventId, arguments: JSON.parse(sent) as unknown };
+    expect((await call(gateway.url, 'POST', '/v1/audit', { body, headers: { 'x-api-key': key } })).status).toBe(202);
+    const found = await auditEntries(`agentId=${agentId}&action=Shell.Exec`, (entries) => entries.some((entry) => entry.kind === 'outcome'));
+    const outcome = found.find((entry) => entry.kind === 'outcome') as unknown as { input: { args: unknown } };
+    expect(JSON.stringify(outcome.input.args)).toBe(sent.replace('"hunter2"', '"[redacted]"'));
+  });
+
   it('refuses a malformed outcome with a 400 naming the field', async () => {
     const response = await call(gateway.url, 'POST', '/v1/audit', { body: { agentId, plugin: 'P', function: 'f', decision: 'maybe', durationMs: -1 }, headers: { 'x-api-key': key } });
     expect(response.status).toBe(400);
@@ -443,6 +559,37 @@ describe('Subscribe', () => {
     ]);
     const answer = await evaluate(client, ownKey, { agentId: (await call<{ id: string }>(gateway.url, 'POST', '/admin/agents', { adminToken: own.adminToken, body: { name: 'b' } })).body.id, action: 'z' });
     expect(answer.policyVersion).toBe(4);
+  });
+
+  it('ends a subscriber that does not read RESOURCE_EXHAUSTED once it falls 1,000 changes behind, and replays a long history page by page', async () => {
+    const own = await createOrganization(gateway, 'enterprise', 'Slow subscriber org');
+    const ownKey = (await createKey(own)).key;
+    const stalled = rawSubscriber(grpcPort, ownKey);
+    const changes = 1200;
+    let next = 0;
+    const change = async () => {
+      while (next < changes) {
+        const n = next++;
+        const text = `name: churn-${n % 20}\nrules:\n  - condition: args.x == ${n}\n    action: deny\n    reason: r\n`;
+        const response = await call(gateway.url, 'PUT', `/admin/policies/churn-${n % 20}`, { adminToken: own.adminToken, body: text, headers: { 'content-type': 'application/yaml' } });
+        expect([200, 201]).toContain(response.status);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, change));
+    const trailers = await stalled.readToEnd();
+    expect(trailers['grpc-status']).toBe(String(GrpcStatus.RESOURCE_EXHAUSTED));
+    expect(decodeURIComponent(String(trailers['grpc-message']))).toMatch(/^Subscriber fell more than 1000 changes behind; subscribe again with since_version \d+$/);
+
+    const replayed = await collect(client, 0, changes, gateway, ownKey);
+    expect(replayed.map((event) => event.policyVersion)).toEqual(Array.from({ length: changes }, (_, i) => i + 1));
+  });
+
+  it('answers INVALID_ARGUMENT, naming the problem, for bytes that are not a PolicySubscription', async () => {
+    for (const bytes of [[0x10, 0xff], [0x12, 0x01, 0x41]]) {
+      const trailers = await rawSubscriber(grpcPort, key, Buffer.from(bytes)).readToEnd();
+      expect(trailers['grpc-status']).toBe(String(GrpcStatus.INVALID_ARGUMENT));
+      expect(decodeURIComponent(String(trailers['grpc-message']))).toMatch(/^malformed PolicySubscription: /);
+    }
   });
 
   it('refuses another organization’s stream', async () => {

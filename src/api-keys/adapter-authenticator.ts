@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { Metadata } from '@grpc/grpc-js';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { OidcVerifier } from '../identity/oidc-verifier';
@@ -32,4 +33,14 @@ export class AdapterAuthenticator {
     }
     throw new AppError(ErrorCode.Unauthorized, 'Missing X-Api-Key (or a managed-identity bearer token)');
   }
+}
+
+/** The credentials in a gRPC call's metadata, for the guard and for the per-message checks of streams. */
+export function grpcAdapterCredentials(metadata: Metadata): AdapterCredentials {
+  return { apiKey: first(metadata.get('x-api-key')), authorization: first(metadata.get('authorization')) };
+}
+
+function first(values: Array<string | Buffer>): string | undefined {
+  const value = values[0];
+  return typeof value === 'string' ? value : undefined;
 }

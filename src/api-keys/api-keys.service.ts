@@ -26,11 +26,13 @@ const PREFIX_CHARS = 8;
  * Adapter API keys: issued once, stored hashed (SHA-256: the key carries 256 random bits, and
  * lookup by hash compares no secret byte by byte), counted against the plan's teamMembers with
  * the organization's admin tokens. Known keys are cached; a revocation evicts them on every
- * instance before the API answers (ClusterEvents), so a revoked key fails its next call.
+ * instance before the API answers (ClusterEvents), so a revoked key fails its next call. A load
+ * that overlaps an eviction is not cached: it may have read the row before the revocation.
  */
 @Injectable()
 export class ApiKeysService implements OnModuleInit {
   private readonly known = new Map<string, AdapterPrincipal>();
+  private evictions = 0;
 
   constructor(
     @InjectRepository(ApiKey) private readonly keys: Repository<ApiKey>,
@@ -44,7 +46,7 @@ export class ApiKeysService implements OnModuleInit {
   onModuleInit(): void {
     this.events.subscribe((event) => {
       if (event.type === 'apikey.revoked') this.evict(event.keyId);
-      else if (event.type === 'resync') this.known.clear();
+      else if (event.type === 'resync') this.clear();
     });
   }
 
@@ -89,17 +91,29 @@ export class ApiKeysService implements OnModuleInit {
   async authenticate(key: string): Promise<AdapterPrincipal | null> {
     const hash = hashAdminToken(key);
     const cached = this.known.get(hash);
-    if (cached !== undefined) return cached;
+    return cached !== undefined ? cached : this.load(hash);
+  }
+
+  private async load(hash: string): Promise<AdapterPrincipal | null> {
+    const evictionsAtStart = this.evictions;
     const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
     if (row === null) return null;
     const principal = { orgId: row.orgId, credentialId: row.id };
-    if (this.known.size >= MAX_CACHED_KEYS) this.known.delete(this.known.keys().next().value!);
-    this.known.set(hash, principal);
+    if (this.evictions === evictionsAtStart) {
+      if (this.known.size >= MAX_CACHED_KEYS) this.known.delete(this.known.keys().next().value!);
+      this.known.set(hash, principal);
+    }
     return principal;
   }
 
   private evict(keyId: string): void {
+    this.evictions++;
     for (const [hash, principal] of this.known) if (principal.credentialId === keyId) this.known.delete(hash);
+  }
+
+  private clear(): void {
+    this.evictions++;
+    this.known.clear();
   }
 
   /** Active credentials people and adapters hold: admin tokens and API keys. */

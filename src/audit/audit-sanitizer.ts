@@ -51,7 +51,8 @@ export class AuditSanitizer {
     for (const key of Object.keys(value)) {
       if (++count > MAX_KEYS) break;
       const clean = cleanString(key);
-      result[clean] = this.isSecret(key) ? REDACTED : this.json((value as Record<string, unknown>)[key], depth + 1);
+      // Defined, not assigned: assigning `__proto__` would set the prototype and lose the key.
+      Object.defineProperty(result, clean, { value: this.isSecret(key) ? REDACTED : this.json((value as Record<string, unknown>)[key], depth + 1), enumerable: true, writable: true, configurable: true });
     }
     return result;
   }

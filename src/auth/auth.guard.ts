@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { Metadata } from '@grpc/grpc-js';
 import type { Request } from 'express';
-import { AdapterAuthenticator } from '../api-keys/adapter-authenticator';
+import { AdapterAuthenticator, grpcAdapterCredentials } from '../api-keys/adapter-authenticator';
 import { AppError } from '../common/app-error';
 import { AUTH_KIND, AuthKind } from '../common/auth-decorators';
 import { ErrorCode } from '../common/error-code';
@@ -60,7 +60,7 @@ export class AuthGuard implements CanActivate {
 
   private async grpc(kind: AuthKind | undefined, metadata: Metadata): Promise<boolean> {
     if (kind !== AuthKind.Adapter) throw new AppError(ErrorCode.Unauthorized, 'This method requires authentication');
-    setGrpcPrincipal(metadata, await this.adapters.authenticate({ apiKey: first(metadata.get('x-api-key')), authorization: first(metadata.get('authorization')) }));
+    setGrpcPrincipal(metadata, await this.adapters.authenticate(grpcAdapterCredentials(metadata)));
     return true;
   }
 
@@ -78,11 +78,6 @@ function callMetadata(context: ExecutionContext): Metadata {
   const metadata = rpc.getContext<Metadata | undefined>();
   if (metadata instanceof Metadata) return metadata;
   return rpc.getData<{ metadata: Metadata }>().metadata;
-}
-
-function first(values: Array<string | Buffer>): string | undefined {
-  const value = values[0];
-  return typeof value === 'string' ? value : undefined;
 }
 
 /** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else undefined. */

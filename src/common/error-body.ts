@@ -1,5 +1,6 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import { AppError } from './app-error';
-import { ErrorCode } from './error-code';
+import { ErrorCode, grpcStatusOf } from './error-code';
 
 /** An error as every HTTP answer gives it: a status and `{error, message, ...details}`. */
 export interface ErrorResponse {
@@ -18,12 +19,23 @@ export interface ErrorResponse {
  * response headers carry it on every answer: X-Trace-ID, X-Service-Trace-Id on the proxy).
  */
 export function errorBody(error: unknown, traceId?: string): ErrorResponse {
-  const known = error instanceof AppError ? error : databaseRefusal(error);
+  const known = knownError(error);
   const response = known
     ? { status: known.status, body: known.toBody(), unexpected: false }
     : { status: 500, body: { error: ErrorCode.InternalError, message: 'Internal server error' }, unexpected: true };
   if (response.unexpected && traceId !== undefined) response.body.trace_id = traceId;
   return response;
+}
+
+/** The gRPC face of the same error: the status of the code errorBody gives it (a value the database refuses is INVALID_ARGUMENT, as it is a 400), else INTERNAL. */
+export function grpcErrorOf(error: unknown): { code: GrpcStatus; message: string; unexpected: boolean } {
+  const { body, unexpected } = errorBody(error);
+  const known = knownError(error);
+  return { code: known ? grpcStatusOf(known.code) : GrpcStatus.INTERNAL, message: String(body.message), unexpected };
+}
+
+function knownError(error: unknown): AppError | null {
+  return error instanceof AppError ? error : databaseRefusal(error);
 }
 
 /**

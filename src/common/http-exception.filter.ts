@@ -3,10 +3,9 @@ import type { Request, Response } from 'express';
 import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
 import { AppError } from './app-error';
-import { status as GrpcStatus } from '@grpc/grpc-js';
 import { Observable, throwError } from 'rxjs';
-import { ErrorCode, grpcStatusOf } from './error-code';
-import { errorBody } from './error-body';
+import { ErrorCode } from './error-code';
+import { errorBody, grpcErrorOf } from './error-body';
 
 /** Codes for Nest's own HTTP exceptions, by status. */
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -47,10 +46,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
   /** gRPC calls fail with the status of the error's code (`grpcStatusOf`) and its message; an unknown error is INTERNAL, logged. */
   private grpc(exception: unknown): Observable<never> {
     const error = exception instanceof HttpException ? new AppError(CODE_BY_STATUS[exception.getStatus()] ?? ErrorCode.InvalidRequest, messageOf(exception)) : exception;
-    const { body, unexpected } = errorBody(error);
+    const { code, message, unexpected } = grpcErrorOf(error);
     if (unexpected) this.logger.error({ err: exception }, 'unhandled gRPC error');
-    const code = error instanceof AppError ? grpcStatusOf(error.code) : GrpcStatus.INTERNAL;
-    return throwError(() => ({ code, message: String(body.message), details: String(body.message) }));
+    return throwError(() => ({ code, message, details: message }));
   }
 }
 

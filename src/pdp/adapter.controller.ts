@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, type RawBodyRequest, Req } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBadRequestResponse, ApiBody, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { AdapterPrincipal } from '../api-keys/api-keys.service';
@@ -55,7 +55,17 @@ export class AdapterController {
   @ApiAcceptedResponse({ type: AuditAcceptedDto })
   @ApiBadRequestResponse({ description: 'A missing or malformed field, named in the message', type: ErrorBody })
   @ApiNotFoundResponse({ description: 'No such agent in the caller’s organization', type: ErrorBody })
-  async audit(@CurrentAdapter() adapter: AdapterPrincipal, @Body() event: AdapterAuditDto, @Req() request: Request): Promise<AuditAcceptedDto> {
-    return { accepted: true, recorded: await this.outcomes.record(adapter, event, request.traceId) };
+  async audit(@CurrentAdapter() adapter: AdapterPrincipal, @Body() event: AdapterAuditDto, @Req() request: RawBodyRequest<Request>): Promise<AuditAcceptedDto> {
+    return { accepted: true, recorded: await this.outcomes.record(adapter, { ...event, arguments: sentArguments(request, event) }, request.traceId) };
   }
+}
+
+/**
+ * `arguments` as the client sent it, from the raw body: the ValidationPipe deletes `__proto__`,
+ * `prototype` and `constructor` keys at every depth of the parsed body, which would let a caller
+ * keep an argument out of the audit trail. The DTO has already checked that it is an object.
+ */
+function sentArguments(request: RawBodyRequest<Request>, event: AdapterAuditDto): Record<string, unknown> | undefined {
+  if (event.arguments === undefined || request.rawBody === undefined) return event.arguments;
+  return (JSON.parse(request.rawBody.toString('utf8')) as { arguments: Record<string, unknown> }).arguments;
 }

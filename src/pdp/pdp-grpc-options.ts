@@ -29,7 +29,11 @@ export function pdpGrpcOptions(config: AppConfig): GrpcOptions {
   };
 }
 
-/** Evaluate and EvaluateStream read and write their messages with decodePolicyRequest and encodePolicyResponse rather than proto-loader's generic codec. */
+/**
+ * Evaluate and EvaluateStream read and write their messages with decodePolicyRequest and
+ * encodePolicyResponse rather than proto-loader's generic codec. Subscribe keeps proto-loader's,
+ * but like decodePolicyRequest it never throws: grpc-js answers a throwing decoder INTERNAL.
+ */
 function policyMessagesOnTheWire(definition: PackageDefinition): void {
   const service = definition['agentgov.pdp.v1.PolicyDecisionPoint'] as ServiceDefinition;
   for (const method of ['Evaluate', 'EvaluateStream']) {
@@ -37,4 +41,16 @@ function policyMessagesOnTheWire(definition: PackageDefinition): void {
     // Both methods answer PdpAnswers (PdpGrpcController); the definition only knows them as objects.
     service[method].responseSerialize = encodePolicyResponse as (answer: object) => Buffer;
   }
+  service.Subscribe.requestDeserialize = withProblem(service.Subscribe.requestDeserialize, 'PolicySubscription');
+}
+
+/** A decoder that returns `{ problem }` for malformed bytes, for the handler to answer INVALID_ARGUMENT. */
+function withProblem(decode: (bytes: Buffer) => object, message: string): (bytes: Buffer) => object {
+  return (bytes) => {
+    try {
+      return decode(bytes);
+    } catch (error) {
+      return { problem: `malformed ${message}: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  };
 }

@@ -1,12 +1,13 @@
 import { Controller } from '@nestjs/common';
 import { GrpcMethod, GrpcStreamCall } from '@nestjs/microservices';
-import { Metadata, ServerDuplexStream, status as GrpcStatus } from '@grpc/grpc-js';
+import { Metadata, ServerDuplexStream, ServerWritableStream, status as GrpcStatus } from '@grpc/grpc-js';
 import { once } from 'node:events';
 import { Observable } from 'rxjs';
+import { AdapterAuthenticator, AdapterCredentials, grpcAdapterCredentials } from '../api-keys/adapter-authenticator';
 import { AppError } from '../common/app-error';
 import { AdapterAuth } from '../common/auth-decorators';
-import { errorBody } from '../common/error-body';
-import { ErrorCode, grpcStatusOf } from '../common/error-code';
+import { grpcErrorOf } from '../common/error-body';
+import { ErrorCode } from '../common/error-code';
 import { grpcPrincipal } from '../common/grpc-principal';
 import { checked, PdpRequest } from './pdp-request';
 import { PdpAnswer, PdpService } from './pdp.service';
@@ -16,6 +17,8 @@ import type { DecodedPolicyRequest } from './policy-request-decoder';
 interface GrpcSubscription {
   orgId: string;
   sinceVersion: number;
+  /** Set instead of the fields when the bytes are not a PolicySubscription (pdp-grpc-options.ts). */
+  problem?: string;
 }
 
 /** Requests read ahead of the one being decided before the stream stops reading (flow control). */
@@ -32,6 +35,7 @@ export class PdpGrpcController {
   constructor(
     private readonly pdp: PdpService,
     private readonly feed: PolicyChangeFeed,
+    private readonly adapters: AdapterAuthenticator,
   ) {}
 
   @GrpcMethod('PolicyDecisionPoint', 'Evaluate')
@@ -43,11 +47,12 @@ export class PdpGrpcController {
    * One answer per request, in order, decided one at a time. Reading pauses while more than
    * STREAM_READ_AHEAD requests wait, and deciding waits while the client does not take its
    * answers (`drain`), so neither side can flood the other. An error (an unknown agent, a
-   * tripped rate limit) ends the stream with its status, as gRPC streams do.
+   * tripped rate limit, a credential revoked since the stream opened) ends the stream with its
+   * status, as gRPC streams do.
    */
   @GrpcStreamCall('PolicyDecisionPoint', 'EvaluateStream')
   evaluateStream(call: ServerDuplexStream<DecodedPolicyRequest, PdpAnswer>): void {
-    const orgId = grpcPrincipal(call.metadata).orgId;
+    const credentials = grpcAdapterCredentials(call.metadata);
     const waiting: DecodedPolicyRequest[] = [];
     let deciding = false;
     let ended = false;
@@ -57,6 +62,7 @@ export class PdpGrpcController {
       deciding = true;
       try {
         while (waiting.length > 0 && !failed) {
+          const { orgId } = await this.adapters.authenticate(credentials);
           const answer = await this.pdp.evaluate(orgId, fromGrpc(waiting.shift()!), 'pdp');
           if (call.cancelled) return;
           if (!call.write(answer)) await once(call, 'drain');
@@ -81,13 +87,40 @@ export class PdpGrpcController {
     });
   }
 
+  /**
+   * The feed sends only while the call takes messages (Nest would buffer the rest without bound),
+   * and ends the call UNAUTHENTICATED at the first change after its credential is revoked (the
+   * revocation is itself a change of the organization).
+   */
   @GrpcMethod('PolicyDecisionPoint', 'Subscribe')
-  subscribe(request: GrpcSubscription, metadata: Metadata): Observable<PolicyChangeView> {
+  subscribe(request: GrpcSubscription, metadata: Metadata, call: ServerWritableStream<GrpcSubscription, PolicyChangeView>): Observable<PolicyChangeView> {
     const { orgId } = grpcPrincipal(metadata);
+    if (request.problem !== undefined) throw AppError.invalid(request.problem);
     if (request.orgId !== '' && request.orgId !== orgId) throw new AppError(ErrorCode.Forbidden, 'org_id must be the caller’s own organization');
     if (!Number.isSafeInteger(request.sinceVersion) || request.sinceVersion < 0) throw AppError.invalid('since_version must be a non-negative integer');
-    return this.feed.changesOf(orgId, request.sinceVersion);
+    const credentials = grpcAdapterCredentials(metadata);
+    return this.feed.changesOf(orgId, request.sinceVersion, {
+      ready: () => !call.writableNeedDrain,
+      drained: () => drainedOrGone(call),
+      allowed: () => this.stillAuthenticated(credentials),
+    });
   }
+
+  /** Each streamed message checks its call's credential again: a cache hit for a live API key, so revocation holds mid-stream. */
+  private async stillAuthenticated(credentials: AdapterCredentials): Promise<void> {
+    await this.adapters.authenticate(credentials);
+  }
+}
+
+/** Resolves when the call can take messages again, or will never need to (cancelled, closed). */
+function drainedOrGone(call: ServerWritableStream<GrpcSubscription, PolicyChangeView>): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      for (const event of ['drain', 'cancelled', 'close']) call.off(event, done);
+      resolve();
+    };
+    for (const event of ['drain', 'cancelled', 'close']) call.once(event, done);
+  });
 }
 
 /** The decoded message is already a PdpRequest (policy-request-decoder.ts): only its problem and the transport-wide checks remain. */
@@ -97,6 +130,6 @@ function fromGrpc(request: DecodedPolicyRequest): PdpRequest {
 }
 
 function grpcError(error: unknown): { code: GrpcStatus; details: string; message: string } {
-  const message = String(errorBody(error).body.message);
-  return { code: error instanceof AppError ? grpcStatusOf(error.code) : GrpcStatus.INTERNAL, details: message, message };
+  const { code, message } = grpcErrorOf(error);
+  return { code, details: message, message };
 }
