@@ -59,7 +59,7 @@ async function rejection(token: string): Promise<[number, string]> {
 describe('managed identity tokens', () => {
   it('accepts a valid token and maps its client id to the registering organization', async () => {
     const token = await issuer.sign(key, { sub: 'mi-object-1', azp: BILLING, aud: AUDIENCE });
-    const expected: ManagedIdentity = { orgId: org.id, subject: 'mi-object-1', clientId: BILLING };
+    const expected: ManagedIdentity = { orgId: org.id, subject: 'mi-object-1', clientId: BILLING, expiresMs: expect.any(Number) as number };
     expect(await verifier.verify(token)).toEqual(expected);
     expect(await verifier.verify(`Bearer ${token}`)).toEqual(expected);
     // Entra ID v1 tokens name the client `appid`; client-credentials tokens elsewhere `client_id`.
@@ -108,7 +108,7 @@ describe('managed identity tokens', () => {
 
     issuer.publish(rotated);
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect(await verifier.verify(token)).toEqual({ orgId: org.id, subject: 'mi-object-3', clientId: BILLING });
+    expect(await verifier.verify(token)).toMatchObject({ orgId: org.id, subject: 'mi-object-3', clientId: BILLING });
     expect(issuer.requests.filter((path) => path === '/jwks').length).toBe(fetchesBefore + 2);
     // Known keys need no fetch; the discovery document was read once.
     await verifier.verify(await issuer.sign(key, { sub: 'mi-object-1', azp: BILLING, aud: AUDIENCE }));

@@ -3,6 +3,7 @@ import type { Metadata } from '@grpc/grpc-js';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { OidcVerifier } from '../identity/oidc-verifier';
+import { hashAdminToken } from '../organizations/admin-token-hash';
 import { AdapterPrincipal, ApiKeysService } from './api-keys.service';
 
 /** What an adapter presents: `X-Api-Key`, or `Authorization: Bearer` from its identity provider. */
@@ -29,9 +30,32 @@ export class AdapterAuthenticator {
     if (authorization !== undefined && authorization !== '') {
       if (!/^bearer\s+\S/i.test(authorization)) throw new AppError(ErrorCode.Unauthorized, 'Authorization must be: Bearer <managed-identity token>');
       const identity = await this.oidc.verify(authorization);
-      return { orgId: identity.orgId, credentialId: identity.subject };
+      return { orgId: identity.orgId, credentialId: identity.subject, expiresMs: identity.expiresMs };
     }
     throw new AppError(ErrorCode.Unauthorized, 'Missing X-Api-Key (or a managed-identity bearer token)');
+  }
+
+  /**
+   * A check of a long-lived call's credential (a gRPC stream) cheap enough for every message: an
+   * API key is looked up in the key cache by the hash taken once here (a revocation evicts it on
+   * every instance); a managed-identity token, verified once, is held to its expiry (such a token
+   * cannot be revoked, and verifying its signature per message would cost more than the decision).
+   */
+  async recheckOf(credentials: AdapterCredentials): Promise<() => Promise<AdapterPrincipal>> {
+    const { apiKey } = credentials;
+    if (apiKey !== undefined && apiKey !== '') {
+      const hash = hashAdminToken(apiKey);
+      return async () => {
+        const principal = await this.apiKeys.authenticateHash(hash);
+        if (principal === null) throw new AppError(ErrorCode.Unauthorized, 'Invalid or revoked API key');
+        return principal;
+      };
+    }
+    const principal = await this.authenticate(credentials);
+    return async () => {
+      if (principal.expiresMs !== undefined && principal.expiresMs <= Date.now()) throw new AppError(ErrorCode.Unauthorized, 'Token has expired');
+      return principal;
+    };
   }
 }
 

@@ -17,6 +17,8 @@ export interface AdapterPrincipal {
   orgId: string;
   /** The API key's id, or the identity provider's subject (managed identity). */
   credentialId: string;
+  /** A managed-identity token's expiry (ms since the epoch); API keys live until revoked. */
+  expiresMs?: number;
 }
 
 const MAX_CACHED_KEYS = 10_000;
@@ -88,8 +90,12 @@ export class ApiKeysService implements OnModuleInit {
   }
 
   /** The principal a key stands for, or null when it is unknown or revoked. */
-  async authenticate(key: string): Promise<AdapterPrincipal | null> {
-    const hash = hashAdminToken(key);
+  authenticate(key: string): Promise<AdapterPrincipal | null> {
+    return this.authenticateHash(hashAdminToken(key));
+  }
+
+  /** As `authenticate`, by the key's hash: a stream checks its key on every message without hashing it again. */
+  async authenticateHash(hash: string): Promise<AdapterPrincipal | null> {
     const cached = this.known.get(hash);
     return cached !== undefined ? cached : this.load(hash);
   }

@@ -14,6 +14,8 @@ export interface ManagedIdentity {
   subject: string;
   /** The client the organization registered: `azp`, `appid` or `client_id`, else `sub`. */
   clientId: string;
+  /** The token's `exp`, in ms since the epoch. */
+  expiresMs: number;
 }
 
 /** The identity provider as its discovery document describes it. */
@@ -70,7 +72,7 @@ export class OidcVerifier {
     if (orgId === null) {
       throw new AppError(ErrorCode.Unauthorized, `Managed identity client ${clientId} is not registered with an organization (POST /admin/oidc-clients)`);
     }
-    return { orgId, subject: payload.sub!, clientId };
+    return { orgId, subject: payload.sub!, clientId, expiresMs: payload.exp! * 1000 };
   }
 
   /** Drops a cached client mapping at once (registration or removal on this instance). */

@@ -3,7 +3,8 @@ import { GrpcMethod, GrpcStreamCall } from '@nestjs/microservices';
 import { Metadata, ServerDuplexStream, ServerWritableStream, status as GrpcStatus } from '@grpc/grpc-js';
 import { once } from 'node:events';
 import { Observable } from 'rxjs';
-import { AdapterAuthenticator, AdapterCredentials, grpcAdapterCredentials } from '../api-keys/adapter-authenticator';
+import { AdapterAuthenticator, grpcAdapterCredentials } from '../api-keys/adapter-authenticator';
+import type { AdapterPrincipal } from '../api-keys/api-keys.service';
 import { AppError } from '../common/app-error';
 import { AdapterAuth } from '../common/auth-decorators';
 import { grpcErrorOf } from '../common/error-body';
@@ -52,7 +53,7 @@ export class PdpGrpcController {
    */
   @GrpcStreamCall('PolicyDecisionPoint', 'EvaluateStream')
   evaluateStream(call: ServerDuplexStream<DecodedPolicyRequest, PdpAnswer>): void {
-    const credentials = grpcAdapterCredentials(call.metadata);
+    const recheck = this.recheckOf(call.metadata);
     const waiting: DecodedPolicyRequest[] = [];
     let deciding = false;
     let ended = false;
@@ -62,7 +63,7 @@ export class PdpGrpcController {
       deciding = true;
       try {
         while (waiting.length > 0 && !failed) {
-          const { orgId } = await this.adapters.authenticate(credentials);
+          const { orgId } = await (await recheck)();
           const answer = await this.pdp.evaluate(orgId, fromGrpc(waiting.shift()!), 'pdp');
           if (call.cancelled) return;
           if (!call.write(answer)) await once(call, 'drain');
@@ -98,17 +99,25 @@ export class PdpGrpcController {
     if (request.problem !== undefined) throw AppError.invalid(request.problem);
     if (request.orgId !== '' && request.orgId !== orgId) throw new AppError(ErrorCode.Forbidden, 'org_id must be the caller’s own organization');
     if (!Number.isSafeInteger(request.sinceVersion) || request.sinceVersion < 0) throw AppError.invalid('since_version must be a non-negative integer');
-    const credentials = grpcAdapterCredentials(metadata);
+    const recheck = this.recheckOf(metadata);
     return this.feed.changesOf(orgId, request.sinceVersion, {
       ready: () => !call.writableNeedDrain,
       drained: () => drainedOrGone(call),
-      allowed: () => this.stillAuthenticated(credentials),
+      allowed: async () => {
+        await (await recheck)();
+      },
     });
   }
 
-  /** Each streamed message checks its call's credential again: a cache hit for a live API key, so revocation holds mid-stream. */
-  private async stillAuthenticated(credentials: AdapterCredentials): Promise<void> {
-    await this.adapters.authenticate(credentials);
+  /**
+   * The check a stream makes of its credential before each message (AdapterAuthenticator.recheckOf),
+   * so a revocation holds mid-stream; its failure surfaces at the first message, as the call's status.
+   */
+  private recheckOf(metadata: Metadata): Promise<() => Promise<AdapterPrincipal>> {
+    const recheck = this.adapters.recheckOf(grpcAdapterCredentials(metadata));
+    // Awaited with the first message; a stream that ends before any must not leave a rejection unhandled.
+    recheck.catch(() => undefined);
+    return recheck;
   }
 }
 
