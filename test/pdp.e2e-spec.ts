@@ -584,6 +584,22 @@ describe('Subscribe', () => {
     expect(replayed.map((event) => event.policyVersion)).toEqual(Array.from({ length: changes }, (_, i) => i + 1));
   });
 
+  it('answers INVALID_ARGUMENT for a since_version the organization never reached, and takes its current one', async () => {
+    const own = await createOrganization(gateway, 'enterprise', 'Future version org');
+    const ownKey = (await createKey(own)).key;
+    await loadPolicies(own, 'policies:\n  - name: one\n    rules:\n      - condition: action == "x"\n        action: deny\n        reason: r\n');
+    const error = await new Promise<ServiceError>((resolve) => {
+      const stream = client.Subscribe({ sinceVersion: 100 }, apiKeyMetadata(ownKey));
+      stream.on('error', resolve);
+    });
+    expect(error.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    expect(error.details).toBe("since_version 100 is ahead of the organization's policy_version 1: subscribe again with since_version 1 or lower");
+    const live = collect(client, 1, 1, gateway, ownKey);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await loadPolicies(own, 'policies:\n  - name: two\n    rules:\n      - condition: action == "y"\n        action: deny\n        reason: r\n');
+    expect(await live).toEqual([expect.objectContaining({ policyVersion: 2 })]);
+  });
+
   it('answers INVALID_ARGUMENT, naming the problem, for bytes that are not a PolicySubscription', async () => {
     for (const bytes of [[0x10, 0xff], [0x12, 0x01, 0x41]]) {
       const trailers = await rawSubscriber(grpcPort, key, Buffer.from(bytes)).readToEnd();

@@ -32,6 +32,7 @@ export const MAX_CHANGES_BEHIND = 1000;
 const REPLAY_QUERIES = 2;
 
 type PageReader = (orgId: string, afterVersion: number) => Promise<PolicyChangeView[]>;
+type VersionReader = (orgId: string) => Promise<number>;
 
 /**
  * The organization's changes as a stream for Subscribe: first every version after
@@ -57,7 +58,7 @@ export class PolicyChangeFeed implements BeforeApplicationShutdown {
   changesOf(orgId: string, sinceVersion: number, consumer: ChangeConsumer): Observable<PolicyChangeView> {
     return new Observable<PolicyChangeView>((subscriber) => {
       this.open.add(subscriber);
-      const stream = new FeedStream(orgId, sinceVersion, consumer, subscriber, (org, after) => this.page(org, after));
+      const stream = new FeedStream(orgId, sinceVersion, consumer, subscriber, (org, after) => this.page(org, after), (org) => this.currentVersion(org));
       const stop = this.changes.listen((event) => {
         if (event.orgId === orgId) stream.hear({ policyVersion: event.version, changed: event.changed, kind: event.kind, at: new Date().toISOString(), orgId });
       });
@@ -77,6 +78,17 @@ export class PolicyChangeFeed implements BeforeApplicationShutdown {
     await this.replaySlot();
     try {
       return await this.history(orgId, afterVersion);
+    } finally {
+      this.replayQueries--;
+      this.waitingForQuery.shift()?.();
+    }
+  }
+
+  private async currentVersion(orgId: string): Promise<number> {
+    await this.replaySlot();
+    try {
+      const rows: Array<{ version: string | null }> = await this.dataSource.query('SELECT max(version) AS version FROM policy_versions WHERE org_id = $1', [orgId]);
+      return Number(rows[0]?.version ?? 0);
     } finally {
       this.replayQueries--;
       this.waitingForQuery.shift()?.();
@@ -106,6 +118,7 @@ class FeedStream {
   private page: PolicyChangeView[] = [];
   private live: PolicyChangeView[] = [];
   private pumping = false;
+  private firstPage = true;
 
   constructor(
     private readonly orgId: string,
@@ -113,6 +126,7 @@ class FeedStream {
     private readonly consumer: ChangeConsumer,
     private readonly subscriber: Subscriber<PolicyChangeView>,
     private readonly readPage: PageReader,
+    private readonly readVersion: VersionReader,
   ) {
     this.last = sinceVersion;
   }
@@ -157,11 +171,24 @@ class FeedStream {
 
   private async readNextPage(): Promise<void> {
     this.page = await this.readPage(this.orgId, this.last);
+    if (this.firstPage && this.page.length === 0 && this.last > 0) await this.refuseFutureVersion();
+    this.firstPage = false;
     const lastRead = this.page.at(-1)?.policyVersion ?? this.last;
     this.live = this.live.filter((change) => change.policyVersion > lastRead);
     if (this.page.length < REPLAY_PAGE) {
       this.replaying = false;
       this.live.sort((a, b) => a.policyVersion - b.policyVersion);
     }
+  }
+
+  /**
+   * A since_version the organization never reached (a version kept from before a restore, or
+   * from another organization) would make the stream drop every change up to it: the
+   * subscriber's cache would never be invalidated. Refused, with the version to resume from.
+   */
+  private async refuseFutureVersion(): Promise<void> {
+    const current = await this.readVersion(this.orgId);
+    if (this.last <= current) return;
+    throw AppError.invalid(`since_version ${this.last} is ahead of the organization's policy_version ${current}: subscribe again with since_version ${current} or lower`);
   }
 }
