@@ -417,6 +417,11 @@ describe('bad input', () => {
     expect(missing.details).toContain('agentId is required');
     const noAction = await grpcError(evaluate(client, key, { agentId }));
     expect(noAction.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    // The limits of the HTTP forms hold over gRPC too (an over-long agent id was echoed whole in NOT_FOUND).
+    const longId = await grpcError(evaluate(client, key, { agentId: 'a'.repeat(257), action: 'x' }));
+    expect([longId.code, longId.details]).toEqual([GrpcStatus.INVALID_ARGUMENT, 'agentId must be at most 256 characters']);
+    const longAction = await grpcError(evaluate(client, key, { agentId, action: 'x'.repeat(2049) }));
+    expect([longAction.code, longAction.details]).toEqual([GrpcStatus.INVALID_ARGUMENT, 'action must be at most 2048 characters']);
     const oversized = await grpcError(evaluate(client, key, { agentId, action: 'x', args: struct({ blob: 'x'.repeat(1_100_000) }) }));
     expect(oversized.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
     expect(await evaluate(client, key, { agentId, action: 'still-up' })).toMatchObject({ decision: 'DECISION_ALLOW' });

@@ -54,9 +54,22 @@ export function pdpRequestFromCheck(body: unknown): PdpRequest {
 const PROTO_JSON_FIELDS = new Set(['agentId', 'agent_id', 'action', 'resource', 'plugin', 'function', 'args', 'context', 'trustTier', 'trust_tier', 'traceId', 'trace_id']);
 const CHECK_FIELDS = new Set(['agentId', 'plugin', 'function', 'arguments', 'trustTier', 'context', 'action', 'resource', 'traceId']);
 
-/** What every transport requires: an agent, and an action or the plugin and function to make one of. */
+/** The longest text of each field, on every transport (gRPC strings carry no limit of their own). */
+const TEXT_LIMITS: ReadonlyArray<readonly [TextField, number]> = [
+  ['agentId', MAX_ID],
+  ['action', MAX_TEXT],
+  ['resource', MAX_TEXT],
+  ['plugin', MAX_ID],
+  ['function', MAX_ID],
+  ['trustTier', MAX_ID],
+  ['traceId', MAX_ID],
+];
+type TextField = 'agentId' | 'action' | 'resource' | 'plugin' | 'function' | 'trustTier' | 'traceId';
+
+/** What every transport requires: an agent, and an action or the plugin and function to make one of, each text within its limit. */
 export function checked(request: PdpRequest): PdpRequest {
   required(request.agentId, 'agentId');
+  for (const [name, max] of TEXT_LIMITS) if (request[name].length > max) throw AppError.invalid(`${name} must be at most ${max} characters`);
   if (request.action === '' && (request.plugin === '' || request.function === '')) {
     throw AppError.invalid('action is required unless plugin and function are both given');
   }
