@@ -400,25 +400,25 @@ describe('ALERT_ON=deny, SMTP email, unsigned webhook that fails first', () => {
   });
 });
 
+/** A gateway whose warning and error log lines are kept in `logs`. */
+async function startLoggedGateway(env: Record<string, string>, logs: string[]): Promise<TestGateway> {
+  const config = AppConfig.fromEnv(testEnv({ ...env, LOG_LEVEL: 'warn' }));
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  const app = await createGateway(config, pino({ level: 'warn' }, stream));
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, app, config, close: () => app.close() };
+}
+
 describe('ALERT_RATE_LIMIT shared through Redis by two gateways', () => {
   const gateways: TestGateway[] = [];
   const logs: string[] = [];
   let webhook: AlertReceiver;
-
-  /** A gateway whose log lines are kept in `logs`. */
-  async function startLoggedGateway(env: Record<string, string>): Promise<TestGateway> {
-    const config = AppConfig.fromEnv(testEnv({ ...env, LOG_LEVEL: 'warn' }));
-    const stream = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        logs.push(chunk.toString('utf8'));
-        done();
-      },
-    });
-    const app = await createGateway(config, pino({ level: 'warn' }, stream));
-    await app.listen(0, '127.0.0.1');
-    const { port } = app.getHttpServer().address() as AddressInfo;
-    return { url: `http://127.0.0.1:${port}`, app, config, close: () => app.close() };
-  }
 
   beforeAll(async () => {
     webhook = await startAlertReceiver();
@@ -430,7 +430,7 @@ describe('ALERT_RATE_LIMIT shared through Redis by two gateways', () => {
       ALERT_ENVIRONMENT: uniqueEnvironment('rate'),
       REDIS_URL: 'redis://127.0.0.1:6379',
     };
-    gateways.push(await startLoggedGateway(env), await startLoggedGateway(env));
+    gateways.push(await startLoggedGateway(env, logs), await startLoggedGateway(env, logs));
   });
   afterAll(async () => {
     await Promise.all(gateways.map((gateway) => gateway.close()));
@@ -483,6 +483,23 @@ describe('shutdown', () => {
       await webhook.close();
     }
   });
+  it('says how many alerts it gives up on when the receiver does not answer before the drain ends', async () => {
+    const hung = net.createServer((socket) => socket.on('error', () => undefined));
+    await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
+    const logs: string[] = [];
+    try {
+      const url = `http://127.0.0.1:${(hung.address() as AddressInfo).port}/hook`;
+      const gateway = await startLoggedGateway({ ALERT_ON: 'deny', ALERT_WEBHOOK_URL: url, ALERT_ENVIRONMENT: uniqueEnvironment('abandon') }, logs);
+      const { agent } = await setup(gateway, [DENY_SECRETS]);
+      for (let i = 0; i < 3; i++) expect((await proxy(gateway, agent, 'GET', `/secret/${i}`)).status).toBe(403);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await gateway.close();
+      const abandoned = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'alert deliveries abandoned at shutdown');
+      expect(abandoned).toEqual([expect.objectContaining({ level: 40, deliveries: 3 })]);
+    } finally {
+      hung.close();
+    }
+  }, 30_000);
 });
 
 /**

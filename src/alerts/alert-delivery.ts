@@ -118,6 +118,11 @@ export class AlertDelivery {
     if (overflow !== null) this.drop(overflow, `more than ${this.maxInFlightPerProvider} alert deliveries under way to the ${provider.name} provider: alerts to it dropped`, provider.name);
   }
 
+  /** Deliveries (one alert to one provider) not yet settled, retries included; alerts of batches still being counted against the rate limit are not among them. */
+  underWay(): number {
+    return this.inFlight;
+  }
+
   /** Resolves once nothing is being sent (retries included). */
   idle(): Promise<void> {
     if (this.inFlight === 0 && this.starting === 0) return Promise.resolve();
