@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { AppConfig } from '../src/config/app-config';
 import { createGateway } from '../src/gateway';
-import { AlertReceiver, checkSignature, ReceivedRequest, SmtpReceiver, startAlertReceiver, startSmtpReceiver } from './support/alert-receivers';
+import { AlertReceiver, checkSignature, ReceivedRequest, SmtpReceiver, startAlertReceiver, startEndlessChunkedReceiver, startSmtpReceiver } from './support/alert-receivers';
 import { call, TestResponse } from './support/http-client';
 import { createOrganization, startGateway, testEnv, TestGateway, TestOrganization } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';
@@ -622,27 +622,15 @@ describe('ags alerts', () => {
   });
 
   it('test: a receiver streaming an endless chunked answer costs one bounded read, and the alert counts as sent', async () => {
-    const streams = new Set<NodeJS.Timeout>();
-    const server = net.createServer((socket) => {
-      socket.on('error', () => undefined);
-      socket.once('data', () => {
-        socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n7fffffff\r\n');
-        const megabyte = 'x'.repeat(1024 * 1024);
-        const stream = setInterval(() => socket.writable && socket.write(megabyte), 5);
-        streams.add(stream);
-        socket.on('close', () => clearInterval(stream));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const receiver = await startEndlessChunkedReceiver();
     try {
       const started = Date.now();
-      const result = await ags({ ALERT_WEBHOOK_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook` }, 'test');
+      const result = await ags({ ALERT_WEBHOOK_URL: `http://127.0.0.1:${receiver.port}/hook` }, 'test');
       expect(result).toMatchObject({ code: 0, stderr: '' });
       expect(result.stdout).toMatch(/^ok +webhook: .*\(1 attempt\)$/m);
       expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
-      for (const stream of streams) clearInterval(stream);
-      await new Promise((resolve) => server.close(resolve));
+      await receiver.close();
     }
   });
 

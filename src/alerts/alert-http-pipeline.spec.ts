@@ -6,6 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { HttpPipeline } from './alert-http-pipeline';
+import { startEndlessChunkedReceiver } from '../../test/support/alert-receivers';
 
 /** The pipelined POSTs of the alert providers, against real servers framing their answers every way HTTP/1.1 allows. */
 
@@ -172,25 +173,13 @@ describe('HttpPipeline', () => {
   });
 
   it('discards a chunked answer as it arrives and drops a connection whose answer runs past the cap', async () => {
-    // One 2 GB chunk, streamed: waiting for the whole chunk would buffer it.
-    const streams: NodeJS.Timeout[] = [];
-    const server = net.createServer((socket) => {
-      socket.on('error', () => undefined);
-      socket.once('data', () => {
-        socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n7fffffff\r\n');
-        const megabyte = 'x'.repeat(1024 * 1024);
-        const stream = setInterval(() => socket.writable && socket.write(megabyte), 5);
-        streams.push(stream);
-        socket.on('close', () => clearInterval(stream));
-      });
-    });
-    const { port } = await listen(server);
+    const receiver = await startEndlessChunkedReceiver();
     const started = Date.now();
     try {
-      expect(await pipeline(`http://127.0.0.1:${port}`).post('/', [], 'x')).toBe(200);
+      expect(await pipeline(`http://127.0.0.1:${receiver.port}`).post('/', [], 'x')).toBe(200);
       expect(Date.now() - started).toBeLessThan(3000);
     } finally {
-      for (const stream of streams) clearInterval(stream);
+      await receiver.close();
     }
   });
 

@@ -221,15 +221,19 @@ function toRecord(orgId: string, entry: IngestedEntryDto): AuditRecord & { id: s
 }
 
 /** A decision entry's details as the gateway records its own (decisionDetails): the alert rules that fired at the edge, or null. */
-function ingestedDetails(details: unknown): { alerts: FiredAlert[] } | null {
+function ingestedDetails(details: unknown): IngestedDetails | null {
   const alerts = firedAlertsIn(details);
   return alerts.length > 0 ? { alerts } : null;
 }
 
-/** The decision an ingested entry records, for the per-decision event (alerts, analytics). */
+interface IngestedDetails {
+  alerts: FiredAlert[];
+}
+
+/** The decision an ingested entry records, for the per-decision event (alerts, analytics); its details are already ingestedDetails's. */
 function ingestedDecision(record: AuditRecord): Decision {
-  const alerts = firedAlertsIn(record.details);
-  return { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '', ...(alerts.length > 0 ? { alerts } : {}) };
+  const alerts = (record.details as IngestedDetails | null)?.alerts;
+  return { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '', ...(alerts !== undefined ? { alerts } : {}) };
 }
 
 function toView(sidecar: Sidecar, rows: SidecarAuditRange[]): SidecarView {

@@ -22,15 +22,15 @@ export function pdpRequestFromJson(body: unknown): PdpRequest {
   const field = (camel: string, snake: string) => (source[camel] !== undefined ? source[camel] : source[snake]);
   known(source, PROTO_JSON_FIELDS, 'PolicyRequest');
   return checked({
-    agentId: text(field('agentId', 'agent_id'), 'agentId', MAX_ID),
-    action: text(field('action', 'action'), 'action', MAX_TEXT),
-    resource: text(field('resource', 'resource'), 'resource', MAX_TEXT),
-    plugin: text(field('plugin', 'plugin'), 'plugin', MAX_ID),
-    function: text(field('function', 'function'), 'function', MAX_ID),
+    agentId: text(field('agentId', 'agent_id'), 'agentId'),
+    action: text(field('action', 'action'), 'action'),
+    resource: text(field('resource', 'resource'), 'resource'),
+    plugin: text(field('plugin', 'plugin'), 'plugin'),
+    function: text(field('function', 'function'), 'function'),
     args: optionalObject(field('args', 'args'), 'args'),
     context: optionalObject(field('context', 'context'), 'context'),
-    trustTier: text(field('trustTier', 'trust_tier'), 'trustTier', MAX_ID),
-    traceId: text(field('traceId', 'trace_id'), 'traceId', MAX_ID),
+    trustTier: text(field('trustTier', 'trust_tier'), 'trustTier'),
+    traceId: text(field('traceId', 'trace_id'), 'traceId'),
   });
 }
 
@@ -39,15 +39,15 @@ export function pdpRequestFromCheck(body: unknown): PdpRequest {
   const source = objectOf(body, 'body');
   known(source, CHECK_FIELDS, 'the check');
   return checked({
-    agentId: text(source.agentId, 'agentId', MAX_ID),
-    action: text(source.action, 'action', MAX_TEXT),
-    resource: text(source.resource, 'resource', MAX_TEXT),
-    plugin: required(text(source.plugin, 'plugin', MAX_ID), 'plugin'),
-    function: required(text(source.function, 'function', MAX_ID), 'function'),
+    agentId: text(source.agentId, 'agentId'),
+    action: text(source.action, 'action'),
+    resource: text(source.resource, 'resource'),
+    plugin: required(text(source.plugin, 'plugin'), 'plugin'),
+    function: required(text(source.function, 'function'), 'function'),
     args: optionalObject(source.arguments, 'arguments'),
     context: optionalObject(source.context, 'context'),
-    trustTier: text(source.trustTier, 'trustTier', MAX_ID),
-    traceId: text(source.traceId, 'traceId', MAX_ID),
+    trustTier: text(source.trustTier, 'trustTier'),
+    traceId: text(source.traceId, 'traceId'),
   });
 }
 
@@ -85,10 +85,10 @@ function known(source: Record<string, unknown>, fields: ReadonlySet<string>, wha
   for (const key of Object.keys(source)) if (!fields.has(key)) throw AppError.invalid(`unknown field ${key} in ${what}`);
 }
 
-function text(value: unknown, name: string, max: number): string {
+/** A text field's value ('' when absent); its length is held to TEXT_LIMITS by `checked`, on every transport. */
+function text(value: unknown, name: string): string {
   if (value === undefined || value === null) return '';
   if (typeof value !== 'string') throw AppError.invalid(`${name} must be a string`);
-  if (value.length > max) throw AppError.invalid(`${name} must be at most ${max} characters`);
   return value;
 }
 

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http, { IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
 /** One request an alert receiver got. */
@@ -164,5 +164,34 @@ function parseMail(raw: string, session: { envelope: { mailFrom: false | { addre
     user: typeof session.user === 'string' ? session.user : undefined,
     subject,
     text: text.replace(/\r\n/g, '\n'),
+  };
+}
+
+/**
+ * A receiver that answers every request with one chunk announced as 2 GB and streams it, a
+ * megabyte every 5 ms, until the connection closes: waiting for the whole answer would buffer it.
+ */
+export async function startEndlessChunkedReceiver(): Promise<{ port: number; close(): Promise<void> }> {
+  const streams = new Set<NodeJS.Timeout>();
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n7fffffff\r\n');
+      const megabyte = 'x'.repeat(1024 * 1024);
+      const stream = setInterval(() => socket.writable && socket.write(megabyte), 5);
+      streams.add(stream);
+      socket.on('close', () => clearInterval(stream));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => {
+      for (const stream of streams) clearInterval(stream);
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
   };
 }
