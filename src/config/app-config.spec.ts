@@ -121,6 +121,28 @@ describe('alert endpoint URLs', () => {
   });
 });
 
+describe('alert email addresses', () => {
+  const email = { ALERT_EMAIL_ENABLED: 'true', ALERT_SMTP_HOST: 'smtp.example', ALERT_EMAIL_FROM: 'alerts@example.com', ALERT_EMAIL_TO: 'ops@example.com' };
+
+  it('accepts plain and named addresses', () => {
+    const config = AppConfig.fromEnv({ ...email, ALERT_EMAIL_FROM: 'Agent Alerts <alerts@example.com>', ALERT_EMAIL_TO: 'ops@example.com, On Call <oncall@example.com>' }, '9.9.9');
+    expect(config.alerts.email.to).toEqual(['ops@example.com', 'On Call <oncall@example.com>']);
+  });
+
+  it.each<[string, string]>([
+    ['ALERT_EMAIL_TO', 'not-an-address'],
+    ['ALERT_EMAIL_TO', 'ops@example.com, ops at example.com'],
+    ['ALERT_EMAIL_TO', 'ops@example.com;dev@example.com'],
+    ['ALERT_EMAIL_FROM', 'nobody'],
+    ['ALERT_EMAIL_FROM', 'alerts@@example.com'],
+  ])('refuses %s=%s at start, naming the variable (every alert email would fail)', (name, value) => {
+    const error = configError({ ...email, [name]: value });
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(name);
+    expect(error.problems[0]).toMatch(/email address/);
+  });
+});
+
 describe('AppConfig.fromEnv rejects bad values, naming the variable and what it accepts', () => {
   it.each<[string, string, RegExp]>([
     ['PORT', 'abc', /whole number from 0 to 65535/],

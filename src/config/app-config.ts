@@ -235,6 +235,21 @@ export interface AlertsConfig {
   environment: string;
 }
 
+// One address: a single `@`, no spaces, brackets or list separators (`a@b;c@d` is not one address).
+const EMAIL_ADDRESS = /^[^\s@<>,;"]+@[^\s@<>,;"]+$/;
+// `Alerts <alerts@example.com>`: an address with a display name.
+const NAMED_ADDRESS = /^[^<>\r\n]*<([^<>]*)>$/;
+const MAILBOX_EXPECTED = 'expected an email address (alerts@example.com or Alerts <alerts@example.com>)';
+
+/**
+ * An address SMTP and the email API accept. Checked at start: a malformed one failed every
+ * alert email (SMTP: "No recipients defined") while the gateway started as if all were well.
+ */
+function isMailbox(value: string): boolean {
+  const named = NAMED_ADDRESS.exec(value);
+  return EMAIL_ADDRESS.test(named === null ? value : named[1]);
+}
+
 function readAlertsConfig(read: EnvReader): AlertsConfig {
   const alerts: AlertsConfig = {
     on: read.list('ALERT_ON', [], ALERT_TRIGGERS) as AlertTriggerName[],
@@ -259,7 +274,10 @@ function readAlertsConfig(read: EnvReader): AlertsConfig {
   const email = alerts.email;
   if (email.enabled) {
     if (email.from === undefined) read.errors.push('ALERT_EMAIL_FROM: required when ALERT_EMAIL_ENABLED=true');
+    else if (!isMailbox(email.from)) read.errors.push(`ALERT_EMAIL_FROM=${JSON.stringify(email.from)}: ${MAILBOX_EXPECTED}`);
     if (email.to.length === 0) read.errors.push('ALERT_EMAIL_TO: required when ALERT_EMAIL_ENABLED=true');
+    const badTo = email.to.filter((address) => !isMailbox(address));
+    if (badTo.length > 0) read.errors.push(`ALERT_EMAIL_TO: ${badTo.map((address) => JSON.stringify(address)).join(', ')}: ${MAILBOX_EXPECTED}`);
     if (email.apiKey === undefined && email.smtpHost === undefined) {
       read.errors.push('ALERT_EMAIL_ENABLED=true needs ALERT_EMAIL_API_KEY (delivery API) or ALERT_SMTP_HOST (SMTP)');
     }
