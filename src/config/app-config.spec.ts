@@ -201,6 +201,18 @@ describe('AppConfig.fromEnv rejects bad values, naming the variable and what it 
     expect(error.message).not.toMatch(/hookuser|hookpass/);
   });
 
+  it.each([
+    ['ALERT_CHAT_WEBHOOK', 'hooks.slack.com/services/T000/B000/CHAT-S3KR1T'],
+    ['ALERT_WEBHOOK_URL', 'htps://hooks.example/in/PATH-S3KR1T'],
+    ['ALERT_WEBHOOK_URL', 'htps://hooks.example?token=QUERY-S3KR1T'],
+    ['ALERT_EMAIL_API_URL', 'https://apikey:PW-S3KR1T@api.example/tenant/PATH-S3KR1T'],
+  ])('does not print the path or query of a refused %s (webhook secrets live there): %s', (name, url) => {
+    const error = configError({ [name]: url });
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(name);
+    expect(error.message).not.toMatch(/S3KR1T/);
+  });
+
   it('does not print the value of a too-short ADMIN_TOKEN', () => {
     const error = configError({ ADMIN_TOKEN: 'sekrit-123' });
     expect(error.message).toContain('ADMIN_TOKEN');

@@ -110,9 +110,12 @@ export class EnvReader {
 const NO_CREDENTIALS = 'credentials in the URL (user:password@) are not supported: they would not be sent; remove them (the webhook is authenticated by ALERT_WEBHOOK_SECRET, a chat webhook by its URL)';
 
 /**
- * Hides credentials in a URL before it appears in an error message. The URL is invalid there, so
- * its userinfo may hold `/` or `@`: everything up to the last `@` goes (over-hiding is harmless).
+ * Hides credentials, path and query of a URL before it appears in an error message: webhooks carry
+ * their secret there (a chat webhook's path, a `?token=`). The URL is invalid there, so its
+ * userinfo may hold `/` or `@`: everything up to the last `@` goes (over-hiding is harmless);
+ * scheme and host are kept to show what was wrong.
  */
 export function redactUrl(value: string): string {
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/*)?[^]*@/i, '$1***@');
+  const withoutCredentials = value.replace(/^([a-z][a-z0-9+.-]*:\/*)?[^]*@/i, '$1***@');
+  return withoutCredentials.replace(/^((?:[a-z][a-z0-9+.-]*:\/*)?[^/?#]*)[/?#][^]+$/i, '$1/***');
 }
