@@ -596,6 +596,22 @@ describe('ags alerts', () => {
     expect(result.stderr).toContain('1 of 2 provider(s) failed');
   });
 
+  it('test: a recipient the SMTP server refuses fails the email, named; retries go to it alone', async () => {
+    const smtp = await startSmtpReceiver(SMTP_USER, SMTP_PASS, ['gone@acme.test']);
+    try {
+      const env = { ALERT_EMAIL_ENABLED: 'true', ALERT_EMAIL_FROM: 'gateway@alerts.test', ALERT_EMAIL_TO: 'oncall@acme.test,gone@acme.test', ALERT_SMTP_HOST: '127.0.0.1', ALERT_SMTP_PORT: String(smtp.port), ALERT_SMTP_USER: SMTP_USER, ALERT_SMTP_PASS: SMTP_PASS };
+      const result = await ags(env, 'test');
+      expect(result.code).toBe(1);
+      const error = /^FAILED +email: SMTP .* \(4 attempts\): (.*)$/m.exec(result.stdout)?.[1];
+      expect(error).toMatch(/gone@acme\.test.*550/);
+      expect(error).not.toContain('oncall@acme.test');
+      // The recipient the server took got the alert once: the retries were for the refused one only.
+      expect(smtp.mails.map((mail) => mail.to)).toEqual([['oncall@acme.test']]);
+    } finally {
+      await smtp.close();
+    }
+  });
+
   it('config masks secrets; providers and triggers say what is on', async () => {
     const env = { ALERT_ON: 'deny,error', ALERT_WEBHOOK_URL: `${webhook.url}/x`, ALERT_WEBHOOK_SECRET: SECRET, ALERT_EMAIL_ENABLED: 'true', ALERT_EMAIL_FROM: 'a@b.test', ALERT_EMAIL_TO: 'c@d.test', ALERT_EMAIL_API_KEY: 're_secret_key', ALERT_RATE_LIMIT: '25' };
     const config = await ags(env, 'config');

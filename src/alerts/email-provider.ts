@@ -60,11 +60,22 @@ export class ApiEmailProvider implements AlertProvider {
   }
 }
 
+/** What nodemailer's SMTP transport reports of a sent message: the recipients the server refused, if any. */
+interface SmtpSentInfo {
+  rejected?: Array<string | { address: string }>;
+  rejectedErrors?: Array<{ response?: string; message: string }>;
+}
+
 /** Email through an SMTP server (ALERT_SMTP_*), with nodemailer; TLS on port 465, STARTTLS when the server offers it. */
 export class SmtpEmailProvider implements AlertProvider {
   readonly name = 'email';
   readonly target: string;
   private readonly transport: Transporter;
+  /**
+   * The recipients the server refused while taking the others, per alert: the next attempt goes
+   * to them alone, so the ones who got the alert do not get it again.
+   */
+  private readonly refused = new WeakMap<Alert, string[]>();
 
   constructor(
     private readonly config: AlertsConfig['email'],
@@ -84,11 +95,22 @@ export class SmtpEmailProvider implements AlertProvider {
 
   send(alert: Alert, attempt: AttemptListener): void {
     const { subject, text } = emailContent(alert, this.origin);
-    this.transport.sendMail({ from: this.config.from, to: this.config.to, subject, text, headers: { 'X-Service-Alert-Id': alert.id } }).then(
-      () => attempt.sent(),
+    // A retry after some recipients were refused goes to those alone (the message still shows them all).
+    const only = this.refused.get(alert);
+    const envelope = only === undefined ? undefined : { from: this.config.from, to: only.join(', ') };
+    const to = only === undefined ? '' : ` to ${only.join(', ')}`;
+    this.transport.sendMail({ from: this.config.from, to: this.config.to, envelope, subject, text, headers: { 'X-Service-Alert-Id': alert.id } }).then(
+      (info: SmtpSentInfo) => {
+        const refused = (info.rejected ?? []).map((recipient) => (typeof recipient === 'string' ? recipient : recipient.address));
+        if (refused.length === 0) return attempt.sent();
+        // nodemailer resolves when the server takes one recipient; those it refused must not go unnoticed.
+        this.refused.set(alert, refused);
+        const why = (info.rejectedErrors ?? []).map((error) => error.response ?? error.message).join('; ');
+        attempt.failed(new AlertSendError(`SMTP ${this.config.smtpHost}:${this.config.smtpPort} refused ${refused.join(', ')}${why === '' ? '' : `: ${why}`}`));
+      },
       (error: unknown) => {
         const code = (error as { responseCode?: number }).responseCode;
-        attempt.failed(new AlertSendError(`SMTP ${this.config.smtpHost}:${this.config.smtpPort} failed: ${error instanceof Error ? error.message : String(error)}`, code));
+        attempt.failed(new AlertSendError(`SMTP ${this.config.smtpHost}:${this.config.smtpPort}${to} failed: ${error instanceof Error ? error.message : String(error)}`, code));
       },
     );
   }

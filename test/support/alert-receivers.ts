@@ -109,7 +109,7 @@ export interface ReceivedMail {
   text: string;
 }
 
-/** A real SMTP server (smtp-server) that requires `user`/`pass` and keeps every mail. */
+/** A real SMTP server (smtp-server) that requires `user`/`pass`, refuses the recipients in `refuse` (550) and keeps every mail. */
 export interface SmtpReceiver {
   port: number;
   mails: ReceivedMail[];
@@ -117,7 +117,7 @@ export interface SmtpReceiver {
   close(): Promise<void>;
 }
 
-export async function startSmtpReceiver(user: string, pass: string): Promise<SmtpReceiver> {
+export async function startSmtpReceiver(user: string, pass: string, refuse: readonly string[] = []): Promise<SmtpReceiver> {
   const mails: ReceivedMail[] = [];
   const server = new SMTPServer({
     disabledCommands: ['STARTTLS'],
@@ -126,6 +126,10 @@ export async function startSmtpReceiver(user: string, pass: string): Promise<Smt
     onAuth(auth, _session, callback) {
       if (auth.username === user && auth.password === pass) callback(null, { user });
       else callback(new Error('Invalid username or password'));
+    },
+    onRcptTo(address, _session, callback) {
+      if (refuse.includes(address.address)) callback(Object.assign(new Error('No such user here'), { responseCode: 550 }));
+      else callback();
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
