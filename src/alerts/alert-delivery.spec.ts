@@ -37,7 +37,50 @@ async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> 
   while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
+/** A receiver that takes `perSecond` requests a second and answers the rest 429 with `Retry-After: 1`, as Resend's API does (2 a second by default). */
+async function throttledReceiver(perSecond: number): Promise<{ url: string; accepted: () => number; close: () => Promise<void> }> {
+  let accepted = 0;
+  let second = 0;
+  let inSecond = 0;
+  const server = http.createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      const now = Math.floor(Date.now() / 1000);
+      if (now !== second) [second, inSecond] = [now, 0];
+      if (++inSecond > perSecond) return response.writeHead(429, { 'retry-after': '1' }).end('{"name":"rate_limit_exceeded"}');
+      accepted++;
+      response.end('{"id":"ok"}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    accepted: () => accepted,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
 describe('AlertDelivery', () => {
+  it('waits as a 429 answer asks (Retry-After) without counting it as a failed attempt: a burst to a throttled receiver all arrives', async () => {
+    const throttled = await throttledReceiver(2);
+    const logs: string[] = [];
+    const delivery = new AlertDelivery([new ChatProvider(`${throttled.url}/chat`, ORIGIN, new AlertHttpClient())], new LocalAlertRateCounter(1000), 1000, (_level, message) => logs.push(message));
+    try {
+      await delivery.deliver(Array.from({ length: 10 }, () => testAlert()));
+      await until(() => throttled.accepted() === 10, 15_000);
+      expect(throttled.accepted()).toBe(10);
+      expect(logs.filter((message) => message.includes('failed after'))).toEqual([]);
+    } finally {
+      await delivery.close();
+      await throttled.close();
+    }
+  }, 20_000);
+
+
   it('caps deliveries under way per provider: a hung receiver does not cost a healthy one its alerts', async () => {
     const [hung, healthy] = await Promise.all([receiver(false), receiver(true)]);
     const http1 = new AlertHttpClient();

@@ -1,11 +1,11 @@
 import type { AlertsConfig } from '../config/app-config';
 import type { Alert } from './alert';
 import { AlertHttpClient } from './alert-http';
-import type { AlertProvider, AttemptListener } from './alert-provider';
+import { AlertProvider, AlertSendError, AttemptListener } from './alert-provider';
 import { AlertRateCounter, LocalAlertRateCounter, RedisAlertRateCounter } from './alert-rate-counter';
 import { ChatProvider } from './chat-provider';
 import { ApiEmailProvider, SmtpEmailProvider } from './email-provider';
-import { RetrySchedule, Retryable } from './retry-schedule';
+import { DelayedRetries, RetrySchedule, Retryable } from './retry-schedule';
 import { WebhookProvider } from './webhook-provider';
 
 /** Where delivery reports: the gateway's logger (through the worker's messages) or the CLI. */
@@ -27,6 +27,11 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, firstDelayMs: 500 };
  * receiver does not cost the healthy ones their alerts.
  */
 export const MAX_IN_FLIGHT_PER_PROVIDER = 10_000;
+
+/** Longest one delivery waits in all on a receiver that answers 429; past it, a 429 counts as a failed attempt. */
+export const MAX_THROTTLED_MS = 5 * 60_000;
+/** Longest single wait a Retry-After gets. */
+const MAX_RETRY_AFTER_MS = 60_000;
 
 /** How one provider fared with one alert. */
 export interface DeliveryResult {
@@ -66,6 +71,8 @@ export class AlertDelivery {
   private starting = 0;
   private idleWaiters: Array<() => void> = [];
   private readonly retries: RetrySchedule<Delivery>;
+  /** Deliveries waiting for the time a receiver's 429 asked for. */
+  private readonly throttled = new DelayedRetries<Delivery>();
 
   constructor(
     private readonly providers: readonly AlertProvider[],
@@ -136,6 +143,7 @@ export class AlertDelivery {
 
   async close(): Promise<void> {
     this.retries.clear();
+    this.throttled.clear();
     await Promise.all([this.counter.close(), ...this.providers.map((provider) => provider.close())]);
   }
 
@@ -148,6 +156,7 @@ export class AlertDelivery {
 
   /** Called by a delivery when an attempt failed: retried after its backoff, or given up and logged. */
   attemptFailed(delivery: Delivery, error: Error): void {
+    if (this.waitIfThrottled(delivery, error)) return;
     const { provider, alert, attempts } = delivery;
     const fields = { alertId: alert.id, trigger: alert.trigger, provider: provider.name, attempt: attempts, err: error.message };
     if (attempts < this.retry.attempts) {
@@ -157,6 +166,25 @@ export class AlertDelivery {
     }
     this.log('error', `alert delivery failed after ${attempts} attempts`, fields);
     this.finished(delivery, error.message);
+  }
+
+  /**
+   * A 429 is the receiver asking to slow down (email APIs and chat services rate-limit: Resend
+   * takes 2 requests a second by default), not failing: the delivery waits as asked (Retry-After,
+   * else the first backoff) and the attempt does not count, for up to MAX_THROTTLED_MS in all.
+   * Counted as failures, four attempts over 3.5 s lost every alert of a burst beyond what the
+   * receiver took in that time.
+   */
+  private waitIfThrottled(delivery: Delivery, error: Error): boolean {
+    if (!(error instanceof AlertSendError) || error.status !== 429) return false;
+    const waitMs = Math.min(Math.max(error.retryAfterMs ?? 0, this.retry.firstDelayMs), MAX_RETRY_AFTER_MS);
+    if (delivery.throttledMs + waitMs > MAX_THROTTLED_MS) return false;
+    delivery.throttledMs += waitMs;
+    delivery.attempts--;
+    const { provider, alert } = delivery;
+    this.log('warn', 'alert receiver asked to slow down (429); waiting', { alertId: alert.id, trigger: alert.trigger, provider: provider.name, waitMs });
+    this.throttled.schedule(delivery, waitMs);
+    return true;
   }
 
   /** Called by a delivery once it is over: sent, or failed for good (`error`). */
@@ -182,6 +210,8 @@ export class AlertDelivery {
 class Delivery implements AttemptListener, Retryable {
   attempts = 0;
   dueAt = 0;
+  /** Time spent waiting on 429 answers. */
+  throttledMs = 0;
 
   constructor(
     private readonly owner: AlertDelivery,

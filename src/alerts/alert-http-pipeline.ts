@@ -3,9 +3,9 @@ import tls, { ConnectionOptions } from 'node:tls';
 import { AlertSendError } from './alert-provider';
 import { Fifo } from './fifo';
 
-/** Told how one request went: the response's status, or why there is none. */
+/** Told how one request went: the response's status (and its Retry-After, in ms, if any), or why there is none. */
 export interface ExchangeListener {
-  answered(status: number): void;
+  answered(status: number, retryAfterMs: number | null): void;
   failed(error: Error): void;
 }
 
@@ -23,6 +23,7 @@ interface Exchange {
 interface ParsedHead {
   head: string;
   status: number;
+  retryAfterMs: number | null;
   closeAfter: boolean;
   body: BodyMode | null;
 }
@@ -103,6 +104,8 @@ class PipelinedConnection {
   private writeScheduled = false;
   private input = '';
   private status = 0;
+  /** The current response's Retry-After in seconds, as milliseconds (the HTTP-date form is not read). */
+  private retryAfterMs: number | null = null;
   private body: BodyMode | null = null;
   /** Body bytes of the current response read so far, against MAX_RESPONSE_BODY_BYTES. */
   private bodyRead = 0;
@@ -278,6 +281,7 @@ class PipelinedConnection {
     const last = this.lastHead;
     if (last !== null && last.head === head) {
       this.status = last.status;
+      this.retryAfterMs = last.retryAfterMs;
       this.closeAfter = last.closeAfter;
       this.body = last.body === null ? null : { ...last.body };
       return true;
@@ -287,6 +291,8 @@ class PipelinedConnection {
     this.status = Number(status[1]);
     if (this.status < 200) return true;
     const lower = head.toLowerCase();
+    const retryAfter = /\r\nretry-after: *(\d+) *(\r|$)/.exec(lower);
+    this.retryAfterMs = retryAfter === null ? null : Number(retryAfter[1]) * 1000;
     if (/\r\nconnection:[^\r]*close/.test(lower) || head.startsWith('HTTP/1.0')) this.closeAfter = true;
     const length = /\r\ncontent-length: *(\d+)/.exec(lower);
     if (this.status === 204 || this.status === 304) this.body = { kind: 'none' };
@@ -296,7 +302,7 @@ class PipelinedConnection {
       this.body = { kind: 'until-close' };
       this.closeAfter = true;
     }
-    this.lastHead = { head, status: this.status, closeAfter: this.closeAfter, body: { ...this.body } };
+    this.lastHead = { head, status: this.status, retryAfterMs: this.retryAfterMs, closeAfter: this.closeAfter, body: { ...this.body } };
     return true;
   }
 
@@ -334,7 +340,7 @@ class PipelinedConnection {
     this.bodyRead = 0;
     this.settled++;
     if (!this.closeAfter) this.keepsAlive = true;
-    this.inFlight.shift()?.listener.answered(this.status);
+    this.inFlight.shift()?.listener.answered(this.status, this.retryAfterMs);
     return !this.closeAfter;
   }
 

@@ -53,9 +53,9 @@ class StatusCheck implements ExchangeListener {
     private readonly attempt: AttemptListener,
   ) {}
 
-  answered(status: number): void {
+  answered(status: number, retryAfterMs: number | null): void {
     if (status >= 200 && status < 300) this.attempt.sent();
-    else this.attempt.failed(new AlertSendError(`POST ${safeUrl(this.url.href)} answered ${status}`, status));
+    else this.attempt.failed(new AlertSendError(`POST ${safeUrl(this.url.href)} answered ${status}`, status, retryAfterMs ?? undefined));
   }
 
   failed(error: Error): void {

@@ -17,11 +17,12 @@ export interface AlertProvider {
   close(): Promise<void>;
 }
 
-/** A failed attempt: the receiver's status when it answered. */
+/** A failed attempt: the receiver's status when it answered, and how long it asked to wait (Retry-After). */
 export class AlertSendError extends Error {
   constructor(
     message: string,
     readonly status?: number,
+    readonly retryAfterMs?: number,
   ) {
     super(message);
   }

@@ -60,3 +60,27 @@ export class RetrySchedule<T extends Retryable> {
     if (next !== undefined && entry.timer === null) this.arm(level, next.dueAt - now);
   }
 }
+
+/**
+ * Retries that each wait their own delay (a receiver's Retry-After): a timer each, which is fine
+ * for the deliveries a throttling receiver holds back, and keeps RetrySchedule's queues in order.
+ */
+export class DelayedRetries<T extends Retryable> {
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  /** Runs `item.retry()` once `delayMs` has passed. */
+  schedule(item: T, delayMs: number, nowMs = Date.now()): void {
+    item.dueAt = nowMs + delayMs;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      item.retry();
+    }, delayMs);
+    this.timers.add(timer);
+  }
+
+  /** Drops every waiting retry and its timer. */
+  clear(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+  }
+}
