@@ -316,6 +316,13 @@ describe('decisions at the edge', () => {
     }
     const list = await call(sidecar.url, 'POST', '/v1/audit', { headers: adapter, body: [] });
     expect([list.status, list.body.message]).toEqual([400, 'body must be a JSON object']);
+    const invalid = { agentId: agents.reader.id, plugin: 'EmailPlugin', function: 'SendMail', decision: 'maybe', durationMs: 1, bogus: 1 };
+    const [invalidAtGateway, invalidAtEdge] = [
+      await call(gateway.url, 'POST', '/v1/audit', { headers: adapter, body: invalid }),
+      await call(sidecar.url, 'POST', '/v1/audit', { headers: adapter, body: invalid }),
+    ];
+    expect(invalidAtGateway.body.fields).toHaveLength(2);
+    expect([invalidAtEdge.status, invalidAtEdge.body]).toEqual([400, invalidAtGateway.body]);
 
     const outcome = { agentId: agents.reader.id, plugin: 'EmailPlugin', function: 'SendMail', decision: 'allow', durationMs: 12.5, resultSummary: 'sent', eventId: 'edge-event-1' };
     for (let attempt = 0; attempt < 2; attempt++) {
