@@ -214,6 +214,39 @@ describe('bundles a sidecar accepts', () => {
   });
 });
 
+describe('a gateway of several instances, each signing with its own key', () => {
+  const gateway = new FakeGateway();
+  const cacheDir = path.join(scratch, 'cache-instances');
+  const secondKey = generateKeyPairSync('ed25519');
+  const secondJwk: JWK = { ...(secondKey.publicKey.export({ format: 'jwk' }) as JWK), kid: 'second-key', alg: 'EdDSA', use: 'sig' };
+  /** Every instance's bundle lists every instance's key, as the gateway's key ring publishes them. */
+  const bothKeys = { keys: [publicJwk, secondJwk] };
+  const bySecond = (version: string, overrides: Partial<BundleContent> = {}, key: KeyObject = secondKey.privateKey) =>
+    signBundle(content(version, { ...bothKeys, ...overrides }), { privateKey: key, kid: 'second-key', alg: 'EdDSA' });
+
+  beforeAll(() => gateway.start());
+  afterAll(() => gateway.close());
+
+  it('applies the bundles of an instance whose key a bundle of the pinned key lists, also from its cache, and no others', async () => {
+    gateway.bundle = signed(V1, bothKeys);
+    const sidecar = await startSidecar(gateway, cacheDir);
+    await waitFor(sidecar, '/health', (_status, body) => body.bundleVersion === V1, 20_000);
+    gateway.bundle = bySecond(V2, {}, otherKey.privateKey);
+    await waitFor(sidecar, '/health', (_status, body) => typeof body.lastSyncError === 'string' && /signature does not verify/.test(body.lastSyncError), 20_000);
+
+    gateway.bundle = bySecond(V2, { agents: [{ id: 'agent_edge1', name: 'edge-one', trustTier: 'verified', tags: [], revoked: true }], revoked: ['agent_edge1'] });
+    await waitFor(sidecar, '/health', (_status, body) => body.bundleVersion === V2, 20_000);
+    expect((await enforce(sidecar, { action: 'read:docs/a' })).body.message).toBe('Agent has been revoked');
+
+    await sidecar.stop();
+    gateway.bundle = null;
+    const restarted = await startSidecar(gateway, cacheDir);
+    const health = await waitFor(restarted, '/health', (_status, body) => body.lastSync !== null);
+    expect(health).toMatchObject({ status: 'healthy', bundleVersion: V2 });
+    await restarted.stop();
+  });
+});
+
 describe('a damaged CACHE_DIR or configuration at start', () => {
   const gateway = new FakeGateway();
 

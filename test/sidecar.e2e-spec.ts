@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
@@ -314,6 +316,13 @@ describe('decisions at the edge', () => {
     }
     const list = await call(sidecar.url, 'POST', '/v1/audit', { headers: adapter, body: [] });
     expect([list.status, list.body.message]).toEqual([400, 'body must be a JSON object']);
+    const invalid = { agentId: agents.reader.id, plugin: 'EmailPlugin', function: 'SendMail', decision: 'maybe', durationMs: 1, bogus: 1 };
+    const [invalidAtGateway, invalidAtEdge] = [
+      await call(gateway.url, 'POST', '/v1/audit', { headers: adapter, body: invalid }),
+      await call(sidecar.url, 'POST', '/v1/audit', { headers: adapter, body: invalid }),
+    ];
+    expect(invalidAtGateway.body.fields).toHaveLength(2);
+    expect([invalidAtEdge.status, invalidAtEdge.body]).toEqual([400, invalidAtGateway.body]);
 
     const outcome = { agentId: agents.reader.id, plugin: 'EmailPlugin', function: 'SendMail', decision: 'allow', durationMs: 12.5, resultSummary: 'sent', eventId: 'edge-event-1' };
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -345,6 +354,66 @@ describe('decisions at the edge', () => {
     await eventually(async () => (await enforce(agents.doomed, { action: 'read:docs/a' })).status === 401, 15_000, 'revocation at the edge');
     const refused = await enforce(agents.doomed, { action: 'read:docs/a' });
     expect(refused.body).toMatchObject({ error: 'unauthorized', message: 'Agent has been revoked' });
+  });
+});
+
+describe('a gateway that refuses every audit batch', () => {
+  /** Passes everything to the gateway but answers each audit batch 400, as a gateway that cannot take the sidecar's entries does. */
+  async function refusingRelay(): Promise<{ url: string; close(): Promise<void> }> {
+    const server = http.createServer((request, response) => {
+      if (request.url === '/api/v1/audit/ingest') {
+        request.resume();
+        response.writeHead(400, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ error: 'invalid_request', message: 'entries.0.future must not exist' }));
+        return;
+      }
+      const forwarded = http.request(`${gateway.url}${request.url}`, { method: request.method, headers: request.headers }, (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      });
+      request.pipe(forwarded);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      close: () => {
+        server.closeAllConnections();
+        return new Promise((resolve) => server.close(() => resolve()));
+      },
+    };
+  }
+
+  it('shows the entries it never received in /admin/sidecars, not a clean fleet status', async () => {
+    const relay = await refusingRelay();
+    const refused = launch(SIDECAR_MAIN, await freePort(), {
+      GATEWAY_URL: relay.url,
+      ADMIN_TOKEN,
+      CACHE_DIR: path.join(scratch, 'cache-refused'),
+      BUNDLE_SYNC_INTERVAL: '1',
+      AUDIT_FORWARD_INTERVAL_MS: '100',
+      SIDECAR_ID: 'sc_e2e-refused',
+      LOG_LEVEL: 'error',
+    });
+    started.push(refused);
+    try {
+      await waitFor(refused, '/health', (status) => status === 200);
+      for (let index = 0; index < 3; index++) {
+        const answer = await call(refused.url, 'POST', '/enforce', { bearer: agents.reader.token, body: { action: `read:docs/${index}` } });
+        expect(answer.status).toBe(200);
+      }
+      const health = await waitFor(refused, '/health', (_status, body) => (body.audit as { forwardError: string | null }).forwardError !== null);
+      expect((health.audit as { pendingEntries: number }).pendingEntries).toBe(3);
+      let edge: { lastSeq: number; gaps: unknown[]; unforwarded?: number } | undefined;
+      await eventually(async () => {
+        const fleet = await admin<{ sidecars: Array<{ id: string; lastSeq: number; gaps: unknown[]; unforwarded?: number }> }>('GET', '/admin/sidecars');
+        edge = fleet.body.sidecars.find((entry) => entry.id === 'sc_e2e-refused');
+        return edge?.unforwarded === 3;
+      }, 15_000, 'the unforwarded entries in the fleet status').catch(() => undefined);
+      expect(edge).toMatchObject({ lastSeq: 0, gaps: [], unforwarded: 3 });
+    } finally {
+      await refused.kill();
+      await relay.close();
+    }
   });
 });
 

@@ -25,6 +25,7 @@ export class BundlesController {
   @ApiHeader({ name: 'If-None-Match', required: false })
   @ApiHeader({ name: SidecarHeader.Id, required: false, description: 'The fetching sidecar, listed by GET /admin/sidecars' })
   @ApiHeader({ name: SidecarHeader.Mode, required: false, description: 'The fetching sidecar’s MODE' })
+  @ApiHeader({ name: SidecarHeader.AuditSeq, required: false, description: 'The highest audit sequence number the fetching sidecar has used' })
   @ApiOkResponse({ description: 'The bundle (see docs/architecture.md “Edge sidecar”)' })
   @ApiNotModifiedResponse({ description: 'The sidecar already holds this content' })
   async bundle(
@@ -32,10 +33,11 @@ export class BundlesController {
     @Headers('if-none-match') ifNoneMatch: string | undefined,
     @Headers('x-sidecar-id') sidecarId: string | undefined,
     @Headers('x-sidecar-mode') mode: string | undefined,
+    @Headers('x-sidecar-audit-seq') auditSeq: string | undefined,
     @Res({ passthrough: true }) response: Response,
   ): Promise<SignedBundle | undefined> {
     const served = await this.bundles.bundle(admin, ifNoneMatch);
-    await this.sidecars.recordSync(admin, { id: sidecarId, mode, bundleVersion: served.version });
+    await this.sidecars.recordSync(admin, { id: sidecarId, mode, auditSeq, bundleVersion: served.version });
     response.setHeader('ETag', served.etag);
     response.setHeader(SidecarHeader.BundleVersion, served.version);
     response.setHeader('Cache-Control', 'no-cache');

@@ -122,6 +122,10 @@ export class SidecarView {
   @ApiProperty({ description: 'Audit entries received' }) received: number;
   @ApiProperty({ type: [SequenceGap], description: 'Sequence numbers missing below lastSeq' }) gaps: SequenceGap[];
   @ApiProperty({
+    description: 'Audit sequence numbers the sidecar had used at its last bundle fetch that were not received yet: entries still in its buffer, or refused by this gateway (the sidecar’s /health shows audit.forwardError)',
+  })
+  unforwarded: number;
+  @ApiProperty({
     description: 'Entries received under a number already received with another id (written to the trail); above 0, the sidecar reused numbers and gaps alone do not show every missing entry',
   })
   renumbered: number;

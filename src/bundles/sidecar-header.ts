@@ -2,5 +2,7 @@
 export enum SidecarHeader {
   Id = 'X-Sidecar-Id',
   Mode = 'X-Sidecar-Mode',
+  /** The highest audit sequence number the sidecar has used. */
+  AuditSeq = 'X-Sidecar-Audit-Seq',
   BundleVersion = 'X-Bundle-Version',
 }

@@ -27,6 +27,10 @@ export class Sidecar {
   @Column('bigint', { default: 0, transformer: { to: (value: number) => value, from: (value: string | number) => Number(value) } })
   renumbered: number;
 
+  /** Highest audit sequence number it had used at its last fetch (X-Sidecar-Audit-Seq); null when it did not say. */
+  @Column('bigint', { name: 'reported_seq', nullable: true, transformer: { to: (value: number | null) => value, from: (value: string | number | null) => (value === null ? null : Number(value)) } })
+  reportedSeq: number | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

@@ -18,8 +18,13 @@ import { covers, gapsOf, mergeRanges, rangesOf, SequenceRange } from './sequence
 export interface SidecarSync {
   id: string | undefined;
   mode: string | undefined;
+  /** The highest audit sequence number it has used, as its header gave it. */
+  auditSeq: string | undefined;
   bundleVersion: string;
 }
+
+/** Digits only, at most 15 of them: a safe integer. */
+const SEQ_TEXT = /^\d{1,15}$/;
 
 /**
  * The fleet of edge sidecars: who synced which bundle when, and their buffered audit entries.
@@ -47,7 +52,8 @@ export class SidecarsService {
   async recordSync(admin: AdminPrincipal, sync: SidecarSync): Promise<void> {
     if (sync.id === undefined || !SIDECAR_ID_PATTERN.test(sync.id)) return;
     const mode = (SIDECAR_MODES as readonly string[]).includes(sync.mode ?? '') ? sync.mode! : null;
-    await this.sidecars.upsert({ orgId: admin.orgId, id: sync.id, mode, bundleVersion: sync.bundleVersion, lastSyncAt: new Date() }, ['orgId', 'id']);
+    const reportedSeq = sync.auditSeq !== undefined && SEQ_TEXT.test(sync.auditSeq) ? Number(sync.auditSeq) : null;
+    await this.sidecars.upsert({ orgId: admin.orgId, id: sync.id, mode, bundleVersion: sync.bundleVersion, lastSyncAt: new Date(), reportedSeq }, ['orgId', 'id']);
   }
 
   /** Writes a batch of buffered entries once each. */
@@ -238,13 +244,16 @@ function ingestedDecision(record: AuditRecord): Decision {
 
 function toView(sidecar: Sidecar, rows: SidecarAuditRange[]): SidecarView {
   const merged = mergeRanges(rows.map(toRange));
+  const lastSeq = merged.at(-1)?.last ?? 0;
   return {
     id: sidecar.id,
     mode: sidecar.mode,
     bundleVersion: sidecar.bundleVersion,
     lastSync: sidecar.lastSyncAt?.toISOString() ?? null,
     lastIngest: sidecar.lastIngestAt?.toISOString() ?? null,
-    lastSeq: merged.at(-1)?.last ?? 0,
+    lastSeq,
+    // Numbers it had used at its last fetch beyond those received: still in its buffer, or refused by the ingest (its /health says which).
+    unforwarded: Math.max(0, (sidecar.reportedSeq ?? 0) - lastSeq),
     received: merged.reduce((sum, range) => sum + range.last - range.first + 1, 0),
     renumbered: sidecar.renumbered,
     gaps: gapsOf(merged).map((gap) => ({

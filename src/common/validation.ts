@@ -11,11 +11,14 @@ export function createValidationPipe(): ValidationPipe {
     forbidNonWhitelisted: true,
     transform: true,
     validationError: { target: false, value: false },
-    exceptionFactory: (errors) => {
-      const problems = flatten(errors);
-      return AppError.invalid(problems.map((problem) => problem.message).join('; '), { fields: problems });
-    },
+    exceptionFactory: validationFailure,
   });
+}
+
+/** class-validator's errors as the 400 the gateway answers: every problem named by field, in `message` and in `fields`. */
+export function validationFailure(errors: ValidationError[]): AppError {
+  const problems = flatten(errors);
+  return AppError.invalid(problems.map((problem) => problem.message).join('; '), { fields: problems });
 }
 
 interface FieldProblem {

@@ -10,6 +10,7 @@ import { Sidecars1764201600000 } from '../../migrations/1764201600000-sidecars';
 import { AnalyticsRollups1763942400000 } from '../../migrations/1763942400000-analytics-rollups';
 import { OidcClients1764288000000 } from '../../migrations/1764288000000-oidc-clients';
 import { SidecarRenumbered1764374400500 } from '../../migrations/1764374400500-sidecar-renumbered';
+import { SidecarReportedSeq1764460800000 } from '../../migrations/1764460800000-sidecar-reported-seq';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   Sidecars1764201600000,
   OidcClients1764288000000,
   SidecarRenumbered1764374400500,
+  SidecarReportedSeq1764460800000,
 ];

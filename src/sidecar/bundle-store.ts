@@ -24,6 +24,15 @@ interface ActiveBundle {
   apiKeyHashes: ReadonlySet<string>;
   /** When this sidecar applied it (from the cache: when it was loaded). */
   appliedAtMs: number;
+  /** The newest applied bundle the pinned key signed (this one, when it did): the keys it lists may sign bundles too. */
+  anchor: SignedBundle;
+}
+
+/** What bundle.json holds: the bundle, and its anchor when another instance's key signed it. */
+interface CachedBundle {
+  bundle: unknown;
+  etag?: string | null;
+  anchor?: unknown;
 }
 
 /** What became of a bundle offered to the store. */
@@ -35,7 +44,10 @@ export type Offer = { applied: true } | { applied: false; reason: string };
  *
  * A bundle is applied only if it is newer than the one in force and its signature verifies
  * against the pinned gateway key: BUNDLE_PUBLIC_KEY, else the key that signed the first bundle
- * this sidecar accepted (trust on first use), kept in CACHE_DIR. It is written to CACHE_DIR
+ * this sidecar accepted (trust on first use), kept in CACHE_DIR; or against a key listed by the
+ * newest bundle the pinned key signed (its anchor): gateway instances each sign with their own
+ * key and every bundle lists every instance's key, so a sidecar behind several instances takes
+ * the bundles of all of them, not only of the one it met first. It is written to CACHE_DIR
  * atomically before it takes effect, so a restart starts from it. With no valid bundle there is
  * nothing to decide with: the sidecar fails closed and says why (`failure`).
  */
@@ -59,22 +71,23 @@ export class BundleStore implements PolicySource, VerificationKeySource {
   async loadCached(): Promise<Offer> {
     const text = readFileIfExists(path.join(this.cacheDir, BUNDLE_FILE));
     if (text === undefined) return { applied: false, reason: 'no cached bundle' };
-    let parsed: { bundle: unknown; etag?: string | null } | null;
+    let parsed: CachedBundle | null;
     try {
-      parsed = JSON.parse(text) as { bundle: unknown; etag?: string | null } | null;
+      parsed = JSON.parse(text) as CachedBundle | null;
     } catch {
       return this.refuse('cache', 'cached bundle is not valid JSON');
     }
     if (typeof parsed !== 'object' || parsed === null) return this.refuse('cache', 'cached bundle is not a JSON object');
-    return this.offer(parsed.bundle, parsed.etag ?? null, 'cache');
+    return this.offer(parsed.bundle, parsed.etag ?? null, 'cache', this.pinnedSigned(parsed.anchor));
   }
 
-  /** Applies `candidate` if it is newer and verifies; otherwise logs and keeps what is in force. */
-  async offer(candidate: unknown, etag: string | null, from: 'gateway' | 'cache'): Promise<Offer> {
-    const key = this.pinned ?? this.firstUseKey(candidate);
-    if (typeof key === 'string') return this.refuse(from, key);
-    const problem = bundleSignatureProblem(candidate, key);
-    if (problem !== null) return this.refuse(from, problem);
+  /**
+   * Applies `candidate` if it is newer and verifies; otherwise logs and keeps what is in force.
+   * `anchor`: the bundle whose keys may have signed it (default: the anchor of the one in force).
+   */
+  async offer(candidate: unknown, etag: string | null, from: 'gateway' | 'cache', anchor = this.active?.anchor): Promise<Offer> {
+    const vouched = this.vouchedAnchor(candidate, anchor);
+    if (typeof vouched === 'string') return this.refuse(from, vouched);
     const bundle = candidate as SignedBundle;
     const current = this.active?.bundle;
     // The gateway serves the organization of ADMIN_TOKEN: a bundle of another one in force came
@@ -87,11 +100,11 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     }
     let active: ActiveBundle;
     try {
-      active = await activate(bundle, etag);
+      active = await activate(bundle, etag, vouched);
     } catch (error) {
       return this.refuse(from, error instanceof PolicyLoadError ? `policies do not compile: ${error.errors.map(formatPolicyError).join('; ')}` : `unusable: ${(error as Error).message}`);
     }
-    if (from === 'gateway') writeFileAtomic(path.join(this.cacheDir, BUNDLE_FILE), JSON.stringify({ etag, bundle }));
+    if (from === 'gateway') writeFileAtomic(path.join(this.cacheDir, BUNDLE_FILE), JSON.stringify({ etag, bundle, ...(vouched !== bundle ? { anchor: vouched } : {}) }));
     if (this.pinned === null) this.pin(signerJwk(bundle)!);
     if (otherOrganization) {
       this.logger.warn(
@@ -149,6 +162,25 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     return { applied: false, reason };
   }
 
+  /**
+   * The anchor `candidate` is applied with, or why it is refused: the candidate itself when the
+   * pinned key signed it, else `anchor` when one of the keys it lists did.
+   */
+  private vouchedAnchor(candidate: unknown, anchor: SignedBundle | undefined): SignedBundle | string {
+    const key = this.pinned ?? this.firstUseKey(candidate);
+    if (typeof key === 'string') return key;
+    const problem = bundleSignatureProblem(candidate, key);
+    if (problem === null) return candidate as SignedBundle;
+    const listed = anchor === undefined ? undefined : listedKey(anchor, signatureKid(candidate));
+    return listed !== undefined && bundleSignatureProblem(candidate, listed) === null ? anchor! : problem;
+  }
+
+  /** A cached anchor, if the pinned key signed it. */
+  private pinnedSigned(anchor: unknown): SignedBundle | undefined {
+    if (anchor === undefined || this.pinned === null) return undefined;
+    return bundleSignatureProblem(anchor, this.pinned) === null ? (anchor as SignedBundle) : undefined;
+  }
+
   /** With nothing pinned: the key the bundle names among its own keys, or why there is none. */
   private firstUseKey(candidate: unknown): KeyObject | string {
     const bundle = candidate as Partial<SignedBundle> | null;
@@ -181,7 +213,7 @@ export class BundleStore implements PolicySource, VerificationKeySource {
   }
 }
 
-async function activate(bundle: SignedBundle, etag: string | null): Promise<ActiveBundle> {
+async function activate(bundle: SignedBundle, etag: string | null, anchor: SignedBundle): Promise<ActiveBundle> {
   const set = compilePolicies(bundle.policies, { namespace: bundle.orgId });
   const revoked = new Set(bundle.revoked);
   const agents = new Map<string, AgentSnapshot>();
@@ -189,7 +221,24 @@ async function activate(bundle: SignedBundle, etag: string | null): Promise<Acti
     agents.set(agent.id, agentSnapshot({ ...agent, orgId: bundle.orgId, revoked: agent.revoked || revoked.has(agent.id) }));
   }
   const apiKeyHashes = new Set((bundle.apiKeys ?? []).map((key) => key.hash));
-  return { bundle, etag, policies: { set, version: bundle.policyVersion }, agents, keys: await JwkSet.of(bundle.keys), apiKeyHashes, appliedAtMs: Date.now() };
+  return { bundle, etag, policies: { set, version: bundle.policyVersion }, agents, keys: await JwkSet.of(bundle.keys), apiKeyHashes, appliedAtMs: Date.now(), anchor };
+}
+
+/** The public key `anchor` lists under `kid`, if it lists a valid one. */
+function listedKey(anchor: SignedBundle, kid: string | undefined): KeyObject | undefined {
+  const jwk = kid === undefined ? undefined : anchor.keys.find((key) => key.kid === kid);
+  if (jwk === undefined) return undefined;
+  try {
+    return publicKeyOf(jwk);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `kid` a bundle's signature names, whatever the shape of the rest. */
+function signatureKid(candidate: unknown): string | undefined {
+  const signature = (candidate as { signature?: { kid?: unknown } } | null)?.signature;
+  return typeof signature?.kid === 'string' ? signature.kid : undefined;
 }
 
 function parseKey(text: string, origin: string): KeyObject {

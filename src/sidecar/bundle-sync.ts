@@ -3,7 +3,9 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import type { Logger } from 'pino';
 import { SidecarConfig } from '../config/sidecar-config';
 import { LOGGER } from '../logging/logging.module';
+import { SidecarHeader } from '../bundles/sidecar-header';
 import { AuditForwarder } from './audit-forwarder';
+import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
 import { GatewayLink } from './gateway-link';
 
@@ -31,6 +33,7 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
     private readonly store: BundleStore,
     private readonly link: GatewayLink,
     private readonly forwarder: AuditForwarder,
+    private readonly wal: AuditWal,
     private readonly scheduler: SchedulerRegistry,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -49,7 +52,8 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
   /** One fetch; true when the gateway answered with a usable bundle or a 304. */
   async syncOnce(): Promise<boolean> {
     this.lastSyncMs = Date.now();
-    const headers: Record<string, string> = {};
+    // The gateway's fleet status compares it with the numbers it received (`unforwarded`).
+    const headers: Record<string, string> = { [SidecarHeader.AuditSeq]: String(this.wal.state().lastSeq) };
     const etag = this.store.etag;
     if (etag !== null) headers['if-none-match'] = etag;
     const answer = await this.link.get('/api/v1/bundle', headers);

@@ -4,6 +4,7 @@ import { validateSync } from 'class-validator';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { AppError } from '../common/app-error';
+import { validationFailure } from '../common/validation';
 import { errorBody } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { ServiceHeader } from '../common/service-header';
@@ -84,7 +85,8 @@ export class SidecarAdapterHandler {
     if (Array.isArray(body)) throw AppError.invalid('body must be a JSON object');
     const event = plainToInstance(AdapterAuditDto, body);
     const problems = validateSync(event, { whitelist: true, forbidNonWhitelisted: true });
-    if (problems.length > 0) throw AppError.invalid(problems.flatMap((problem) => Object.values(problem.constraints ?? {})).join('; '));
+    // The gateway's ValidationPipe answer, word for word: clients switch by address alone.
+    if (problems.length > 0) throw validationFailure(problems);
     const agent = await this.store.agentSource.get(event.agentId);
     if (agent === null || agent.orgId !== orgId) throw AppError.notFound('agent', event.agentId);
     this.wal.record(outcomeRecord(agent, event, traceId));
