@@ -2,6 +2,7 @@ import nodemailer, { Transporter } from 'nodemailer';
 import type { AlertsConfig } from '../config/app-config';
 import type { Alert, AlertOrigin } from './alert';
 import { AlertHttpClient, safeUrl } from './alert-http';
+import { smtpTransportOptions } from '../common/smtp-transport-options';
 import { AlertProvider, AlertSendError, AttemptListener } from './alert-provider';
 
 /** Subject and plain-text body of an alert email. */
@@ -81,15 +82,9 @@ export class SmtpEmailProvider implements AlertProvider {
     private readonly config: AlertsConfig['email'],
     private readonly origin: AlertOrigin,
   ) {
-    this.transport = nodemailer.createTransport({
-      host: config.smtpHost,
-      port: config.smtpPort,
-      secure: config.smtpPort === 465,
-      auth: config.smtpUser === undefined ? undefined : { user: config.smtpUser, pass: config.smtpPass },
-      connectionTimeout: 10_000,
-      greetingTimeout: 10_000,
-      socketTimeout: 10_000,
-    });
+    this.transport = nodemailer.createTransport(
+      smtpTransportOptions({ host: config.smtpHost ?? '', port: config.smtpPort, user: config.smtpUser, pass: config.smtpPass }, { connectionMs: 10_000, socketMs: 10_000 }),
+    );
     this.target = `SMTP ${config.smtpHost}:${config.smtpPort} to ${config.to.join(', ')}`;
   }
 

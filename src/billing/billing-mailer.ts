@@ -1,5 +1,6 @@
 import nodemailer, { Transporter } from 'nodemailer';
 import { AppConfig } from '../config/app-config';
+import { smtpTransportOptions } from '../common/smtp-transport-options';
 
 export interface BillingMail {
   to: string;
@@ -27,15 +28,7 @@ export class SmtpBillingMailer extends BillingMailer {
     options: { port: number; user?: string; pass?: string },
   ) {
     super();
-    this.transport = nodemailer.createTransport({
-      host,
-      port: options.port,
-      // Port 465 is TLS from the first byte; others upgrade with STARTTLS when the server offers it.
-      secure: options.port === 465,
-      auth: options.user === undefined ? undefined : { user: options.user, pass: options.pass ?? '' },
-      connectionTimeout: 10_000,
-      socketTimeout: 20_000,
-    });
+    this.transport = nodemailer.createTransport(smtpTransportOptions({ host, ...options }, { connectionMs: 10_000, socketMs: 20_000 }));
   }
 
   async send(mail: BillingMail): Promise<void> {
