@@ -580,7 +580,7 @@ describe('ags alerts', () => {
   it('test: sends an info test alert to every provider and reports each; exit 0', async () => {
     const result = await ags({ ALERT_WEBHOOK_URL: `${webhook.url}/cli`, ALERT_WEBHOOK_SECRET: SECRET }, 'test');
     expect(result).toMatchObject({ code: 0, stderr: '' });
-    expect(result.stdout).toMatch(/^ok +webhook: http:\/\/127\.0\.0\.1:\d+\/cli \(signed\) \(1 attempt\)$/m);
+    expect(result.stdout).toMatch(/^ok +webhook: http:\/\/127\.0\.0\.1:\d+\/\*\*\* \(signed\) \(1 attempt\)$/m);
     const [received] = await webhook.waitFor(1, (request) => request.path === '/cli');
     expect(checkSignature(SECRET, received)).toEqual({ bodySignature: true, timestampedSignature: true, fresh: true });
     expect(received.json).toMatchObject({ severity: 'info', trigger: 'test', title: expect.stringContaining('[TEST]') });
@@ -613,7 +613,8 @@ describe('ags alerts', () => {
   });
 
   it('config masks secrets; providers and triggers say what is on', async () => {
-    const env = { ALERT_ON: 'deny,error', ALERT_WEBHOOK_URL: `${webhook.url}/x`, ALERT_WEBHOOK_SECRET: SECRET, ALERT_EMAIL_ENABLED: 'true', ALERT_EMAIL_FROM: 'a@b.test', ALERT_EMAIL_TO: 'c@d.test', ALERT_EMAIL_API_KEY: 're_secret_key', ALERT_RATE_LIMIT: '25' };
+    // A one-segment path is the whole secret of some webhooks (webhook.site/<uuid>, ntfy.sh/<topic>).
+    const env = { ALERT_ON: 'deny,error', ALERT_WEBHOOK_URL: `${webhook.url}/5f0c2a9e-1b7d-4c8e`, ALERT_WEBHOOK_SECRET: SECRET, ALERT_EMAIL_ENABLED: 'true', ALERT_EMAIL_FROM: 'a@b.test', ALERT_EMAIL_TO: 'c@d.test', ALERT_EMAIL_API_KEY: 're_secret_key', ALERT_RATE_LIMIT: '25' };
     const config = await ags(env, 'config');
     expect(config.code).toBe(0);
     expect(config.stdout).toContain('ALERT_WEBHOOK_SECRET: (set, hidden)');
@@ -623,6 +624,7 @@ describe('ags alerts', () => {
     expect(config.stdout).not.toContain('re_secret_key');
     const providers = await ags(env, 'providers');
     expect(providers.stdout).toMatch(/^webhook +configured: .*\(signed\)$/m);
+    expect(config.stdout + providers.stdout).not.toContain('5f0c2a9e');
     expect(providers.stdout).toMatch(/^chat +not configured/m);
     expect(providers.stdout).toMatch(/^email +configured: email API .* to c@d\.test$/m);
     const triggers = await ags(env, 'triggers');

@@ -78,8 +78,9 @@ export function safeUrl(url: string): string {
   }
 }
 
-// Chat incoming-webhook URLs are secrets in their path (/services/T000/B000/XXXX): show the first segment only.
+// Webhook URLs are often secrets in their path: a chat webhook's last segments (/services/T000/B000/XXXX),
+// a one-segment token (webhook.site/<uuid>, ntfy.sh/<topic>). Only a first segment with more after it is shown.
 function maskPath(pathname: string): string {
   const [first, ...rest] = pathname.split('/').filter((segment) => segment !== '');
-  return rest.length === 0 ? `/${first}` : `/${first}/***`;
+  return rest.length === 0 ? '/***' : `/${first}/***`;
 }
