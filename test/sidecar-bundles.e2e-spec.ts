@@ -30,6 +30,8 @@ class FakeGateway {
   /** Ingest bodies larger than this are answered 413, as a gateway with a small MAX_JSON_BYTES does. */
   maxIngestBytes = Infinity;
   refusedAsTooLarge = 0;
+  /** Answer bundle fetches with a body that never ends (no content-length), as a wrong GATEWAY_URL might. */
+  endlessBundle = false;
   private server!: http.Server;
   url = '';
 
@@ -39,6 +41,7 @@ class FakeGateway {
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
         if (request.url === '/api/v1/bundle') {
+          if (this.endlessBundle) return streamEndlessly(response);
           if (this.bundle === null) return send(response, 503, { error: 'service_unavailable' });
           return send(response, 200, this.bundle);
         }
@@ -68,6 +71,19 @@ function send(response: http.ServerResponse, status: number, body: unknown): voi
   const text = JSON.stringify(body);
   response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   response.end(text);
+}
+
+/** 1 MiB chunks of a JSON string for as long as the client reads. */
+function streamEndlessly(response: http.ServerResponse): void {
+  const chunk = Buffer.alloc(1024 * 1024, 'a');
+  response.writeHead(200, { 'content-type': 'application/json' });
+  response.write('"');
+  const more = (): void => {
+    while (!response.destroyed && response.write(chunk));
+    if (!response.destroyed) response.once('drain', more);
+  };
+  response.on('close', () => response.removeAllListeners('drain'));
+  more();
 }
 
 function content(version: string, overrides: Partial<BundleContent> = {}): BundleContent {
@@ -170,6 +186,17 @@ describe('bundles a sidecar accepts', () => {
     const health = await waitFor(sidecar, '/health', (_status, body) => typeof body.lastSyncError === 'string' && reason.test(body.lastSyncError), 20_000);
     expect(health).toMatchObject({ status: 'healthy', bundleVersion: V1, lastSyncSuccess: false, gatewayReachable: true });
     expect((await enforce(sidecar, { action: 'read:etc/passwd', context: { args: { path: '/etc/passwd' } } })).body).toMatchObject({ decision: 'deny', bundleVersion: V1 });
+  });
+
+  it('stops reading a bundle answer past 64 MiB, says so, and keeps deciding with the bundle in force', async () => {
+    gateway.endlessBundle = true;
+    try {
+      const health = await waitFor(sidecar, '/health', (_status, body) => typeof body.lastSyncError === 'string' && /larger than 64 MiB/.test(body.lastSyncError), 20_000);
+      expect(health).toMatchObject({ status: 'healthy', bundleVersion: V1, lastSyncSuccess: false });
+      expect((await enforce(sidecar, { action: 'read:docs/a', context: { args: { path: '/docs/a' } } })).body).toMatchObject({ decision: 'allow', bundleVersion: V1 });
+    } finally {
+      gateway.endlessBundle = false;
+    }
   });
 
   it('applies a newer bundle that revokes the agent', async () => {

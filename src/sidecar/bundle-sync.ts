@@ -7,7 +7,7 @@ import { SidecarHeader } from '../bundles/sidecar-header';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
-import { GatewayLink } from './gateway-link';
+import { GatewayAnswer, GatewayLink, MAX_GATEWAY_ANSWER_BYTES } from './gateway-link';
 
 const TIMEOUT_NAME = 'bundle-sync';
 const JITTER = 0.1;
@@ -57,8 +57,12 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
     const etag = this.store.etag;
     if (etag !== null) headers['if-none-match'] = etag;
     const answer = await this.link.get('/api/v1/bundle', headers);
-    const ok = answer !== 'unreachable' && (await this.handle(answer));
+    const ok = answer !== 'unreachable' && answer !== 'too_large' && (await this.handle(answer));
     if (answer === 'unreachable') this.lastError = 'gateway unreachable';
+    if (answer === 'too_large') {
+      this.lastError = `gateway answer larger than ${MAX_GATEWAY_ANSWER_BYTES / 1024 / 1024} MiB refused`;
+      this.logger.error({ limitBytes: MAX_GATEWAY_ANSWER_BYTES }, 'bundle fetch answer too large; refused');
+    }
     this.lastSyncSuccess = ok;
     if (ok) {
       this.lastSuccessMs = this.lastSyncMs;
@@ -68,7 +72,7 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
     return ok;
   }
 
-  private async handle(answer: Exclude<Awaited<ReturnType<GatewayLink['get']>>, 'unreachable'>): Promise<boolean> {
+  private async handle(answer: Exclude<GatewayAnswer, 'unreachable'>): Promise<boolean> {
     if (answer.status === 304) return true;
     if (answer.status !== 200) {
       this.lastError = `gateway answered ${answer.status}${answer.status === 401 ? ' (is ADMIN_TOKEN right?)' : ''}`;

@@ -5,6 +5,12 @@ import { ServiceHeader } from '../common/service-header';
 import type { SidecarConfig } from '../config/sidecar-config';
 
 const REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * Largest answer to a GET (the bundle) read: far above a bundle of 100,000 agents, and a
+ * misconfigured or hostile GATEWAY_URL streaming hundreds of megabytes must not hold the
+ * sidecar's memory or stall the event loop that answers /enforce while it is parsed.
+ */
+export const MAX_GATEWAY_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /** An answer of the gateway, or `unreachable` when none came. */
 export type GatewayAnswer = { status: number; headers: Headers; text: string } | 'unreachable';
@@ -28,8 +34,16 @@ export class GatewayLink {
     this.agent = config.gatewayUrl.startsWith('https:') ? new https.Agent(options) : new http.Agent(options);
   }
 
-  async get(path: string, headers: Record<string, string> = {}): Promise<GatewayAnswer> {
-    return this.call('GET', path, headers);
+  /** The answer to `GET path`; `too_large` past MAX_GATEWAY_ANSWER_BYTES (the rest is not read). */
+  async get(path: string, headers: Record<string, string> = {}): Promise<GatewayAnswer | 'too_large'> {
+    try {
+      const response = await fetch(`${this.config.gatewayUrl}${path}`, { method: 'GET', headers: this.headers(headers), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      const text = await boundedText(response, MAX_GATEWAY_ANSWER_BYTES);
+      const answer = this.answered(response.status, response.headers, text ?? '');
+      return text === null ? 'too_large' : answer;
+    } catch {
+      return this.unreachable();
+    }
   }
 
   /**
@@ -66,19 +80,6 @@ export class GatewayLink {
     this.agent.destroy();
   }
 
-  private async call(method: string, path: string, headers: Record<string, string>): Promise<GatewayAnswer> {
-    try {
-      const response = await fetch(`${this.config.gatewayUrl}${path}`, {
-        method,
-        headers: this.headers(headers),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-      return this.answered(response.status, response.headers, await response.text());
-    } catch {
-      return this.unreachable();
-    }
-  }
-
   private headers(extra: Record<string, string>): Record<string, string> {
     return { ...extra, [ServiceHeader.AdminToken]: this.config.adminToken, [SidecarHeader.Id]: this.sidecarId, [SidecarHeader.Mode]: this.config.mode };
   }
@@ -93,6 +94,23 @@ export class GatewayLink {
     this.reachable = false;
     return 'unreachable';
   }
+}
+
+/** The body as text, or null once it exceeds `limit` bytes (the stream is then cancelled). */
+async function boundedText(response: Response, limit: number): Promise<string | null> {
+  if (Number(response.headers.get('content-length') ?? 0) > limit) {
+    await response.body?.cancel();
+    return null;
+  }
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for await (const chunk of response.body ?? []) {
+    length += chunk.length;
+    // Leaving the loop cancels the stream (the iterator's return), which closes the connection.
+    if (length > limit) return null;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function totalLength(parts: readonly Buffer[]): number {
