@@ -16,6 +16,10 @@ interface AgentBody {
   revokedAt: string | null;
 }
 
+it('refuses to start when REDIS_URL cannot be reached, naming it and why, without its password', async () => {
+  await expect(startGateway({ REDIS_URL: 'redis://:redis-password@127.0.0.1:1' })).rejects.toThrow(/^REDIS_URL=redis:\/\/\*\*\*@127\.0\.0\.1:1 cannot be reached \(connect ECONNREFUSED 127\.0\.0\.1:1\)/);
+});
+
 describe.each([
   ['without Redis', {}],
   ['with REDIS_URL', { REDIS_URL: 'redis://127.0.0.1:6379' }],

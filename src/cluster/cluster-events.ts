@@ -4,6 +4,7 @@ import { Client } from 'pg';
 import Redis from 'ioredis';
 import { Logger } from 'pino';
 import { AppConfig } from '../config/app-config';
+import { redactUrl } from '../config/env-reader';
 import { DatabaseConnection } from '../database/database-connection';
 import { LOGGER } from '../logging/logging.module';
 import { ClusterEvent, ClusterEventHandler } from './cluster-event';
@@ -162,9 +163,11 @@ class RedisTransport implements ClusterTransport {
   private readonly subscriber: Redis;
   private readonly publisher: Redis;
   private subscribedOnce = false;
+  /** The last connection error: what a failed start reports (ioredis itself only says "Connection is closed."). */
+  private lastError = '';
 
   constructor(
-    url: string,
+    private readonly url: string,
     private readonly deliver: (payload: string) => void,
     private readonly resync: () => void,
     logger: Logger,
@@ -172,7 +175,10 @@ class RedisTransport implements ClusterTransport {
     this.subscriber = new Redis(url, { lazyConnect: true });
     this.publisher = new Redis(url, { lazyConnect: true });
     for (const client of [this.subscriber, this.publisher]) {
-      client.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection error'));
+      client.on('error', (error: Error) => {
+        this.lastError = error.message;
+        logger.warn({ err: error.message }, 'redis connection error');
+      });
     }
   }
 
@@ -182,8 +188,15 @@ class RedisTransport implements ClusterTransport {
       if (this.subscribedOnce) this.resync();
       this.subscribedOnce = true;
     });
-    await Promise.all([this.subscriber.connect(), this.publisher.connect()]);
-    await this.subscriber.subscribe(CHANNEL);
+    try {
+      await Promise.all([this.subscriber.connect(), this.publisher.connect()]);
+      await this.subscriber.subscribe(CHANNEL);
+    } catch (error) {
+      // Left connecting, the clients would retry for ever behind a start that has failed.
+      await this.stop();
+      const reason = this.lastError || (error instanceof Error ? error.message : String(error));
+      throw new Error(`REDIS_URL=${redactUrl(this.url)} cannot be reached (${reason}); with REDIS_URL set, instances share revocations and counters through it, so the gateway does not start without it`, { cause: error });
+    }
   }
 
   async publish(payload: string): Promise<void> {

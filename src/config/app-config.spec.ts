@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { AppConfig, ConfigError } from './app-config';
+import { redactUrl } from './env-reader';
 
 /** AppConfig.fromEnv: CONTRACT.md "Gateway environment" defaults, and every bad value named. */
 
@@ -211,6 +212,15 @@ describe('AppConfig.fromEnv rejects bad values, naming the variable and what it 
     expect(error.problems).toHaveLength(1);
     expect(error.problems[0]).toContain(name);
     expect(error.message).not.toMatch(/S3KR1T/);
+  });
+
+  it.each([
+    ['redis://:pw-S3KR1T@127.0.0.1:1', 'redis://***@127.0.0.1:1'],
+    ['htps://hooks.example:8443/in/PATH-S3KR1T?x=1', 'htps://hooks.example:8443/***'],
+    ['hooks.slack.com/services/T000/B000/S3KR1T', 'hooks.slack.com/***'],
+    ['http://127.0.0.1:4000', 'http://127.0.0.1:4000'],
+  ])('redactUrl keeps the scheme and host of %s and hides the rest', (url, shown) => {
+    expect(redactUrl(url)).toBe(shown);
   });
 
   it('does not print the value of a too-short ADMIN_TOKEN', () => {

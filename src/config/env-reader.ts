@@ -117,5 +117,8 @@ const NO_CREDENTIALS = 'credentials in the URL (user:password@) are not supporte
  */
 export function redactUrl(value: string): string {
   const withoutCredentials = value.replace(/^([a-z][a-z0-9+.-]*:\/*)?[^]*@/i, '$1***@');
-  return withoutCredentials.replace(/^((?:[a-z][a-z0-9+.-]*:\/*)?[^/?#]*)[/?#][^]+$/i, '$1/***');
+  // Scheme and slashes taken first: a single pattern would backtrack into them and take `redis:/` for the host.
+  const scheme = /^[a-z][a-z0-9+.-]*:\/*/i.exec(withoutCredentials)?.[0] ?? '';
+  const hostEnd = withoutCredentials.slice(scheme.length).search(/[/?#]/);
+  return hostEnd < 0 ? withoutCredentials : `${withoutCredentials.slice(0, scheme.length + hostEnd)}/***`;
 }
