@@ -43,6 +43,8 @@ export class LocalAlertRateCounter implements AlertRateCounter {
 export class RedisAlertRateCounter implements AlertRateCounter {
   private readonly redis: Redis;
   private readonly fallback: LocalAlertRateCounter;
+  /** Counting alone since Redis failed: said once per outage, not per batch (a batch every 10 ms under a flood). */
+  private alone = false;
 
   constructor(
     url: string,
@@ -61,9 +63,12 @@ export class RedisAlertRateCounter implements AlertRateCounter {
       const results = await this.redis.multi().incrby(key, count).pexpire(key, 2 * MINUTE_MS).exec();
       const total = Number(results?.[0]?.[1]);
       if (!Number.isFinite(total)) throw new Error('unexpected INCRBY answer');
+      if (this.alone) this.onError('alert rate counter in Redis again');
+      this.alone = false;
       return Math.max(0, Math.min(count, this.limit - (total - count)));
     } catch (error) {
-      this.onError(`alert rate counter in Redis unavailable, counting in this process: ${error instanceof Error ? error.message : String(error)}`);
+      if (!this.alone) this.onError(`alert rate counter in Redis unavailable, counting in this process until it is back: ${error instanceof Error ? error.message : String(error)}`);
+      this.alone = true;
       return this.fallback.takeNow(count, nowMs);
     }
   }
