@@ -322,6 +322,18 @@ describe('credentials', () => {
     expect(error.code).toBe(GrpcStatus.UNAUTHENTICATED);
   });
 
+  it('ends an EvaluateStream without a key or with an unknown one UNAUTHENTICATED, and keeps serving', async () => {
+    for (const apiKey of [undefined, 'agk_not-a-key']) {
+      const stream = client.EvaluateStream(apiKeyMetadata(apiKey));
+      const ended = streamError(stream);
+      stream.write({ agentId, action: 'x' });
+      const error = await ended;
+      expect(error.code).toBe(GrpcStatus.UNAUTHENTICATED);
+      expect(error.details).toMatch(/X-Api-Key|Invalid or revoked API key/);
+    }
+    expect((await evaluate(client, key, { agentId, action: 'x' })).decision).toBe('DECISION_ALLOW');
+  });
+
   it('does not take an admin token or an agent token as an adapter credential', async () => {
     const response = await call(gateway.url, 'POST', '/v1/check', { adminToken: org.adminToken, body: { agentId, plugin: 'A', function: 'b' } });
     expect(response.status).toBe(401);
