@@ -2,6 +2,7 @@ import { ClientDuplexStream, ClientReadableStream, status as GrpcStatus, Service
 import http2 from 'node:http2';
 import { call } from './support/http-client';
 import { apiKeyMetadata, evaluate, freePort, PdpClient, pdpClient, struct } from './support/pdp-client';
+import { ownDatabase } from './support/own-database';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 
 /**
@@ -651,6 +652,45 @@ describe('Subscribe', () => {
       subscriberOfB.close();
       await a.close();
       await b.close();
+    }
+  });
+});
+
+describe('the database down', () => {
+  it('answers UNAVAILABLE over gRPC and 503 over HTTP, which clients retry, not INTERNAL and 500', async () => {
+    const database = await ownDatabase();
+    const port = await freePort();
+    const instance = await startGateway({ DATABASE_URL: database.url, PDP_GRPC_PORT: String(port) });
+    const pdp = pdpClient(port);
+    try {
+      const owner = await createOrganization(instance, 'enterprise', 'Database-down org');
+      const warmKey = (await createKey(owner, instance)).key;
+      const coldKey = (await createKey(owner, instance)).key;
+      const agent = await call<{ id: string }>(instance.url, 'POST', '/admin/agents', { adminToken: owner.adminToken, body: { name: 'db-down' } });
+      expect((await evaluate(pdp, warmKey, { agentId: agent.body.id, action: 'warm' })).decision).toBe('DECISION_ALLOW');
+      await database.takeDown();
+
+      const question = { agentId: agent.body.id, action: 'x' };
+      expect((await grpcError(evaluate(pdp, coldKey, question))).code).toBe(GrpcStatus.UNAVAILABLE);
+      const stream = pdp.EvaluateStream(apiKeyMetadata(coldKey));
+      const ended = streamError(stream);
+      stream.write(question);
+      expect((await ended).code).toBe(GrpcStatus.UNAVAILABLE);
+      const check = await call(instance.url, 'POST', '/v1/check', { body: { agentId: agent.body.id, plugin: 'A', function: 'b' }, headers: { 'x-api-key': coldKey } });
+      expect(check.status).toBe(503);
+      expect(check.body).toMatchObject({ error: 'service_unavailable' });
+      const fallback = await call(instance.url, 'POST', '/api/v1/pdp/evaluate', { body: question, headers: { 'x-api-key': coldKey } });
+      expect(fallback.status).toBe(503);
+      const outcome = { agentId: agent.body.id, plugin: 'A', function: 'b', decision: 'allow', durationMs: 1, eventId: 'evt-db-down' };
+      const audit = await call(instance.url, 'POST', '/v1/audit', { body: outcome, headers: { 'x-api-key': warmKey } });
+      expect(audit.status).toBe(503);
+      expect(audit.body).toMatchObject({ error: 'service_unavailable' });
+    } finally {
+      pdp.close();
+      await instance.close();
+      // The cluster-event listener's reconnect timer fires up to 1 s after close (service.e2e-spec.ts).
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await database.dispose();
     }
   });
 });
