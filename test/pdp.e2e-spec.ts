@@ -268,6 +268,37 @@ describe('the same decision through every transport', () => {
     expect(byId.get(viaHttp.body.decisionId as string)).toMatchObject({ source: 'pdp', decision: 'deny', status: 403, traceId });
     expect(byId.get(viaGrpc.decisionId as string)).toMatchObject({ source: 'pdp', decision: 'deny', status: 403, traceId });
   });
+
+  it('takes the trace id from gRPC metadata (x-trace-id, else traceparent) as HTTP takes it from headers', async () => {
+    const traceId = `pdp-metadata-${process.pid}`;
+    const w3cTraceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const traceparent = `00-${w3cTraceId}-00f067aa0ba902b7-01`;
+    const question = { agentId, action: 'traced' };
+    const withMetadata = (name: string, value: string) => {
+      const metadata = apiKeyMetadata(key);
+      metadata.set(name, value);
+      return metadata;
+    };
+    const unary = (name: string, value: string) =>
+      new Promise<Record<string, unknown>>((resolve, reject) => client.Evaluate(question, withMetadata(name, value), (error, answer) => (error ? reject(error) : resolve(answer))));
+    const streamed = await new Promise<Array<Record<string, unknown>>>((resolve, reject) => {
+      const answers: Array<Record<string, unknown>> = [];
+      const stream = client.EvaluateStream(withMetadata('x-trace-id', traceId));
+      stream.on('data', (answer: Record<string, unknown>) => answers.push(answer));
+      stream.on('error', reject);
+      stream.on('end', () => resolve(answers));
+      stream.write(question);
+      stream.write({ ...question, traceId: 'own-trace' });
+      stream.end();
+    });
+    const viaHeader = await call(gateway.url, 'POST', '/api/v1/pdp/evaluate', { body: question, headers: { 'x-api-key': key, 'x-trace-id': traceId } });
+    expect(viaHeader.body).toMatchObject({ traceId });
+    expect(await unary('x-trace-id', traceId)).toMatchObject({ traceId });
+    expect(await unary('traceparent', traceparent)).toMatchObject({ traceId: w3cTraceId });
+    expect(streamed.map((answer) => answer.traceId)).toEqual([traceId, 'own-trace']);
+    const entries = await auditEntries(`agentId=${agentId}&action=traced`, 5);
+    expect(entries.map((entry) => entry.traceId).sort()).toEqual([traceId, traceId, traceId, w3cTraceId, 'own-trace'].sort());
+  });
 });
 
 describe('EvaluateStream', () => {
