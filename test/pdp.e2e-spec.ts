@@ -471,6 +471,22 @@ describe('bad input', () => {
     expect(await evaluate(client, key, { agentId, action: 'still-up' })).toMatchObject({ decision: 'DECISION_ALLOW' });
   });
 
+  it('refuses a number that is not finite (NaN, Infinity, 1e400), which a policy would compare as no JSON number compares and the audit trail would record as null', async () => {
+    for (const amount of [NaN, Infinity, -Infinity]) {
+      const error = await grpcError(evaluate(client, key, { agentId, action: 'pay', args: struct({ payment: { amount } }) }));
+      expect([error.code, error.details]).toEqual([GrpcStatus.INVALID_ARGUMENT, expect.stringContaining('not a finite number')]);
+    }
+    const viaContext = await grpcError(evaluate(client, key, { agentId, action: 'pay', context: struct({ limits: [NaN] }) }));
+    expect(viaContext.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+    const overHttp = await call(gateway.url, 'POST', '/v1/check', { body: `{"agentId":"${agentId}","plugin":"Pay","function":"send","arguments":{"amount":1e400}}`, headers });
+    expect(overHttp.status).toBe(400);
+    expect(overHttp.body).toEqual({ error: 'invalid_request', message: 'arguments.amount is not a finite number' });
+    const outcome = await call(gateway.url, 'POST', '/v1/audit', { body: `{"agentId":"${agentId}","plugin":"Pay","function":"send","decision":"allow","durationMs":1,"arguments":{"amount":-1e400}}`, headers });
+    expect(outcome.status).toBe(400);
+    expect(await evaluate(client, key, { agentId, action: 'pay', args: struct({ amount: 1e308, zero: -0 }) })).toMatchObject({ decision: 'DECISION_ALLOW' });
+  });
+
   it('answers gRPC INVALID_ARGUMENT, as HTTP answers 400, for a value the database refuses (a NUL character) on Evaluate and EvaluateStream', async () => {
     const refused = 'A value in the request cannot be stored (for example a NUL character or an out-of-range number)';
     const unary = await grpcError(evaluate(client, key, { agentId: 'agent\u0000x', action: 'x' }));
