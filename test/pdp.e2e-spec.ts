@@ -534,11 +534,15 @@ describe('rate limits', () => {
     expect(statuses).toEqual([200, 200, 200]);
     expect(limited.status).toBe(429);
     expect(limited.body).toMatchObject({ error: 'rate_limited', retry_after: expect.any(Number), limit: '3/1m per_agent' });
+    // Retry-After, as the proxy's 429 has it: HTTP clients' retry policies read the header, not the body.
+    expect(limited.headers.get('retry-after')).toBe(String(limited.body.retry_after));
+    const viaFallback = await httpEvaluate({ agentId: searcher, plugin: 'SearchPlugin', function: 'Query' });
+    expect([viaFallback.status, viaFallback.headers.get('retry-after')]).toEqual([429, String(viaFallback.body.retry_after)]);
     const viaGrpc = await grpcError(evaluate(client, key, { agentId: searcher, plugin: 'SearchPlugin', function: 'Query' }));
     expect(viaGrpc.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
     const decisions = (found: AuditEntry[]) => found.filter((entry) => entry.kind === 'decision');
-    const entries = decisions(await auditEntries(`agentId=${searcher}`, (found) => decisions(found).length >= 5));
-    expect(entries.map((entry) => [entry.source, entry.status]).sort()).toEqual([["check", 200], ["check", 200], ["check", 200], ["check", 429], ["pdp", 429]]);
+    const entries = decisions(await auditEntries(`agentId=${searcher}`, (found) => decisions(found).length >= 6));
+    expect(entries.map((entry) => [entry.source, entry.status]).sort()).toEqual([["check", 200], ["check", 200], ["check", 200], ["check", 429], ["pdp", 429], ["pdp", 429]]);
   });
 });
 

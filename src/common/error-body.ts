@@ -1,6 +1,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { AppError } from './app-error';
 import { ErrorCode, grpcStatusOf } from './error-code';
+import { ServiceHeader } from './service-header';
 
 /** An error as every HTTP answer gives it: a status and `{error, message, ...details}`. */
 export interface ErrorResponse {
@@ -25,6 +26,15 @@ export function errorBody(error: unknown, traceId?: string): ErrorResponse {
     : { status: 500, body: { error: ErrorCode.InternalError, message: 'Internal server error' }, unexpected: true };
   if (response.unexpected && traceId !== undefined) response.body.trace_id = traceId;
   return response;
+}
+
+/**
+ * The headers an error answer carries beside its body: `Retry-After` when it says when to retry
+ * (`retry_after` seconds, a tripped rate_limit), as the proxy's 429 sends it; HTTP clients'
+ * retry policies read the header, not the body.
+ */
+export function errorHeaders(body: Record<string, unknown>): Record<string, string> {
+  return typeof body.retry_after === 'number' ? { [ServiceHeader.RetryAfter]: String(body.retry_after) } : {};
 }
 
 /**

@@ -6,7 +6,7 @@ import { LOGGER } from '../logging/logging.module';
 import { AppError } from './app-error';
 import { Observable, of, throwError } from 'rxjs';
 import { ErrorCode } from './error-code';
-import { errorBody, grpcErrorOf } from './error-body';
+import { errorBody, errorHeaders, grpcErrorOf } from './error-body';
 
 /** Codes for Nest's own HTTP exceptions, by status. */
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -41,7 +41,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
       response.destroy();
       return;
     }
-    response.status(status).json(body);
+    response.status(status).set(errorHeaders(body)).json(body);
   }
 
   /**
