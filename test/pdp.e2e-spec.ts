@@ -301,6 +301,21 @@ describe('the same decision through every transport', () => {
   });
 });
 
+describe('redaction', () => {
+  it('redacts an API key however the argument spells it (apiKey, api-key, x-api-key), over gRPC and HTTP alike', async () => {
+    const args = { apiKey: 'sk-live-1', headers: { 'x-api-key': 'sk-live-2', 'Api-Key': 'sk-live-3' }, API_KEY: 'sk-live-4', apiKeyId: 'sk-live-5', keep: 'visible' };
+    const redacted = { apiKey: '[redacted]', headers: { 'x-api-key': '[redacted]', 'Api-Key': '[redacted]' }, API_KEY: '[redacted]', apiKeyId: '[redacted]', keep: 'visible' };
+    const viaGrpc = await evaluate(client, key, { agentId, action: 'Http.Call', args: struct(args) });
+    const viaCheck = await check({ agentId, plugin: 'Http', function: 'Call', arguments: args });
+    const ids = [viaGrpc.decisionId, viaCheck.body.decisionId];
+    const entries = await auditEntries(`agentId=${agentId}&action=Http.Call`, (found) => ids.every((id) => found.some((entry) => entry.id === id)));
+    for (const id of ids) {
+      const entry = entries.find((found) => found.id === id) as unknown as { input: { args: unknown } };
+      expect(entry.input.args).toEqual(redacted);
+    }
+  });
+});
+
 describe('EvaluateStream', () => {
   it('answers 10,000 requests on one stream, one each, in order', async () => {
     const total = 10_000;
