@@ -723,40 +723,63 @@ describe('Subscribe', () => {
 });
 
 describe('the database down', () => {
-  it('answers UNAVAILABLE over gRPC and 503 over HTTP, which clients retry, not INTERNAL and 500', async () => {
-    const database = await ownDatabase();
-    const port = await freePort();
-    const instance = await startGateway({ DATABASE_URL: database.url, PDP_GRPC_PORT: String(port) });
-    const pdp = pdpClient(port);
-    try {
-      const owner = await createOrganization(instance, 'enterprise', 'Database-down org');
-      const warmKey = (await createKey(owner, instance)).key;
-      const coldKey = (await createKey(owner, instance)).key;
-      const agent = await call<{ id: string }>(instance.url, 'POST', '/admin/agents', { adminToken: owner.adminToken, body: { name: 'db-down' } });
-      expect((await evaluate(pdp, warmKey, { agentId: agent.body.id, action: 'warm' })).decision).toBe('DECISION_ALLOW');
-      await database.takeDown();
+  let database: Awaited<ReturnType<typeof ownDatabase>>;
+  let instance: TestGateway;
+  let pdp: PdpClient;
+  let warmKey: string;
+  let coldKey: string;
+  let downAgentId: string;
 
-      const question = { agentId: agent.body.id, action: 'x' };
-      expect((await grpcError(evaluate(pdp, coldKey, question))).code).toBe(GrpcStatus.UNAVAILABLE);
-      const stream = pdp.EvaluateStream(apiKeyMetadata(coldKey));
-      const ended = streamError(stream);
-      stream.write(question);
-      expect((await ended).code).toBe(GrpcStatus.UNAVAILABLE);
-      const check = await call(instance.url, 'POST', '/v1/check', { body: { agentId: agent.body.id, plugin: 'A', function: 'b' }, headers: { 'x-api-key': coldKey } });
-      expect(check.status).toBe(503);
-      expect(check.body).toMatchObject({ error: 'service_unavailable' });
-      const fallback = await call(instance.url, 'POST', '/api/v1/pdp/evaluate', { body: question, headers: { 'x-api-key': coldKey } });
-      expect(fallback.status).toBe(503);
-      const outcome = { agentId: agent.body.id, plugin: 'A', function: 'b', decision: 'allow', durationMs: 1, eventId: 'evt-db-down' };
-      const audit = await call(instance.url, 'POST', '/v1/audit', { body: outcome, headers: { 'x-api-key': warmKey } });
-      expect(audit.status).toBe(503);
-      expect(audit.body).toMatchObject({ error: 'service_unavailable' });
-    } finally {
-      pdp.close();
-      await instance.close();
-      // The cluster-event listener's reconnect timer fires up to 1 s after close (service.e2e-spec.ts).
-      await new Promise((resolve) => setTimeout(resolve, 1100));
-      await database.dispose();
-    }
+  beforeAll(async () => {
+    database = await ownDatabase();
+    const port = await freePort();
+    instance = await startGateway({ DATABASE_URL: database.url, PDP_GRPC_PORT: String(port), AUDIT_QUEUE_MAX: '5' });
+    pdp = pdpClient(port);
+    const owner = await createOrganization(instance, 'enterprise', 'Database-down org');
+    warmKey = (await createKey(owner, instance)).key;
+    coldKey = (await createKey(owner, instance)).key;
+    downAgentId = (await call<{ id: string }>(instance.url, 'POST', '/admin/agents', { adminToken: owner.adminToken, body: { name: 'db-down' } })).body.id;
+    expect((await evaluate(pdp, warmKey, { agentId: downAgentId, action: 'warm' })).decision).toBe('DECISION_ALLOW');
+    await database.takeDown();
+  });
+
+  afterAll(async () => {
+    pdp?.close();
+    await instance?.close();
+    // The cluster-event listener's reconnect timer fires up to 1 s after close (service.e2e-spec.ts).
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await database?.dispose();
+  });
+
+  it('answers UNAVAILABLE over gRPC and 503 over HTTP, which clients retry, not INTERNAL and 500', async () => {
+    const question = { agentId: downAgentId, action: 'x' };
+    expect((await grpcError(evaluate(pdp, coldKey, question))).code).toBe(GrpcStatus.UNAVAILABLE);
+    const stream = pdp.EvaluateStream(apiKeyMetadata(coldKey));
+    const ended = streamError(stream);
+    stream.write(question);
+    expect((await ended).code).toBe(GrpcStatus.UNAVAILABLE);
+    const check = await call(instance.url, 'POST', '/v1/check', { body: { agentId: downAgentId, plugin: 'A', function: 'b' }, headers: { 'x-api-key': coldKey } });
+    expect(check.status).toBe(503);
+    expect(check.body).toMatchObject({ error: 'service_unavailable' });
+    const fallback = await call(instance.url, 'POST', '/api/v1/pdp/evaluate', { body: question, headers: { 'x-api-key': coldKey } });
+    expect(fallback.status).toBe(503);
+    const outcome = { agentId: downAgentId, plugin: 'A', function: 'b', decision: 'allow', durationMs: 1, eventId: 'evt-db-down' };
+    const audit = await call(instance.url, 'POST', '/v1/audit', { body: outcome, headers: { 'x-api-key': warmKey } });
+    expect(audit.status).toBe(503);
+    expect(audit.body).toMatchObject({ error: 'service_unavailable' });
+  });
+
+  it('holds /v1/audit while the audit queue is full (AUDIT_QUEUE_MAX), as decisions are held, instead of acknowledging outcomes it cannot write', async () => {
+    const outcome = JSON.stringify({ agentId: downAgentId, plugin: 'A', function: 'b', decision: 'allow', durationMs: 1 });
+    const statuses = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        fetch(`${instance.url}/v1/audit`, { method: 'POST', headers: { 'x-api-key': warmKey, 'content-type': 'application/json' }, body: outcome, signal: AbortSignal.timeout(1000) }).then(
+          (response) => response.status,
+          () => 'still waiting',
+        ),
+      ),
+    );
+    expect(statuses.filter((status) => status === 202).length).toBeLessThanOrEqual(5);
+    expect(statuses).toContain('still waiting');
   });
 });
