@@ -2,6 +2,7 @@ import { ClientDuplexStream, ClientReadableStream, status as GrpcStatus, Service
 import http2 from 'node:http2';
 import { call } from './support/http-client';
 import { apiKeyMetadata, evaluate, freePort, PdpClient, pdpClient, struct } from './support/pdp-client';
+import { ownDatabase } from './support/own-database';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 
 /**
@@ -267,6 +268,52 @@ describe('the same decision through every transport', () => {
     expect(byId.get(viaHttp.body.decisionId as string)).toMatchObject({ source: 'pdp', decision: 'deny', status: 403, traceId });
     expect(byId.get(viaGrpc.decisionId as string)).toMatchObject({ source: 'pdp', decision: 'deny', status: 403, traceId });
   });
+
+  it('takes the trace id from gRPC metadata (x-trace-id, else traceparent) as HTTP takes it from headers', async () => {
+    const traceId = `pdp-metadata-${process.pid}`;
+    const w3cTraceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const traceparent = `00-${w3cTraceId}-00f067aa0ba902b7-01`;
+    const question = { agentId, action: 'traced' };
+    const withMetadata = (name: string, value: string) => {
+      const metadata = apiKeyMetadata(key);
+      metadata.set(name, value);
+      return metadata;
+    };
+    const unary = (name: string, value: string) =>
+      new Promise<Record<string, unknown>>((resolve, reject) => client.Evaluate(question, withMetadata(name, value), (error, answer) => (error ? reject(error) : resolve(answer))));
+    const streamed = await new Promise<Array<Record<string, unknown>>>((resolve, reject) => {
+      const answers: Array<Record<string, unknown>> = [];
+      const stream = client.EvaluateStream(withMetadata('x-trace-id', traceId));
+      stream.on('data', (answer: Record<string, unknown>) => answers.push(answer));
+      stream.on('error', reject);
+      stream.on('end', () => resolve(answers));
+      stream.write(question);
+      stream.write({ ...question, traceId: 'own-trace' });
+      stream.end();
+    });
+    const viaHeader = await call(gateway.url, 'POST', '/api/v1/pdp/evaluate', { body: question, headers: { 'x-api-key': key, 'x-trace-id': traceId } });
+    expect(viaHeader.body).toMatchObject({ traceId });
+    expect(await unary('x-trace-id', traceId)).toMatchObject({ traceId });
+    expect(await unary('traceparent', traceparent)).toMatchObject({ traceId: w3cTraceId });
+    expect(streamed.map((answer) => answer.traceId)).toEqual([traceId, 'own-trace']);
+    const entries = await auditEntries(`agentId=${agentId}&action=traced`, 5);
+    expect(entries.map((entry) => entry.traceId).sort()).toEqual([traceId, traceId, traceId, w3cTraceId, 'own-trace'].sort());
+  });
+});
+
+describe('redaction', () => {
+  it('redacts an API key however the argument spells it (apiKey, api-key, x-api-key), over gRPC and HTTP alike', async () => {
+    const args = { apiKey: 'sk-live-1', headers: { 'x-api-key': 'sk-live-2', 'Api-Key': 'sk-live-3' }, API_KEY: 'sk-live-4', apiKeyId: 'sk-live-5', keep: 'visible' };
+    const redacted = { apiKey: '[redacted]', headers: { 'x-api-key': '[redacted]', 'Api-Key': '[redacted]' }, API_KEY: '[redacted]', apiKeyId: '[redacted]', keep: 'visible' };
+    const viaGrpc = await evaluate(client, key, { agentId, action: 'Http.Call', args: struct(args) });
+    const viaCheck = await check({ agentId, plugin: 'Http', function: 'Call', arguments: args });
+    const ids = [viaGrpc.decisionId, viaCheck.body.decisionId];
+    const entries = await auditEntries(`agentId=${agentId}&action=Http.Call`, (found) => ids.every((id) => found.some((entry) => entry.id === id)));
+    for (const id of ids) {
+      const entry = entries.find((found) => found.id === id) as unknown as { input: { args: unknown } };
+      expect(entry.input.args).toEqual(redacted);
+    }
+  });
 });
 
 describe('EvaluateStream', () => {
@@ -320,6 +367,18 @@ describe('credentials', () => {
       stream.on('error', resolve);
     });
     expect(error.code).toBe(GrpcStatus.UNAUTHENTICATED);
+  });
+
+  it('ends an EvaluateStream without a key or with an unknown one UNAUTHENTICATED, and keeps serving', async () => {
+    for (const apiKey of [undefined, 'agk_not-a-key']) {
+      const stream = client.EvaluateStream(apiKeyMetadata(apiKey));
+      const ended = streamError(stream);
+      stream.write({ agentId, action: 'x' });
+      const error = await ended;
+      expect(error.code).toBe(GrpcStatus.UNAUTHENTICATED);
+      expect(error.details).toMatch(/X-Api-Key|Invalid or revoked API key/);
+    }
+    expect((await evaluate(client, key, { agentId, action: 'x' })).decision).toBe('DECISION_ALLOW');
   });
 
   it('does not take an admin token or an agent token as an adapter credential', async () => {
@@ -427,6 +486,22 @@ describe('bad input', () => {
     expect(await evaluate(client, key, { agentId, action: 'still-up' })).toMatchObject({ decision: 'DECISION_ALLOW' });
   });
 
+  it('refuses a number that is not finite (NaN, Infinity, 1e400), which a policy would compare as no JSON number compares and the audit trail would record as null', async () => {
+    for (const amount of [NaN, Infinity, -Infinity]) {
+      const error = await grpcError(evaluate(client, key, { agentId, action: 'pay', args: struct({ payment: { amount } }) }));
+      expect([error.code, error.details]).toEqual([GrpcStatus.INVALID_ARGUMENT, expect.stringContaining('not a finite number')]);
+    }
+    const viaContext = await grpcError(evaluate(client, key, { agentId, action: 'pay', context: struct({ limits: [NaN] }) }));
+    expect(viaContext.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+    const overHttp = await call(gateway.url, 'POST', '/v1/check', { body: `{"agentId":"${agentId}","plugin":"Pay","function":"send","arguments":{"amount":1e400}}`, headers });
+    expect(overHttp.status).toBe(400);
+    expect(overHttp.body).toEqual({ error: 'invalid_request', message: 'arguments.amount is not a finite number' });
+    const outcome = await call(gateway.url, 'POST', '/v1/audit', { body: `{"agentId":"${agentId}","plugin":"Pay","function":"send","decision":"allow","durationMs":1,"arguments":{"amount":-1e400}}`, headers });
+    expect(outcome.status).toBe(400);
+    expect(await evaluate(client, key, { agentId, action: 'pay', args: struct({ amount: 1e308, zero: -0 }) })).toMatchObject({ decision: 'DECISION_ALLOW' });
+  });
+
   it('answers gRPC INVALID_ARGUMENT, as HTTP answers 400, for a value the database refuses (a NUL character) on Evaluate and EvaluateStream', async () => {
     const refused = 'A value in the request cannot be stored (for example a NUL character or an out-of-range number)';
     const unary = await grpcError(evaluate(client, key, { agentId: 'agent\u0000x', action: 'x' }));
@@ -474,11 +549,15 @@ describe('rate limits', () => {
     expect(statuses).toEqual([200, 200, 200]);
     expect(limited.status).toBe(429);
     expect(limited.body).toMatchObject({ error: 'rate_limited', retry_after: expect.any(Number), limit: '3/1m per_agent' });
+    // Retry-After, as the proxy's 429 has it: HTTP clients' retry policies read the header, not the body.
+    expect(limited.headers.get('retry-after')).toBe(String(limited.body.retry_after));
+    const viaFallback = await httpEvaluate({ agentId: searcher, plugin: 'SearchPlugin', function: 'Query' });
+    expect([viaFallback.status, viaFallback.headers.get('retry-after')]).toEqual([429, String(viaFallback.body.retry_after)]);
     const viaGrpc = await grpcError(evaluate(client, key, { agentId: searcher, plugin: 'SearchPlugin', function: 'Query' }));
     expect(viaGrpc.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
     const decisions = (found: AuditEntry[]) => found.filter((entry) => entry.kind === 'decision');
-    const entries = decisions(await auditEntries(`agentId=${searcher}`, (found) => decisions(found).length >= 5));
-    expect(entries.map((entry) => [entry.source, entry.status]).sort()).toEqual([["check", 200], ["check", 200], ["check", 200], ["check", 429], ["pdp", 429]]);
+    const entries = decisions(await auditEntries(`agentId=${searcher}`, (found) => decisions(found).length >= 6));
+    expect(entries.map((entry) => [entry.source, entry.status]).sort()).toEqual([["check", 200], ["check", 200], ["check", 200], ["check", 429], ["pdp", 429], ["pdp", 429]]);
   });
 });
 
@@ -640,5 +719,67 @@ describe('Subscribe', () => {
       await a.close();
       await b.close();
     }
+  });
+});
+
+describe('the database down', () => {
+  let database: Awaited<ReturnType<typeof ownDatabase>>;
+  let instance: TestGateway;
+  let pdp: PdpClient;
+  let warmKey: string;
+  let coldKey: string;
+  let downAgentId: string;
+
+  beforeAll(async () => {
+    database = await ownDatabase();
+    const port = await freePort();
+    instance = await startGateway({ DATABASE_URL: database.url, PDP_GRPC_PORT: String(port), AUDIT_QUEUE_MAX: '5' });
+    pdp = pdpClient(port);
+    const owner = await createOrganization(instance, 'enterprise', 'Database-down org');
+    warmKey = (await createKey(owner, instance)).key;
+    coldKey = (await createKey(owner, instance)).key;
+    downAgentId = (await call<{ id: string }>(instance.url, 'POST', '/admin/agents', { adminToken: owner.adminToken, body: { name: 'db-down' } })).body.id;
+    expect((await evaluate(pdp, warmKey, { agentId: downAgentId, action: 'warm' })).decision).toBe('DECISION_ALLOW');
+    await database.takeDown();
+  });
+
+  afterAll(async () => {
+    pdp?.close();
+    await instance?.close();
+    // The cluster-event listener's reconnect timer fires up to 1 s after close (service.e2e-spec.ts).
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await database?.dispose();
+  });
+
+  it('answers UNAVAILABLE over gRPC and 503 over HTTP, which clients retry, not INTERNAL and 500', async () => {
+    const question = { agentId: downAgentId, action: 'x' };
+    expect((await grpcError(evaluate(pdp, coldKey, question))).code).toBe(GrpcStatus.UNAVAILABLE);
+    const stream = pdp.EvaluateStream(apiKeyMetadata(coldKey));
+    const ended = streamError(stream);
+    stream.write(question);
+    expect((await ended).code).toBe(GrpcStatus.UNAVAILABLE);
+    const check = await call(instance.url, 'POST', '/v1/check', { body: { agentId: downAgentId, plugin: 'A', function: 'b' }, headers: { 'x-api-key': coldKey } });
+    expect(check.status).toBe(503);
+    expect(check.body).toMatchObject({ error: 'service_unavailable' });
+    const fallback = await call(instance.url, 'POST', '/api/v1/pdp/evaluate', { body: question, headers: { 'x-api-key': coldKey } });
+    expect(fallback.status).toBe(503);
+    const outcome = { agentId: downAgentId, plugin: 'A', function: 'b', decision: 'allow', durationMs: 1, eventId: 'evt-db-down' };
+    const audit = await call(instance.url, 'POST', '/v1/audit', { body: outcome, headers: { 'x-api-key': warmKey } });
+    expect(audit.status).toBe(503);
+    expect(audit.body).toMatchObject({ error: 'service_unavailable' });
+  });
+
+  it('holds /v1/audit while the audit queue is full (AUDIT_QUEUE_MAX), as decisions are held, instead of acknowledging outcomes it cannot write', async () => {
+    const outcome = JSON.stringify({ agentId: downAgentId, plugin: 'A', function: 'b', decision: 'allow', durationMs: 1 });
+    const statuses = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        fetch(`${instance.url}/v1/audit`, { method: 'POST', headers: { 'x-api-key': warmKey, 'content-type': 'application/json' }, body: outcome, signal: AbortSignal.timeout(1000) }).then(
+          (response) => response.status,
+          () => 'still waiting',
+        ),
+      ),
+    );
+    expect(statuses.filter((status) => status === 202).length).toBeLessThanOrEqual(5);
+    expect(statuses).toContain('still waiting');
   });
 });

@@ -28,6 +28,18 @@ describe('AuditSanitizer redaction', () => {
     expect(REDACTED).toBe('[redacted]');
   });
 
+  it('takes `-` and `_` in a word as optional, so api_key also names apiKey, api-key and x-api-key', () => {
+    expect(sanitizer.json({ apiKey: 'k1', 'api-key': 'k2', headers: { 'X-Api-Key': 'k3' }, apikeyId: 'k4', api: 'ok', key: 'ok' })).toEqual({
+      apiKey: REDACTED,
+      'api-key': REDACTED,
+      headers: { 'X-Api-Key': REDACTED },
+      apikeyId: REDACTED,
+      api: 'ok',
+      key: 'ok',
+    });
+    expect(JSON.parse(sanitizer.serialize({ apiKey: 'k', keep: 1 })!)).toEqual({ apiKey: REDACTED, keep: 1 });
+  });
+
   it('redacts only the configured words', () => {
     expect(new AuditSanitizer(['ssn']).json({ ssn: '1', user_ssn: '2', password: 'visible' })).toEqual({ ssn: REDACTED, user_ssn: REDACTED, password: 'visible' });
     expect(new AuditSanitizer([]).json({ password: 'visible' })).toEqual({ password: 'visible' });

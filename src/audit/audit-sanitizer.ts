@@ -13,10 +13,13 @@ export const REDACTED = '[redacted]';
 export class AuditSanitizer {
   /** Matches serialised JSON that may need work: a redaction word in any ASCII case, a NUL or a lone surrogate escape. */
   private readonly suspicious: RegExp;
+  /** Matches a lower-cased name that contains a redaction word; null when there are none. */
+  private readonly secretName: RegExp | null;
 
-  constructor(private readonly redactedNames: readonly string[]) {
-    const words = redactedNames.map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  constructor(redactedNames: readonly string[]) {
+    const words = redactedNames.map(wordPattern);
     this.suspicious = new RegExp([...words, '\\\\u0000', '\\\\ud[89a-f]'].join('|'), 'i');
+    this.secretName = words.length === 0 ? null : new RegExp(words.join('|'));
   }
 
   /**
@@ -66,9 +69,16 @@ export class AuditSanitizer {
   }
 
   private isSecret(name: string): boolean {
-    const lower = name.toLowerCase();
-    return this.redactedNames.some((word) => lower.includes(word));
+    return this.secretName !== null && this.secretName.test(name.toLowerCase());
   }
+}
+
+/**
+ * A redaction word as a pattern: its `-` and `_` are optional and interchangeable, since names
+ * spell one word in several cases (`api_key`, `apiKey`, `api-key`, `x-api-key`).
+ */
+function wordPattern(word: string): string {
+  return word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/[-_]/g, '[-_]?');
 }
 
 /** JSON.stringify, or null for what it cannot take (a BigInt, a cycle): `json` rebuilds those. */

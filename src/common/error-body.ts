@@ -1,6 +1,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { AppError } from './app-error';
 import { ErrorCode, grpcStatusOf } from './error-code';
+import { ServiceHeader } from './service-header';
 
 /** An error as every HTTP answer gives it: a status and `{error, message, ...details}`. */
 export interface ErrorResponse {
@@ -27,7 +28,20 @@ export function errorBody(error: unknown, traceId?: string): ErrorResponse {
   return response;
 }
 
-/** The gRPC face of the same error: the status of the code errorBody gives it (a value the database refuses is INVALID_ARGUMENT, as it is a 400), else INTERNAL. */
+/**
+ * The headers an error answer carries beside its body: `Retry-After` when it says when to retry
+ * (`retry_after` seconds, a tripped rate_limit), as the proxy's 429 sends it; HTTP clients'
+ * retry policies read the header, not the body.
+ */
+export function errorHeaders(body: Record<string, unknown>): Record<string, string> {
+  return typeof body.retry_after === 'number' ? { [ServiceHeader.RetryAfter]: String(body.retry_after) } : {};
+}
+
+/**
+ * The gRPC face of the same error: the status of the code errorBody gives it (a value the
+ * database refuses is INVALID_ARGUMENT, as it is a 400; an unreachable database UNAVAILABLE, as
+ * it is a 503), else INTERNAL.
+ */
 export function grpcErrorOf(error: unknown): { code: GrpcStatus; message: string; unexpected: boolean } {
   const { body, unexpected } = errorBody(error);
   const known = knownError(error);
@@ -35,7 +49,8 @@ export function grpcErrorOf(error: unknown): { code: GrpcStatus; message: string
 }
 
 function knownError(error: unknown): AppError | null {
-  return error instanceof AppError ? error : databaseRefusal(error);
+  if (error instanceof AppError) return error;
+  return databaseRefusal(error) ?? databaseUnavailable(error);
 }
 
 /**
@@ -48,4 +63,26 @@ function databaseRefusal(error: unknown): AppError | null {
   if (code.startsWith('22')) return AppError.invalid('A value in the request cannot be stored (for example a NUL character or an out-of-range number)');
   if (code === '23505') return new AppError(ErrorCode.Conflict, 'A resource with the same identity already exists');
   return null;
+}
+
+/** Socket failures of the database connection (pg passes them on as they are). */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+/** SQLSTATEs of a server that cannot serve now: class 08 (connection exception), 57P01-57P03 (shutting down, starting), 53300 (too many connections). */
+const SERVER_UNAVAILABLE = /^(08|57P0[123]$|53300$)/;
+/** pg's own errors for a lost or never-made connection (they carry no code), the pool's full-pool timeout among them. */
+const CONNECTION_LOST = /Connection terminated|timeout exceeded when trying to connect|not queryable/;
+
+/**
+ * The database unreachable, down, restarting or out of connections: a 503 (gRPC UNAVAILABLE),
+ * which clients and their SDKs retry, not a 500 (INTERNAL), which they do not. A refusal while
+ * connecting (not a QueryFailedError: TypeORM wraps only a query's failures) counts whatever its
+ * SQLSTATE, e.g. 55000 for a database not accepting connections.
+ */
+function databaseUnavailable(error: unknown): AppError | null {
+  if (!(error instanceof Error)) return null;
+  const { code } = error as { code?: unknown };
+  const connecting = error.name !== 'QueryFailedError' && typeof (error as { severity?: unknown }).severity === 'string';
+  const unavailable =
+    (typeof code === 'string' && (UNREACHABLE.has(code) || SERVER_UNAVAILABLE.test(code))) || connecting || CONNECTION_LOST.test(error.message);
+  return unavailable ? new AppError(ErrorCode.ServiceUnavailable, 'The database is unavailable; try again shortly') : null;
 }

@@ -1,11 +1,12 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Inject } from '@nestjs/common';
+import { Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { Request, Response } from 'express';
 import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
 import { AppError } from './app-error';
-import { Observable, throwError } from 'rxjs';
+import { Observable, of, throwError } from 'rxjs';
 import { ErrorCode } from './error-code';
-import { errorBody, grpcErrorOf } from './error-body';
+import { errorBody, errorHeaders, grpcErrorOf } from './error-body';
 
 /** Codes for Nest's own HTTP exceptions, by status. */
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -28,8 +29,8 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
 export class HttpExceptionFilter implements ExceptionFilter {
   constructor(@Inject(LOGGER) private readonly logger: Logger) {}
 
-  catch(exception: unknown, host: ArgumentsHost): void | Observable<never> {
-    if (host.getType() === 'rpc') return this.grpc(exception);
+  catch(exception: unknown, host: ArgumentsHost): void | Observable<never> | Observable<undefined> {
+    if (host.getType() === 'rpc') return this.grpc(exception, host);
     const context = host.switchToHttp();
     const request = context.getRequest<Request>();
     const response = context.getResponse<Response>();
@@ -40,16 +41,32 @@ export class HttpExceptionFilter implements ExceptionFilter {
       response.destroy();
       return;
     }
-    response.status(status).json(body);
+    response.status(status).set(errorHeaders(body)).json(body);
   }
 
-  /** gRPC calls fail with the status of the error's code (`grpcStatusOf`) and its message; an unknown error is INTERNAL, logged. */
-  private grpc(exception: unknown): Observable<never> {
+  /**
+   * gRPC calls fail with the status of the error's code (`grpcStatusOf`) and its message; an
+   * unknown error is INTERNAL, logged. A raw stream call (`@GrpcStreamCall`, EvaluateStream) is
+   * ended here with the status: Nest neither sends a failed raw call's error to the client nor
+   * handles its rejection, so a guard's refusal left the call open and crashed the process.
+   */
+  private grpc(exception: unknown, host: ArgumentsHost): Observable<never> | Observable<undefined> {
     const error = exception instanceof HttpException ? new AppError(CODE_BY_STATUS[exception.getStatus()] ?? ErrorCode.InvalidRequest, messageOf(exception)) : exception;
     const { code, message, unexpected } = grpcErrorOf(error);
     if (unexpected) this.logger.error({ err: exception }, 'unhandled gRPC error');
-    return throwError(() => ({ code, message, details: message }));
+    const status = { code, message, details: message };
+    const streamCall = rawStreamCall(host);
+    if (streamCall === null) return throwError(() => status);
+    streamCall.emit('error', status);
+    return of(undefined);
   }
+}
+
+/** The call of a `@GrpcStreamCall` handler (its only argument), or null for a `@GrpcMethod` (request, metadata, call). */
+function rawStreamCall(host: ArgumentsHost): ServerDuplexStream<unknown, unknown> | null {
+  if (host.getArgByIndex(1) instanceof Metadata) return null;
+  const call = host.getArgByIndex<ServerDuplexStream<unknown, unknown> | undefined>(0);
+  return call?.metadata instanceof Metadata ? call : null;
 }
 
 function fromNest(exception: HttpException, request: Request): AppError | HttpException {

@@ -21,4 +21,9 @@ describe('findProblem', () => {
     expect(findProblem({ context: { 'a\u0000': 1 } })).toBe('field names must not contain NUL characters (at context)');
     expect(findProblem({ note: '\u0000' })).toBe('note must not contain NUL characters');
   });
+
+  it('names a number beyond a double’s range (1e400 parses as Infinity)', () => {
+    expect(findProblem(JSON.parse('{"arguments":{"amounts":[1,-1e400]}}') as object)).toBe('arguments.amounts[1] is not a finite number');
+    expect(findProblem({ max: Number.MAX_VALUE, zero: -0 })).toBeNull();
+  });
 });

@@ -6,8 +6,9 @@ export const MAX_JSON_DEPTH = 32;
 
 /**
  * Express middleware after the JSON parser: refuses, with a 400 naming the field, bodies nested
- * deeper than MAX_JSON_DEPTH (validation would recurse on them until the stack overflows) and
- * strings holding a NUL character (PostgreSQL cannot store one).
+ * deeper than MAX_JSON_DEPTH (validation would recurse on them until the stack overflows),
+ * strings holding a NUL character (PostgreSQL cannot store one) and numbers beyond a double's
+ * range (`1e400` parses as Infinity, which a policy compares as no JSON number and JSON stores as null).
  */
 export function jsonBodyGuard(request: Request, response: Response, next: NextFunction): void {
   const problem = typeof request.body === 'object' && request.body !== null ? findProblem(request.body) : null;
@@ -15,7 +16,7 @@ export function jsonBodyGuard(request: Request, response: Response, next: NextFu
   response.status(400).json({ error: ErrorCode.InvalidRequest, message: problem });
 }
 
-/** The first reason a parsed JSON body cannot be taken (too deep, a NUL character), or null. */
+/** The first reason a parsed JSON body cannot be taken (too deep, a NUL character, an infinite number), or null. */
 export function findProblem(body: object): string | null {
   // Bodies are almost always fine: check them without building field paths (which cost more
   // than the JSON.parse on the PDP's lean path), and name the field only when one is not.
@@ -24,6 +25,7 @@ export function findProblem(body: object): string | null {
 
 function isAcceptable(value: unknown, depth: number): boolean {
   if (typeof value === 'string') return !value.includes('\u0000');
+  if (typeof value === 'number') return Number.isFinite(value);
   if (typeof value !== 'object' || value === null) return true;
   if (depth > MAX_JSON_DEPTH) return false;
   for (const key in value) {
@@ -38,6 +40,10 @@ function describeProblem(body: object): string | null {
     const { value, path, depth } = stack.pop()!;
     if (typeof value === 'string') {
       if (value.includes('\u0000')) return `${path || 'body'} must not contain NUL characters`;
+      continue;
+    }
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) return `${path || 'body'} is not a finite number`;
       continue;
     }
     if (typeof value !== 'object' || value === null) continue;

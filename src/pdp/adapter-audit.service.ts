@@ -28,6 +28,10 @@ export class AdapterAuditService {
     const agent = await this.agents.get(event.agentId);
     if (agent === null || agent.orgId !== adapter.orgId) throw AppError.notFound('agent', event.agentId);
     const entry = outcomeRecord(agent, event, traceId);
+    // Backpressure, as for decisions: while the queue is full (the database slow or down) the
+    // outcome waits, and its eventId is not yet claimed, so a client that gives up may resend it.
+    const backpressure = this.writer.whenWritable();
+    if (backpressure !== undefined) await backpressure;
     if (event.eventId !== undefined && !(await this.claim(adapter.orgId, event.eventId, entry.id))) return false;
     this.writer.record(entry);
     return true;

@@ -10,7 +10,9 @@ import { AdapterAuth } from '../common/auth-decorators';
 import { grpcErrorOf } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { grpcPrincipal } from '../common/grpc-principal';
-import { checked, PdpRequest } from './pdp-request';
+import { ServiceHeader } from '../common/service-header';
+import { resolveTraceId } from '../common/trace-id';
+import { checked, PdpRequest, traced } from './pdp-request';
 import { PdpAnswer, PdpService } from './pdp.service';
 import { PolicyChangeFeed, PolicyChangeView } from './policy-change-feed';
 import type { DecodedPolicyRequest } from './policy-request-decoder';
@@ -41,7 +43,7 @@ export class PdpGrpcController {
 
   @GrpcMethod('PolicyDecisionPoint', 'Evaluate')
   evaluate(request: DecodedPolicyRequest, metadata: Metadata): Promise<PdpAnswer> {
-    return this.pdp.evaluate(grpcPrincipal(metadata).orgId, fromGrpc(request), 'pdp');
+    return this.pdp.evaluate(grpcPrincipal(metadata).orgId, fromGrpc(request, metadata), 'pdp');
   }
 
   /**
@@ -64,7 +66,7 @@ export class PdpGrpcController {
       try {
         while (waiting.length > 0 && !failed) {
           const { orgId } = await (await recheck)();
-          const answer = await this.pdp.evaluate(orgId, fromGrpc(waiting.shift()!), 'pdp');
+          const answer = await this.pdp.evaluate(orgId, fromGrpc(waiting.shift()!, call.metadata), 'pdp');
           if (call.cancelled) return;
           if (!call.write(answer)) await once(call, 'drain');
           if (waiting.length <= STREAM_READ_AHEAD / 2 && call.isPaused()) call.resume();
@@ -132,10 +134,26 @@ function drainedOrGone(call: ServerWritableStream<GrpcSubscription, PolicyChange
   });
 }
 
-/** The decoded message is already a PdpRequest (policy-request-decoder.ts): only its problem and the transport-wide checks remain. */
-function fromGrpc(request: DecodedPolicyRequest): PdpRequest {
+/**
+ * The decoded message is already a PdpRequest (policy-request-decoder.ts): only its problem and
+ * the transport-wide checks remain. Without a trace_id of its own it takes the call's trace, as
+ * HTTP takes its headers'.
+ */
+function fromGrpc(request: DecodedPolicyRequest, metadata: Metadata): PdpRequest {
   if (request.problem !== undefined) throw AppError.invalid(request.problem);
-  return checked(request);
+  const question = checked(request);
+  return question.traceId === '' ? traced(question, callTraceId(metadata)) : question;
+}
+
+/** The call's trace id: metadata `x-trace-id`, else a W3C `traceparent` (what OpenTelemetry's gRPC instrumentation sends), else a new one. */
+function callTraceId(metadata: Metadata): string {
+  return resolveTraceId(metadataText(metadata, ServiceHeader.ClientTraceId), metadataText(metadata, ServiceHeader.TraceParent));
+}
+
+/** A metadata key's values joined with ", ", as node:http joins a header sent more than once. */
+function metadataText(metadata: Metadata, key: string): string | undefined {
+  const values = metadata.get(key);
+  return values.length === 0 ? undefined : values.map(String).join(', ');
 }
 
 function grpcError(error: unknown): { code: GrpcStatus; details: string; message: string } {

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger } from 'pino';
 import { AdapterAuthenticator } from '../api-keys/adapter-authenticator';
 import { AppError } from '../common/app-error';
-import { errorBody } from '../common/error-body';
+import { errorBody, errorHeaders } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { ServiceHeader } from '../common/service-header';
 import { AppConfig } from '../config/app-config';
@@ -44,7 +44,7 @@ export class PdpHttpHandler {
         request.resume();
         const failure = errorBody(error, traceId);
         if (failure.unexpected) this.logger.error({ err: error, traceId, path }, 'PDP request failed');
-        atTurnEnd(() => sendJson(response, failure.status, failure.body, headers));
+        atTurnEnd(() => sendJson(response, failure.status, failure.body, { ...headers, ...errorHeaders(failure.body) }));
       },
     );
   }

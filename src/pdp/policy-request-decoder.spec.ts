@@ -63,6 +63,12 @@ describe('decodePolicyRequest', () => {
     expect(decodePolicyRequest(bytes).problem).toContain(problem);
   });
 
+  it('refuses NaN and the infinities, which a Struct cannot carry in JSON, and keeps -0 and the largest doubles', () => {
+    for (const n of [NaN, Infinity, -Infinity]) expect(decodePolicyRequest(encode({ agentId: 'a', args: struct({ n }) })).problem).toContain('not a finite number');
+    expect(decodePolicyRequest(encode({ agentId: 'a', context: struct({ n: [1, 2, NaN] }) })).problem).toContain('not a finite number');
+    expect(decodePolicyRequest(encode({ agentId: 'a', args: struct({ max: Number.MAX_VALUE, zero: -0 }) })).args).toEqual({ max: Number.MAX_VALUE, zero: -0 });
+  });
+
   it(`refuses Structs nested deeper than ${MAX_STRUCT_DEPTH} levels`, () => {
     const nest = (depth: number): Record<string, unknown> => (depth === 0 ? { leaf: 1 } : { next: nest(depth - 1) });
     expect(decodePolicyRequest(encode({ agentId: 'a', args: struct(nest(MAX_STRUCT_DEPTH - 2)) })).problem).toBeUndefined();

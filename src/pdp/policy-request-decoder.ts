@@ -99,7 +99,7 @@ class WireReader {
           break;
         case 2:
           this.expect(tag, WIRE.Fixed64, 2);
-          value = this.double();
+          value = this.finiteDouble();
           break;
         case 3:
           value = this.string(tag, 3);
@@ -149,6 +149,17 @@ class WireReader {
     const end = this.at + length;
     if (end > this.bytes.length) throw new WireError(`field ${field} runs past the end of the message`);
     return end;
+  }
+
+  /**
+   * A Value's number_value. NaN and the infinities are refused: a Struct cannot carry them in its
+   * JSON form (protobuf's Value says so), the audit trail would record them as null, and a policy
+   * would compare them as no JSON number compares (`args.amount > 1000` is false for NaN).
+   */
+  private finiteDouble(): number {
+    const value = this.double();
+    if (!Number.isFinite(value)) throw new WireError(`a number in args or context is not a finite number (${value})`);
+    return value;
   }
 
   private double(): number {
