@@ -34,7 +34,10 @@ const MAX_SUMMARY = 200;
  * behind a write-ahead file. Create with GovernanceClient.create(), end with close().
  */
 export class GovernanceClient {
+  /** The transport asked last: what `via` names. */
   private transport: Transport;
+  /** Until when checks go over HTTP because gRPC could not connect (ms since the epoch). */
+  private grpcDownUntil = 0;
   private readonly cache = new DecisionCache();
   private stopSubscription: (() => void) | null = null;
   private resubscribeAt = 0;
@@ -124,16 +127,23 @@ export class GovernanceClient {
     this.grpc.close();
   }
 
-  /** The transport's answer; over HTTP from now on when gRPC cannot connect. */
+  /**
+   * gRPC's answer, or HTTP's when gRPC cannot connect; then HTTP for grpcRetrySeconds before
+   * gRPC is tried again. Not for good: a gateway answers UNAVAILABLE while its database is away
+   * too, and one such answer must not cost the client gRPC for the rest of its life.
+   */
   private async ask(request: CheckRequest, timeoutMs: number): Promise<GatewayDecision> {
-    try {
-      return await this.transport.evaluate(request, timeoutMs);
-    } catch (error) {
-      if (!(error instanceof GatewayUnavailableError && error.cannotConnect) || this.transport === this.http) throw error;
-      const answer = await this.http.evaluate(request, timeoutMs);
-      this.transport = this.http;
-      return answer;
+    if (Date.now() >= this.grpcDownUntil) {
+      this.transport = this.grpc;
+      try {
+        return await this.grpc.evaluate(request, timeoutMs);
+      } catch (error) {
+        if (!(error instanceof GatewayUnavailableError && error.cannotConnect)) throw error;
+        this.grpcDownUntil = Date.now() + this.options.grpcRetrySeconds * 1000;
+      }
     }
+    this.transport = this.http;
+    return this.http.evaluate(request, timeoutMs);
   }
 
   /**

@@ -38,6 +38,8 @@ export interface GovernanceOptions {
   auditBatchSize?: number;
   /** Send queued audit events at least this often, in milliseconds. Default 1000. */
   auditFlushMs?: number;
+  /** After gRPC could not connect, checks use HTTP this long before trying gRPC again. Default 5. */
+  grpcRetrySeconds?: number;
 }
 
 /** The options with every default filled in. */
@@ -70,6 +72,7 @@ export function resolveOptions(options: GovernanceOptions): ResolvedOptions {
     auditLogPath: options.auditLogPath ?? path.join(os.tmpdir(), 'agentgov-sdk', `audit-${options.agentId}.wal`),
     auditBatchSize: positive(options.auditBatchSize, 'auditBatchSize') ?? 50,
     auditFlushMs: positive(options.auditFlushMs, 'auditFlushMs') ?? 1000,
+    grpcRetrySeconds: positive(options.grpcRetrySeconds, 'grpcRetrySeconds') ?? 5,
   };
 }
 

@@ -1,5 +1,6 @@
 import { GatewayRejectedError, GovernanceClient, GovernanceOptions, PolicyDeniedError, SoftDenial } from '../src';
 import { AuditEntry, DECISION_CASES, freePort, SdkGateway, sleep, tempWal } from './support/sdk-gateway';
+import { TcpRelay } from './support/tcp-relay';
 
 /**
  * The client against a real gateway process: decisions over gRPC and the HTTP fallback, denials
@@ -172,6 +173,27 @@ describe('transports', () => {
     const allowed = await fallback.check('FilePlugin', 'ReadFile', { path: '/tmp/a' });
     expect(allowed).toMatchObject({ via: 'http', allowed: true });
     expect(allowed.decisionId).toMatch(/^aud_/);
+  });
+
+  it('tries gRPC again grpcRetrySeconds after falling back, and stays on it once it answers', async () => {
+    const relay = await TcpRelay.listen(await freePort(), gateway.grpcPort);
+    await relay.close();
+    const recovering = await client({ grpcAddress: `127.0.0.1:${relay.port}`, grpcRetrySeconds: 0.2 });
+    expect(await recovering.check('FilePlugin', 'ReadFile', { path: '/tmp/a' })).toMatchObject({ via: 'http' });
+    await relay.open();
+    try {
+      // grpc-js backs off its reconnects (1 s, then longer): the client keeps asking over HTTP meanwhile.
+      const deadline = Date.now() + 20_000;
+      let via = 'http';
+      while (via !== 'grpc' && Date.now() < deadline) {
+        via = (await recovering.check('FilePlugin', 'ReadFile', { path: '/tmp/a' })).via;
+        await sleep(100);
+      }
+      expect(via).toBe('grpc');
+      expect(await recovering.check('FilePlugin', 'ReadFile', { path: '/tmp/b' })).toMatchObject({ via: 'grpc' });
+    } finally {
+      await relay.close();
+    }
   });
 });
 
