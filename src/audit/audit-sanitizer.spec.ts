@@ -88,10 +88,18 @@ describe('AuditSanitizer bounds', () => {
     expect(cutInPair.endsWith('…[truncated]')).toBe(true);
   });
 
-  it('keeps at most 100 array items and 100 object keys', () => {
-    expect(sanitizer.json(Array.from({ length: 150 }, (_, i) => i))).toEqual(Array.from({ length: 100 }, (_, i) => i));
+  it('keeps at most 100 array items and 100 object keys, the last saying how many more there were', () => {
+    const long = sanitizer.json(Array.from({ length: 150 }, (_, i) => i));
+    expect(long).toEqual([...Array.from({ length: 99 }, (_, i) => i), '[truncated: 51 more items]']);
     const wide = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`k${i}`, i]));
-    expect(Object.keys(sanitizer.json(wide) as object)).toHaveLength(100);
+    const kept = sanitizer.json(wide) as Record<string, unknown>;
+    expect(Object.keys(kept)).toHaveLength(100);
+    expect(kept).toMatchObject({ k0: 0, k98: 98, '[truncated]': '51 more keys' });
+    expect(kept).not.toHaveProperty('k99');
+    // Cleaning what was kept again (the ingest of a sidecar's entry) keeps it as it is.
+    expect(sanitizer.json(kept)).toEqual(kept);
+    expect(sanitizer.json(long)).toEqual(long);
+    expect(sanitizer.json(Array.from({ length: 100 }, (_, i) => i))).toHaveLength(100);
   });
 
   it('cuts nesting deeper than 6 levels', () => {

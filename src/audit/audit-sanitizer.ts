@@ -48,15 +48,21 @@ export class AuditSanitizer {
     if (typeof value === 'boolean') return value;
     if (typeof value !== 'object') return null;
     if (depth >= MAX_DEPTH) return '[truncated]';
-    if (Array.isArray(value)) return value.slice(0, MAX_ITEMS).map((item) => this.json(item, depth + 1));
-    const result: Record<string, unknown> = {};
-    let count = 0;
-    for (const key of Object.keys(value)) {
-      if (++count > MAX_KEYS) break;
-      const clean = cleanString(key);
-      // Defined, not assigned: assigning `__proto__` would set the prototype and lose the key.
-      Object.defineProperty(result, clean, { value: this.isSecret(key) ? REDACTED : this.json((value as Record<string, unknown>)[key], depth + 1), enumerable: true, writable: true, configurable: true });
+    // What was cut is said, as a long string's end is, in the last of the places kept (so cleaning
+    // the result again, as the ingest of a sidecar's entry does, changes nothing).
+    if (Array.isArray(value)) {
+      if (value.length <= MAX_ITEMS) return value.map((item) => this.json(item, depth + 1));
+      const kept = value.slice(0, MAX_ITEMS - 1).map((item) => this.json(item, depth + 1));
+      return [...kept, `[truncated: ${value.length - kept.length} more items]`];
     }
+    const result: Record<string, unknown> = {};
+    const keys = Object.keys(value);
+    const cut = keys.length > MAX_KEYS;
+    for (const key of cut ? keys.slice(0, MAX_KEYS - 1) : keys) {
+      // Defined, not assigned: assigning `__proto__` would set the prototype and lose the key.
+      defineMember(result, cleanString(key), this.isSecret(key) ? REDACTED : this.json((value as Record<string, unknown>)[key], depth + 1));
+    }
+    if (cut) defineMember(result, '[truncated]', `${keys.length - (MAX_KEYS - 1)} more keys`);
     return result;
   }
 
@@ -79,6 +85,10 @@ export class AuditSanitizer {
  */
 function wordPattern(word: string): string {
   return word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/[-_]/g, '[-_]?');
+}
+
+function defineMember(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** JSON.stringify, or null for what it cannot take (a BigInt, a cycle): `json` rebuilds those. */
