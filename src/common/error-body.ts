@@ -79,10 +79,12 @@ const CONNECTION_LOST = /Connection terminated|timeout exceeded when trying to c
  * SQLSTATE, e.g. 55000 for a database not accepting connections.
  */
 function databaseUnavailable(error: unknown): AppError | null {
-  if (!(error instanceof Error)) return null;
-  const { code } = error as { code?: unknown };
-  const connecting = error.name !== 'QueryFailedError' && typeof (error as { severity?: unknown }).severity === 'string';
+  // Read by shape, not `instanceof Error`: a socket error is made by Node's core, whose Error is
+  // another realm's under a test runner's sandbox (Jest), and is still this error.
+  if (typeof error !== 'object' || error === null) return null;
+  const { code, name, severity, message } = error as { code?: unknown; name?: unknown; severity?: unknown; message?: unknown };
+  const connecting = name !== 'QueryFailedError' && typeof severity === 'string';
   const unavailable =
-    (typeof code === 'string' && (UNREACHABLE.has(code) || SERVER_UNAVAILABLE.test(code))) || connecting || CONNECTION_LOST.test(error.message);
+    (typeof code === 'string' && (UNREACHABLE.has(code) || SERVER_UNAVAILABLE.test(code))) || connecting || (typeof message === 'string' && CONNECTION_LOST.test(message));
   return unavailable ? new AppError(ErrorCode.ServiceUnavailable, 'The database is unavailable; try again shortly') : null;
 }
