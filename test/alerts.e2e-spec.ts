@@ -484,7 +484,11 @@ describe('shutdown', () => {
     }
   });
   it('says how many alerts it gives up on when the receiver does not answer before the drain ends', async () => {
-    const hung = net.createServer((socket) => socket.on('error', () => undefined));
+    const held = new Set<net.Socket>();
+    const hung = net.createServer((socket) => {
+      held.add(socket);
+      socket.on('error', () => undefined);
+    });
     await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
     const logs: string[] = [];
     try {
@@ -497,7 +501,9 @@ describe('shutdown', () => {
       const abandoned = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'alert deliveries abandoned at shutdown');
       expect(abandoned).toEqual([expect.objectContaining({ level: 40, deliveries: 3 })]);
     } finally {
-      hung.close();
+      // Its connections too: a listening or connected socket left behind keeps the test process from exiting.
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => hung.close(resolve));
     }
   }, 30_000);
 });

@@ -89,7 +89,8 @@ describe('AlertDelivery', () => {
     const delivery = new AlertDelivery(providers, new LocalAlertRateCounter(1000), 1000, (_level, message, fields) => logs.push({ message, fields }), { attempts: 1, firstDelayMs: 10 }, 5);
     try {
       await delivery.deliver(Array.from({ length: 5 }, () => testAlert()));
-      await until(() => healthy.count() === 5 && hung.count() >= 1);
+      // The healthy receiver's answers settled (only the hung receiver's 5 under way): else the next batch races them against the cap.
+      await until(() => healthy.count() === 5 && hung.count() >= 1 && delivery.underWay() === 5);
       await delivery.deliver(Array.from({ length: 5 }, () => testAlert()));
       await until(() => healthy.count() === 10);
       expect(healthy.count()).toBe(10);

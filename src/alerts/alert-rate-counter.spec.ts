@@ -25,8 +25,11 @@ class RedisRelay {
   }
 
   async cut(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (server === null) return;
     for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 }
 
@@ -39,7 +42,10 @@ describe('RedisAlertRateCounter', () => {
     await relay.open();
     counter = new RedisAlertRateCounter(`redis://127.0.0.1:${relay.port}`, 1000, `spec-${process.pid}-${Date.now()}`, (message) => messages.push(message));
   });
-  afterAll(() => counter.close());
+  afterAll(async () => {
+    await counter.close();
+    await relay.cut();
+  });
 
   it('says once per outage that it counts alone, not once per batch, and once that Redis is back', async () => {
     const now = Date.now();
