@@ -417,6 +417,34 @@ describe('a gateway that refuses every audit batch', () => {
   });
 });
 
+describe('an agent or API key made after the last sync', () => {
+  it('is refused once, starts a sync at once, and is decided with a moment later, not a BUNDLE_SYNC_INTERVAL later', async () => {
+    const edge = launch(SIDECAR_MAIN, await freePort(), {
+      GATEWAY_URL: gateway.url,
+      ADMIN_TOKEN,
+      CACHE_DIR: path.join(scratch, 'cache-early'),
+      BUNDLE_SYNC_INTERVAL: '3600',
+      SIDECAR_ID: 'sc_e2e-early',
+      LOG_LEVEL: 'error',
+    });
+    started.push(edge);
+    try {
+      await waitFor(edge, '/health', (status) => status === 200);
+      const newcomer = await createAgent('newcomer', 'verified');
+      const ask = () => call(edge.url, 'POST', '/enforce', { bearer: newcomer.token, body: { agentId: newcomer.id, action: 'read:docs/a' } });
+      expect((await ask()).status).toBe(401);
+      // A fetch at most every 5 s: the one at start may be that recent.
+      await eventually(async () => (await ask()).status === 200, 15_000, 'the new agent at the edge');
+      const key = await admin<{ key: string }>('POST', '/admin/api-keys', { name: 'edge-newcomer' });
+      const check = () => call(edge.url, 'POST', '/v1/check', { headers: { 'x-api-key': key.body.key }, body: { agentId: newcomer.id, plugin: 'A', function: 'b' } });
+      expect((await check()).status).toBe(401);
+      await eventually(async () => (await check()).status === 200, 15_000, 'the new API key at the edge');
+    } finally {
+      await edge.kill();
+    }
+  });
+});
+
 describe('with the gateway away', () => {
   const OFFLINE_BEFORE = 25;
   const OFFLINE_AFTER = 15;

@@ -144,12 +144,28 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     return this.active.policies;
   }
 
+  /** Told when a request names an agent or API key the bundle in force does not hold (BundleSync fetches early). */
+  onUnknownCredential: () => void = () => undefined;
+
   /** The agent source, apart from the policy source's `get`. */
-  readonly agentSource: AgentSource = { get: (agentId: string) => this.active?.agents.get(agentId) ?? null };
+  readonly agentSource: AgentSource = { get: (agentId: string) => this.agent(agentId) };
 
   /** True when `hash` (SHA-256 hex of an X-Api-Key) is one of the bundle's live API keys. */
   hasApiKey(hash: string): boolean {
-    return this.active?.apiKeyHashes.has(hash) ?? false;
+    const active = this.active;
+    if (active === null) return false;
+    if (active.apiKeyHashes.has(hash)) return true;
+    this.onUnknownCredential();
+    return false;
+  }
+
+  private agent(agentId: string): AgentSnapshot | null {
+    const active = this.active;
+    if (active === null) return null;
+    const agent = active.agents.get(agentId);
+    if (agent !== undefined) return agent;
+    this.onUnknownCredential();
+    return null;
   }
 
   verificationKey(kid: string | undefined): KeyObject | undefined {

@@ -12,6 +12,8 @@ import { GatewayAnswer, GatewayLink, MAX_GATEWAY_ANSWER_BYTES } from './gateway-
 const TIMEOUT_NAME = 'bundle-sync';
 const JITTER = 0.1;
 const FIRST_RETRY_MS = 1000;
+/** Fewest milliseconds between a fetch and one started early by an unknown credential. */
+const EARLY_SYNC_MIN_GAP_MS = 5000;
 
 /**
  * Keeps the bundle current (SPEC.md "Edge sidecar bundle"): at start the cached bundle, then a
@@ -27,6 +29,8 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
   lastError: string | null = null;
   private failures = 0;
   private stopped = false;
+  /** A fetch is under way (scheduled or early): an early one is not started beside it. */
+  private syncing = false;
 
   constructor(
     private readonly config: SidecarConfig,
@@ -41,7 +45,21 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
   /** The cached bundle before the first request; the first fetch runs at once, without holding up the start. */
   async onApplicationBootstrap(): Promise<void> {
     await this.store.loadCached();
+    this.store.onUnknownCredential = () => this.syncEarly();
     void this.syncAndSchedule();
+  }
+
+  /**
+   * A fetch now rather than at the next interval: a request named an agent or an API key the
+   * bundle does not hold, most likely made at the gateway since the last fetch. That request is
+   * refused; a retry a moment later is decided with the new bundle instead of after up to
+   * BUNDLE_SYNC_INTERVAL. At most one every EARLY_SYNC_MIN_GAP_MS, so unknown keys cannot make
+   * the sidecar hammer its gateway (an unchanged bundle is a 304 anyway).
+   */
+  syncEarly(): void {
+    if (this.syncing || this.stopped) return;
+    if (this.lastSyncMs !== null && Date.now() - this.lastSyncMs < EARLY_SYNC_MIN_GAP_MS) return;
+    this.schedule(0);
   }
 
   onApplicationShutdown(): void {
@@ -94,11 +112,14 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
 
   private async syncAndSchedule(): Promise<void> {
     let ok = false;
+    this.syncing = true;
     try {
       ok = await this.syncOnce();
     } catch (error) {
       this.lastError = (error as Error).message;
       this.logger.error({ err: error }, 'bundle sync failed');
+    } finally {
+      this.syncing = false;
     }
     this.failures = ok ? 0 : this.failures + 1;
     this.schedule(this.nextDelayMs());
