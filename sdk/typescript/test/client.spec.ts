@@ -1,6 +1,6 @@
 import { GatewayRejectedError, GovernanceClient, GovernanceOptions, PolicyDeniedError, SoftDenial } from '../src';
 import { AuditEntry, DECISION_CASES, freePort, SdkGateway, sleep, tempWal } from './support/sdk-gateway';
-import { TcpRelay } from './support/tcp-relay';
+import { TcpRelay } from '../../../test/support/tcp-relay';
 
 /**
  * The client against a real gateway process: decisions over gRPC and the HTTP fallback, denials

@@ -1,6 +1,6 @@
 import net from 'node:net';
 
-/** A TCP relay on a fixed port to a local target, opened and closed at will: a gateway port that comes and goes. */
+/** A TCP relay on a fixed port to a local target, opened and closed at will: a service (a gateway's gRPC port, Redis) that comes and goes. */
 export class TcpRelay {
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
