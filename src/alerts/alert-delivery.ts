@@ -63,9 +63,7 @@ export function configuredProviders(config: AlertsConfig): AlertProvider[] {
  * per alert.
  */
 export class AlertDelivery {
-  /** Deliveries under way: being sent or waiting for a retry. */
-  private inFlight = 0;
-  /** The same, per provider (indexed as `providers`). */
+  /** Deliveries under way per provider (indexed as `providers`): being sent or waiting for a retry. */
   private readonly inFlightOf: number[];
   /** Batches between their arrival and the start of their sends (the rate counter may be in Redis). */
   private starting = 0;
@@ -127,12 +125,14 @@ export class AlertDelivery {
 
   /** Deliveries (one alert to one provider) not yet settled, retries included; alerts of batches still being counted against the rate limit are not among them. */
   underWay(): number {
-    return this.inFlight;
+    let total = 0;
+    for (const count of this.inFlightOf) total += count;
+    return total;
   }
 
   /** Resolves once nothing is being sent (retries included). */
   idle(): Promise<void> {
-    if (this.inFlight === 0 && this.starting === 0) return Promise.resolve();
+    if (this.underWay() === 0 && this.starting === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -149,7 +149,6 @@ export class AlertDelivery {
 
   /** A delivery's first attempt. */
   private start(delivery: Delivery): void {
-    this.inFlight++;
     this.inFlightOf[delivery.slot]++;
     delivery.attempt();
   }
@@ -189,14 +188,13 @@ export class AlertDelivery {
 
   /** Called by a delivery once it is over: sent, or failed for good (`error`). */
   finished(delivery: Delivery, error: string | null): void {
-    this.inFlight--;
     this.inFlightOf[delivery.slot]--;
     delivery.report?.({ provider: delivery.provider.name, target: delivery.provider.target, ok: error === null, attempts: delivery.attempts, ...(error === null ? {} : { error }) });
     this.notifyIfIdle();
   }
 
   private notifyIfIdle(): void {
-    if (this.inFlight > 0 || this.starting > 0 || this.idleWaiters.length === 0) return;
+    if (this.idleWaiters.length === 0 || this.starting > 0 || this.underWay() > 0) return;
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 

@@ -67,7 +67,7 @@ interface SmtpSentInfo {
   rejectedErrors?: Array<{ response?: string; message: string }>;
 }
 
-/** Email through an SMTP server (ALERT_SMTP_*), with nodemailer; TLS on port 465, STARTTLS when the server offers it. */
+/** Email through an SMTP server (ALERT_SMTP_*), with nodemailer; TLS as smtpTransportOptions sets it. */
 export class SmtpEmailProvider implements AlertProvider {
   readonly name = 'email';
   readonly target: string;

@@ -18,7 +18,6 @@ import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../config/sidecar-config';
 
 /** Most entries one ingest request may carry (a sidecar sends at most 500, under 1 MiB). */
 export const MAX_INGEST_ENTRIES = 1000;
-const SIDECAR_ID = SIDECAR_ID_FORMAT;
 export const SIDECAR_ID_MESSAGE = `sidecarId must be ${SIDECAR_ID_RULE}`;
 export const AUDIT_ENTRY_ID = /^aud_[A-Za-z0-9]{1,64}$/;
 /** What is wrong with an `id` that does not match AUDIT_ENTRY_ID (after the field's name). */
@@ -84,7 +83,7 @@ export class IngestedEntryDto {
 export class AuditIngestDto {
   @ApiProperty({ description: 'The sidecar id (its X-Sidecar-Id)', example: 'sc_edge-eu-1' })
   @IsString()
-  @Matches(SIDECAR_ID, { message: SIDECAR_ID_MESSAGE })
+  @Matches(SIDECAR_ID_FORMAT, { message: SIDECAR_ID_MESSAGE })
   sidecarId: string;
 
   @ApiProperty({ type: [IngestedEntryDto], maxItems: MAX_INGEST_ENTRIES })
@@ -135,5 +134,4 @@ export class SidecarListView {
   @ApiProperty({ type: [SidecarView] }) sidecars: SidecarView[];
 }
 
-export const SIDECAR_ID_PATTERN = SIDECAR_ID;
 export const SIDECAR_MODES = ['enforce', 'audit'] as const;

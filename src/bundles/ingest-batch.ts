@@ -8,8 +8,8 @@ import {
   MAX_INGEST_ENTRIES,
   SHORT_TEXT_MAX,
   SIDECAR_ID_MESSAGE,
-  SIDECAR_ID_PATTERN,
 } from './bundles.dto';
+import { SIDECAR_ID_FORMAT } from '../config/sidecar-config';
 
 /** A field's check: null when the value passes, else what is wrong with it (after the field's name). */
 type Check = (value: unknown) => string | null;
@@ -91,7 +91,7 @@ export function ingestBatchOf(body: unknown): AuditIngestDto {
   const problems: FieldProblem[] = [];
   if (!isRecord(body)) throw AppError.invalid('the request body must be a JSON object');
   for (const key of Object.keys(body)) if (key !== 'sidecarId' && key !== 'entries') problems.push(unknownField(key));
-  if (typeof body.sidecarId !== 'string' || !SIDECAR_ID_PATTERN.test(body.sidecarId)) {
+  if (typeof body.sidecarId !== 'string' || !SIDECAR_ID_FORMAT.test(body.sidecarId)) {
     problems.push({ field: 'sidecarId', message: SIDECAR_ID_MESSAGE });
   }
   const entries = body.entries;

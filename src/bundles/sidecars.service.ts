@@ -9,7 +9,8 @@ import { DecisionEvents } from '../decisions/decision-events';
 import { firedAlertsIn } from '../decisions/decision-details';
 import type { Decision, FiredAlert } from '../policy-engine/types';
 import { LOGGER } from '../logging/logging.module';
-import { AuditIngestDto, AuditIngestResult, IngestedEntryDto, SIDECAR_ID_PATTERN, SIDECAR_MODES, SidecarView } from './bundles.dto';
+import { SIDECAR_ID_FORMAT } from '../config/sidecar-config';
+import { AuditIngestDto, AuditIngestResult, IngestedEntryDto, SIDECAR_MODES, SidecarView } from './bundles.dto';
 import { SidecarAuditRange } from './sidecar-audit-range.entity';
 import { Sidecar } from './sidecar.entity';
 import { covers, gapsOf, mergeRanges, rangesOf, SequenceRange } from './sequence-ranges';
@@ -50,7 +51,7 @@ export class SidecarsService {
 
   /** Records a bundle fetch by a sidecar that named itself (others are not tracked). */
   async recordSync(admin: AdminPrincipal, sync: SidecarSync): Promise<void> {
-    if (sync.id === undefined || !SIDECAR_ID_PATTERN.test(sync.id)) return;
+    if (sync.id === undefined || !SIDECAR_ID_FORMAT.test(sync.id)) return;
     const mode = (SIDECAR_MODES as readonly string[]).includes(sync.mode ?? '') ? sync.mode! : null;
     const reportedSeq = sync.auditSeq !== undefined && SEQ_TEXT.test(sync.auditSeq) ? Number(sync.auditSeq) : null;
     await this.sidecars.upsert({ orgId: admin.orgId, id: sync.id, mode, bundleVersion: sync.bundleVersion, lastSyncAt: new Date(), reportedSeq }, ['orgId', 'id']);
@@ -83,9 +84,10 @@ export class SidecarsService {
     const unique = firstOfEachSeq(dto.entries);
     const foreign = await this.foreignAgents(admin.orgId, unique);
     const ours = foreign.size === 0 ? unique : unique.filter((entry) => !foreign.has(entry.agentId!));
+    const refused = unique.length - ours.length;
     const fresh = ours.filter((entry) => !covers(received, entry.seq));
     const renumbered = await this.renumberedOf(admin.orgId, ours.filter((entry) => covers(received, entry.seq)));
-    if (foreign.size > 0) this.reportForeign(admin.orgId, dto.sidecarId, unique.length - ours.length, foreign);
+    if (refused > 0) this.reportForeign(admin.orgId, dto.sidecarId, refused, foreign);
     const written = await this.alreadyWritten(admin.orgId, fresh);
     const toWrite: IngestedEntryDto[] = [];
     for (const entry of [...fresh, ...renumbered]) if (!written.has(entry.id) && (await this.claimOutcome(admin.orgId, entry))) toWrite.push(entry);
@@ -98,7 +100,6 @@ export class SidecarsService {
     if (renumbered.length > 0) this.reportRenumbered(admin.orgId, dto.sidecarId, renumbered);
     const all = mergeRanges([...received, ...rangesOf(fresh.map((entry) => entry.seq).sort((a, b) => a - b))]);
     await this.saveRanges(admin.orgId, dto.sidecarId, received, all, renumbered.length);
-    const refused = unique.length - ours.length;
     return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length - refused, renumbered: renumbered.length, refused, lastSeq: all.at(-1)?.last ?? 0 };
   }
 

@@ -98,12 +98,16 @@ export class EnvReader {
    */
   endpointUrl(name: string, protocols: readonly string[]): string | undefined {
     const value = this.url(name, protocols, false);
-    if (value === undefined) return undefined;
-    const parsed = new URL(value);
-    if (parsed.username === '' && parsed.password === '') return value;
+    if (value === undefined || !hasCredentials(value)) return value;
     this.errors.push(`${name}=${JSON.stringify(redactUrl(value))}: ${NO_CREDENTIALS}`);
     return undefined;
   }
+}
+
+/** Whether a (valid) URL carries a user name or password. */
+export function hasCredentials(url: string): boolean {
+  const parsed = new URL(url);
+  return parsed.username !== '' || parsed.password !== '';
 }
 
 /** Why a URL with `user:password@` is refused: nothing sends them, and dropping them silently hides the mistake. */

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { AppConfig, ConfigError, GatewayMode, LogLevel } from './app-config';
-import { EnvReader } from './env-reader';
+import { EnvReader, hasCredentials } from './env-reader';
 
 /** A sidecar's id, as the gateway's ingest and fleet status take it. */
 export const SIDECAR_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -83,9 +83,4 @@ export class SidecarConfig {
     if (read.errors.length > 0 || shared === undefined) throw new ConfigError([...new Set(read.errors)]);
     return new SidecarConfig({ ...values, shared } as SidecarConfig);
   }
-}
-
-function hasCredentials(url: string): boolean {
-  const parsed = new URL(url);
-  return parsed.username !== '' || parsed.password !== '';
 }

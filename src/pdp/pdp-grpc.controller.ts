@@ -43,7 +43,7 @@ export class PdpGrpcController {
 
   @GrpcMethod('PolicyDecisionPoint', 'Evaluate')
   evaluate(request: DecodedPolicyRequest, metadata: Metadata): Promise<PdpAnswer> {
-    return this.pdp.evaluate(grpcPrincipal(metadata).orgId, fromGrpc(request, metadata), 'pdp');
+    return this.pdp.evaluate(grpcPrincipal(metadata).orgId, fromGrpc(request, callTrace(metadata)), 'pdp');
   }
 
   /**
@@ -56,6 +56,7 @@ export class PdpGrpcController {
   @GrpcStreamCall('PolicyDecisionPoint', 'EvaluateStream')
   evaluateStream(call: ServerDuplexStream<DecodedPolicyRequest, PdpAnswer>): void {
     const recheck = this.recheckOf(call.metadata);
+    const trace = callTrace(call.metadata);
     const waiting: DecodedPolicyRequest[] = [];
     let deciding = false;
     let ended = false;
@@ -66,7 +67,7 @@ export class PdpGrpcController {
       try {
         while (waiting.length > 0 && !failed) {
           const { orgId } = await (await recheck)();
-          const answer = await this.pdp.evaluate(orgId, fromGrpc(waiting.shift()!, call.metadata), 'pdp');
+          const answer = await this.pdp.evaluate(orgId, fromGrpc(waiting.shift()!, trace), 'pdp');
           if (call.cancelled) return;
           if (!call.write(answer)) await once(call, 'drain');
           if (waiting.length <= STREAM_READ_AHEAD / 2 && call.isPaused()) call.resume();
@@ -139,15 +140,21 @@ function drainedOrGone(call: ServerWritableStream<GrpcSubscription, PolicyChange
  * the transport-wide checks remain. Without a trace_id of its own it takes the call's trace, as
  * HTTP takes its headers'.
  */
-function fromGrpc(request: DecodedPolicyRequest, metadata: Metadata): PdpRequest {
+function fromGrpc(request: DecodedPolicyRequest, trace: () => string): PdpRequest {
   if (request.problem !== undefined) throw AppError.invalid(request.problem);
   const question = checked(request);
-  return question.traceId === '' ? traced(question, callTraceId(metadata)) : question;
+  return question.traceId === '' ? traced(question, trace()) : question;
 }
 
-/** The call's trace id: metadata `x-trace-id`, else a W3C `traceparent` (what OpenTelemetry's gRPC instrumentation sends), else a new one. */
-function callTraceId(metadata: Metadata): string {
-  return resolveTraceId(metadataText(metadata, ServiceHeader.ClientTraceId), metadataText(metadata, ServiceHeader.TraceParent));
+/**
+ * The call's trace id, for a message without its own: metadata `x-trace-id`, else a W3C
+ * `traceparent` (what OpenTelemetry's gRPC instrumentation sends), else a new one each time.
+ * The metadata is read once per call, not per streamed message.
+ */
+function callTrace(metadata: Metadata): () => string {
+  const given = metadataText(metadata, ServiceHeader.ClientTraceId);
+  const parent = metadataText(metadata, ServiceHeader.TraceParent);
+  return () => resolveTraceId(given, parent);
 }
 
 /** A metadata key's values joined with ", ", as node:http joins a header sent more than once. */

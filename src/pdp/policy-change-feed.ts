@@ -74,30 +74,27 @@ export class PolicyChangeFeed implements BeforeApplicationShutdown {
     for (const subscriber of [...this.open]) subscriber.complete();
   }
 
-  private async page(orgId: string, afterVersion: number): Promise<PolicyChangeView[]> {
-    await this.replaySlot();
-    try {
-      return await this.history(orgId, afterVersion);
-    } finally {
-      this.replayQueries--;
-      this.waitingForQuery.shift()?.();
-    }
+  private page(orgId: string, afterVersion: number): Promise<PolicyChangeView[]> {
+    return this.inReplaySlot(() => this.history(orgId, afterVersion));
   }
 
-  private async currentVersion(orgId: string): Promise<number> {
-    await this.replaySlot();
-    try {
+  private currentVersion(orgId: string): Promise<number> {
+    return this.inReplaySlot(async () => {
       const rows: Array<{ version: string | null }> = await this.dataSource.query('SELECT max(version) AS version FROM policy_versions WHERE org_id = $1', [orgId]);
       return Number(rows[0]?.version ?? 0);
+    });
+  }
+
+  /** Runs `query` as one of at most REPLAY_QUERIES at once. */
+  private async inReplaySlot<T>(query: () => Promise<T>): Promise<T> {
+    while (this.replayQueries >= REPLAY_QUERIES) await new Promise<void>((resolve) => this.waitingForQuery.push(resolve));
+    this.replayQueries++;
+    try {
+      return await query();
     } finally {
       this.replayQueries--;
       this.waitingForQuery.shift()?.();
     }
-  }
-
-  private async replaySlot(): Promise<void> {
-    while (this.replayQueries >= REPLAY_QUERIES) await new Promise<void>((resolve) => this.waitingForQuery.push(resolve));
-    this.replayQueries++;
   }
 
   private async history(orgId: string, afterVersion: number): Promise<PolicyChangeView[]> {

@@ -32,7 +32,7 @@ export class SeqFile {
       this.fd = fs.openSync(this.file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
       syncDirectory(path.dirname(this.file));
     }
-    fs.writeSync(this.fd, `${String(seq).padStart(WIDTH, '0')}\n`, 0);
+    fs.writeSync(this.fd, seqText(seq), 0);
     this.writtenSeq = seq;
   }
 
@@ -40,8 +40,12 @@ export class SeqFile {
   close(seq: number): void {
     if (this.fd >= 0) fs.closeSync(this.fd);
     this.fd = -1;
-    writeFileAtomic(this.file, `${String(seq).padStart(WIDTH, '0')}\n`);
+    writeFileAtomic(this.file, seqText(seq));
   }
+}
+
+function seqText(seq: number): string {
+  return `${String(seq).padStart(WIDTH, '0')}\n`;
 }
 
 /** A sequence number read back from `file`; a damaged number must stop the start, not be guessed. */

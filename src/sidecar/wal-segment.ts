@@ -190,13 +190,11 @@ function scanLines(data: Buffer): LineScan {
 
 /** The line's number when it is a whole entry. */
 function seqOf(line: Buffer): number | null {
-  const match = SEQ_LINE.exec(line.subarray(0, 40).toString('utf8'));
-  if (match === null || !isJson(line)) return null;
-  const seq = Number(match[1]);
-  return Number.isSafeInteger(seq) && seq > 0 ? seq : null;
+  const seq = claimedSeq(line);
+  return seq > 0 && isJson(line) ? seq : null;
 }
 
-/** The number at the start of a damaged line, when it still reads as one. */
+/** The number at the start of a line, when it reads as one (a damaged line's too); 0 when not. */
 function claimedSeq(line: Buffer): number {
   const match = SEQ_LINE.exec(line.subarray(0, 40).toString('utf8'));
   const seq = match === null ? 0 : Number(match[1]);
