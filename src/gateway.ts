@@ -6,6 +6,7 @@ import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { bodyParserErrors } from './common/body-parser-errors';
 import { HttpExceptionFilter } from './common/http-exception.filter';
+import { RequestFailures } from './decisions/request-failures';
 import { jsonBodyGuard } from './common/json-body-guard';
 import { requestContext } from './common/request-context.middleware';
 import { createValidationPipe } from './common/validation';
@@ -38,7 +39,7 @@ export async function createGateway(config: AppConfig, logger: Logger = createLo
   app.use(bodyParserErrors);
   app.use(jsonBodyGuard);
   app.useGlobalPipes(createValidationPipe());
-  app.useGlobalFilters(new HttpExceptionFilter(logger));
+  app.useGlobalFilters(new HttpExceptionFilter(logger, app.get(RequestFailures)));
   setupSwagger(app, config);
   if (config.grpc.port !== 0) app.connectMicroservice<MicroserviceOptions>(pdpGrpcOptions(config), { inheritAppConfig: true });
   try {

@@ -1,6 +1,7 @@
 import type { AuditRecord } from '../audit/audit-record';
 import type { AlertTriggerName } from '../config/app-config';
 import type { DecisionEvent } from '../decisions/decision-events';
+import type { RequestFailure } from '../decisions/request-failures';
 import { canonicalTier } from '../policy-engine/tiers';
 import type { Decision, FiredAlert } from '../policy-engine/types';
 import { Alert, AlertSeverity, AlertTrigger, newAlertId } from './alert';
@@ -19,7 +20,8 @@ export function activeTriggers(on: readonly AlertTriggerName[]): ActiveTriggers 
  * the cheapest thing to hand to another thread), in the order `readRaised` reads them.
  */
 interface Raised extends Pick<AuditRecord, 'ts' | 'traceId' | 'agentId' | 'agentName' | 'trustTier' | 'action' | 'method' | 'path' | 'decision' | 'enforced' | 'status' | 'upstreamStatus'> {
-  trigger: AlertTrigger;
+  /** `failure`: an `error` alert of a request failed before any decision (raiseFailure). */
+  trigger: AlertTrigger | 'failure';
   /** The entry's policy, or the alert rule's. */
   policyName: string | null;
   /** The entry's reason, or the alert rule's. */
@@ -78,6 +80,15 @@ function raise(batch: unknown[], trigger: AlertTrigger, entry: AuditRecord, deci
     fired === null ? null : fired.rule,
   );
   return 1;
+}
+
+/**
+ * Appends the `error` alert of a request the gateway failed itself before deciding it (an
+ * unreachable database, a fault of ours): no agent or policy is known, and the request was not
+ * served, so its entry says `deny`.
+ */
+export function raiseFailure(failure: RequestFailure, batch: unknown[]): void {
+  batch.push('failure', Date.now(), failure.traceId, null, null, null, '', failure.method, failure.path, 'deny', true, null, failure.message, failure.status, null, null, null);
 }
 
 /** The alerts of a batch built by raiseAlerts (in the alert worker): ids, severities, titles and messages. */
@@ -140,7 +151,7 @@ function alertOf(raised: Raised): Alert {
     id: newAlertId(),
     timestamp: isoTimestamp(raised.ts),
     severity,
-    trigger: raised.trigger,
+    trigger: raised.trigger === 'failure' ? 'error' : raised.trigger,
     title,
     message,
     entry: {
@@ -169,6 +180,10 @@ function describe(raised: Raised): [AlertSeverity, string, string] {
     case 'rate_limit': {
       const limit = raised.limit === null ? '' : ` (${raised.limit})`;
       return ['warning', `Rate limit exceeded by agent ${raised.agentName ?? raised.agentId ?? 'unknown'}`, `${who(raised)} exceeded a rate limit${limit} on ${what(raised)}: ${reason}`];
+    }
+    case 'failure': {
+      const request = raised.method === '' ? raised.path : `${raised.method} ${raised.path}`;
+      return ['critical', `Request failed with status ${raised.status}`, `The gateway failed ${request} with ${raised.status} before deciding it: ${reason}`];
     }
     case 'error': {
       const upstream = raised.upstreamStatus === null ? 'the gateway could not get an answer from the upstream' : `the upstream answered ${raised.upstreamStatus}`;

@@ -2,9 +2,10 @@ import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import { Logger } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { DecisionEvent, DecisionEvents } from '../decisions/decision-events';
+import { RequestFailure, RequestFailures } from '../decisions/request-failures';
 import { LOGGER } from '../logging/logging.module';
 import { AlertDispatcher } from './alert-dispatcher';
-import { ActiveTriggers, activeTriggers, RAISED_FIELDS, raiseAlerts } from './alert-triggers';
+import { ActiveTriggers, activeTriggers, RAISED_FIELDS, raiseAlerts, raiseFailure } from './alert-triggers';
 
 /** Alerts raised within this many milliseconds go to the worker in one message. */
 const BATCH_MS = 10;
@@ -12,7 +13,8 @@ const BATCH_MS = 10;
 const DRAIN_MS = 5000;
 
 /**
- * Alerting on every governed decision, whatever its entry point: listens to DecisionEvents,
+ * Alerting on every governed decision, whatever its entry point: listens to DecisionEvents
+ * (and, for the `error` trigger, to RequestFailures: requests failed before any decision),
  * picks the decisions ALERT_ON (and `alert` rules) care about and hands their facts, in small
  * batches, to the alert worker, which builds the alerts, rate-limits and delivers them. The
  * listener only queues: it never waits for, nor fails with, a delivery.
@@ -24,11 +26,12 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
   /** Alerts raised since the last batch, as raiseAlerts lays them out. */
   private pending: unknown[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
-  private unsubscribe: (() => void) | null = null;
+  private unsubscribe: Array<() => void> = [];
 
   constructor(
     private readonly config: AppConfig,
     private readonly events: DecisionEvents,
+    private readonly failures: RequestFailures,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.triggers = activeTriggers(config.alerts.on);
@@ -43,7 +46,8 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
 
   onModuleInit(): void {
     if (!this.enabled) return;
-    this.unsubscribe = this.events.subscribe((event) => this.onDecision(event));
+    this.unsubscribe.push(this.events.subscribe((event) => this.onDecision(event)));
+    if (this.triggers.has('error')) this.unsubscribe.push(this.failures.subscribe((failure) => this.onFailure(failure)));
     this.logger.info({ triggers: [...this.triggers], ratePerMinute: this.config.alerts.ratePerMinute }, 'alerting on');
   }
 
@@ -53,8 +57,14 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
     this.flushTimer ??= setTimeout(() => this.flush(), BATCH_MS);
   }
 
+  /** Queues the `error` alert of a request the gateway failed before deciding it. */
+  onFailure(failure: RequestFailure): void {
+    raiseFailure(failure, this.pending);
+    this.flushTimer ??= setTimeout(() => this.flush(), BATCH_MS);
+  }
+
   async onApplicationShutdown(): Promise<void> {
-    this.unsubscribe?.();
+    for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flush();
     await this.dispatcher.close(DRAIN_MS);

@@ -1,5 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Inject } from '@nestjs/common';
-import { Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
+import { Metadata, type ServerDuplexStream, type ServerUnaryCall } from '@grpc/grpc-js';
 import type { Request, Response } from 'express';
 import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
@@ -7,6 +7,8 @@ import { AppError } from './app-error';
 import { Observable, of, throwError } from 'rxjs';
 import { ErrorCode } from './error-code';
 import { errorBody, errorHeaders, grpcErrorOf } from './error-body';
+import { callTrace } from './grpc-trace';
+import type { RequestFailures } from '../decisions/request-failures';
 
 /** Codes for Nest's own HTTP exceptions, by status. */
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -27,7 +29,11 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
  */
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
-  constructor(@Inject(LOGGER) private readonly logger: Logger) {}
+  constructor(
+    @Inject(LOGGER) private readonly logger: Logger,
+    /** Told of the 5xx answers (alerting's `error` trigger); the sidecar, which has no alerting, has none. */
+    private readonly failures?: RequestFailures,
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void | Observable<never> | Observable<undefined> {
     if (host.getType() === 'rpc') return this.grpc(exception, host);
@@ -35,8 +41,10 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const request = context.getRequest<Request>();
     const response = context.getResponse<Response>();
     const error = exception instanceof HttpException ? fromNest(exception, request) : exception;
-    const { status, body, unexpected } = errorBody(error, request.traceId);
+    const answer = errorBody(error, request.traceId);
+    const { status, body, unexpected } = answer;
     if (unexpected) this.logger.error({ err: exception, traceId: request.traceId, path: request.path }, 'unhandled error');
+    this.failures?.answered({ traceId: request.traceId, method: request.method, path: request.path }, answer);
     if (response.headersSent) {
       response.destroy();
       return;
@@ -56,9 +64,17 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (unexpected) this.logger.error({ err: exception }, 'unhandled gRPC error');
     const status = { code, message, details: message };
     const streamCall = rawStreamCall(host);
+    this.reportGrpcFailure(host, streamCall, error);
     if (streamCall === null) return throwError(() => status);
     streamCall.emit('error', status);
     return of(undefined);
+  }
+
+  private reportGrpcFailure(host: ArgumentsHost, streamCall: ServerDuplexStream<unknown, unknown> | null, error: unknown): void {
+    if (this.failures === undefined) return;
+    const call = streamCall ?? host.getArgByIndex<ServerUnaryCall<unknown, unknown> | undefined>(2);
+    if (typeof call?.getPath !== 'function') return;
+    this.failures.answered({ traceId: callTrace(call.metadata)(), method: '', path: call.getPath() }, errorBody(error));
   }
 }
 

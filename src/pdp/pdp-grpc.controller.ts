@@ -7,11 +7,11 @@ import { AdapterAuthenticator, grpcAdapterCredentials } from '../api-keys/adapte
 import type { AdapterPrincipal } from '../api-keys/api-keys.service';
 import { AppError } from '../common/app-error';
 import { AdapterAuth } from '../common/auth-decorators';
-import { grpcErrorOf } from '../common/error-body';
+import { errorBody, grpcErrorOf } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { grpcPrincipal } from '../common/grpc-principal';
-import { ServiceHeader } from '../common/service-header';
-import { resolveTraceId } from '../common/trace-id';
+import { callTrace } from '../common/grpc-trace';
+import { RequestFailures } from '../decisions/request-failures';
 import { checked, PdpRequest, traced } from './pdp-request';
 import { PdpAnswer, PdpService } from './pdp.service';
 import { PolicyChangeFeed, PolicyChangeView } from './policy-change-feed';
@@ -39,6 +39,7 @@ export class PdpGrpcController {
     private readonly pdp: PdpService,
     private readonly feed: PolicyChangeFeed,
     private readonly adapters: AdapterAuthenticator,
+    private readonly failures: RequestFailures,
   ) {}
 
   @GrpcMethod('PolicyDecisionPoint', 'Evaluate')
@@ -75,6 +76,7 @@ export class PdpGrpcController {
         if (ended && !failed) call.end();
       } catch (error) {
         failed = true;
+        this.failures.answered({ traceId: trace(), method: '', path: call.getPath() }, errorBody(error));
         call.emit('error', grpcError(error));
       } finally {
         deciding = false;
@@ -144,23 +146,6 @@ function fromGrpc(request: DecodedPolicyRequest, trace: () => string): PdpReques
   if (request.problem !== undefined) throw AppError.invalid(request.problem);
   const question = checked(request);
   return question.traceId === '' ? traced(question, trace()) : question;
-}
-
-/**
- * The call's trace id, for a message without its own: metadata `x-trace-id`, else a W3C
- * `traceparent` (what OpenTelemetry's gRPC instrumentation sends), else a new one each time.
- * The metadata is read once per call, not per streamed message.
- */
-function callTrace(metadata: Metadata): () => string {
-  const given = metadataText(metadata, ServiceHeader.ClientTraceId);
-  const parent = metadataText(metadata, ServiceHeader.TraceParent);
-  return () => resolveTraceId(given, parent);
-}
-
-/** A metadata key's values joined with ", ", as node:http joins a header sent more than once. */
-function metadataText(metadata: Metadata, key: string): string | undefined {
-  const values = metadata.get(key);
-  return values.length === 0 ? undefined : values.map(String).join(', ');
 }
 
 function grpcError(error: unknown): { code: GrpcStatus; details: string; message: string } {

@@ -12,6 +12,7 @@ import { sendJson } from '../proxy/decision-headers';
 import { readJsonBody } from '../proxy/request-body';
 import { checkAnswer, protoJsonAnswer } from './pdp-answers';
 import { pdpRequestFromCheck, pdpRequestFromJson, traced } from './pdp-request';
+import { RequestFailures } from '../decisions/request-failures';
 import { PdpService } from './pdp.service';
 import { header, requestTraceId } from '../common/raw-request';
 import { atTurnEnd } from '../common/turn-end';
@@ -31,6 +32,7 @@ export class PdpHttpHandler {
     private readonly config: AppConfig,
     private readonly adapters: AdapterAuthenticator,
     private readonly pdp: PdpService,
+    private readonly failures: RequestFailures,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -44,6 +46,7 @@ export class PdpHttpHandler {
         request.resume();
         const failure = errorBody(error, traceId);
         if (failure.unexpected) this.logger.error({ err: error, traceId, path }, 'PDP request failed');
+        this.failures.answered({ traceId, method: request.method ?? 'POST', path }, failure);
         atTurnEnd(() => sendJson(response, failure.status, failure.body, { ...headers, ...errorHeaders(failure.body) }));
       },
     );

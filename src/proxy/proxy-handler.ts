@@ -8,6 +8,7 @@ import { errorBody } from '../common/error-body';
 import { ServiceHeader } from '../common/service-header';
 import { traceparentFor } from '../common/trace-id';
 import { DecisionRequest, DecisionService, Verdict } from '../decisions/decision.service';
+import { RequestFailures } from '../decisions/request-failures';
 import { AgentAuthenticator, AuthenticatedAgent } from '../identity/agent-authenticator';
 import { LOGGER } from '../logging/logging.module';
 import { actionOf, verbOf } from './action-mapping';
@@ -44,6 +45,7 @@ export class ProxyHandler implements OnApplicationShutdown {
     private readonly config: AppConfig,
     private readonly authenticator: AgentAuthenticator,
     private readonly decisions: DecisionService,
+    private readonly failures: RequestFailures,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.upstream = config.proxy.upstreamUrl ? new UpstreamClient(config.proxy.upstreamUrl, config.proxy.timeoutMs) : null;
@@ -54,8 +56,12 @@ export class ProxyHandler implements OnApplicationShutdown {
     const started = performance.now();
     const traceId = requestTraceId(request);
     this.serve(request, response, started, traceId).catch((error: unknown) => {
-      this.logger.error({ err: error, traceId }, 'proxy request failed');
-      sendJson(response, 500, errorBody(error, traceId).body, traceHeaders(traceId));
+      // An unreachable database is a 503 (clients retry it), as on every other route; anything else a 500.
+      const failure = errorBody(error, traceId);
+      if (failure.unexpected) this.logger.error({ err: error, traceId }, 'proxy request failed');
+      request.resume();
+      sendJson(response, failure.status, failure.body, traceHeaders(traceId));
+      this.failures.answered({ traceId, method: request.method ?? 'GET', path: proxiedPath(request.url!) }, failure);
     });
   }
 
@@ -227,4 +233,10 @@ function agentHeaders(traceId: string, agentId: string): Record<string, string> 
 
 function tooLarge(limit: number, what: string): AppError {
   return new AppError(ErrorCode.PayloadTooLarge, `Request body is larger than ${limit} bytes, the limit for bodies ${what}`);
+}
+
+/** The path a failed request asked for, as its decision would have recorded it: without `/proxy` and the query. */
+function proxiedPath(url: string): string {
+  const target = parseProxyUrl(url);
+  return typeof target === 'string' ? url.split('?')[0] : `/${target.path}`;
 }
