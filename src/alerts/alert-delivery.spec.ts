@@ -102,4 +102,31 @@ describe('AlertDelivery', () => {
       await Promise.all([hung.close(), healthy.close()]);
     }
   });
+
+  it('warns of alerts dropped by the rate limit at most once a second, with how many and which: a sustained burst sends a batch every 10 ms', async () => {
+    const healthy = await receiver(true);
+    const lines: Array<{ message: string; fields: Record<string, unknown> }> = [];
+    const delivery = new AlertDelivery([new WebhookProvider(`${healthy.url}/hook`, undefined, ORIGIN, new AlertHttpClient())], new LocalAlertRateCounter(2), 2, (_level, message, fields) =>
+      lines.push({ message, fields }),
+    );
+    try {
+      const sent: string[] = [];
+      for (let batch = 0; batch < 30; batch++) {
+        const alerts = Array.from({ length: 3 }, () => testAlert());
+        sent.push(...alerts.map((alert) => alert.id));
+        await delivery.deliver(alerts);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      // The limit is per clock minute: 2 sent, or 4 when the burst straddles a minute's end.
+      await until(() => healthy.count() >= 2 && lines.reduce((sum, line) => sum + Number(line.fields.dropped ?? 0), 0) === 90 - healthy.count(), 3000);
+      const drops = lines.filter((line) => line.message.includes('ALERT_RATE_LIMIT=2'));
+      // 30 batches over about half a second: the first drop at once, the rest summed up a second later.
+      expect(drops.length).toBeLessThanOrEqual(2);
+      expect(drops.reduce((sum, line) => sum + Number(line.fields.dropped), 0)).toBe(90 - healthy.count());
+      for (const line of drops) expect(sent).toEqual(expect.arrayContaining(line.fields.alertIds as string[]));
+    } finally {
+      await delivery.close();
+      await healthy.close();
+    }
+  });
 });

@@ -6,6 +6,7 @@ import { AlertRateCounter, LocalAlertRateCounter, RedisAlertRateCounter } from '
 import { ChatProvider } from './chat-provider';
 import { ApiEmailProvider, SmtpEmailProvider } from './email-provider';
 import { DelayedRetries, RetrySchedule, Retryable } from './retry-schedule';
+import { DropWarnings } from './drop-warnings';
 import { WebhookProvider } from './webhook-provider';
 
 /** Where delivery reports: the gateway's logger (through the worker's messages) or the CLI. */
@@ -71,6 +72,7 @@ export class AlertDelivery {
   private readonly retries: RetrySchedule<Delivery>;
   /** Deliveries waiting for the time a receiver's 429 asked for. */
   private readonly throttled = new DelayedRetries<Delivery>();
+  private readonly dropWarnings: DropWarnings;
 
   constructor(
     private readonly providers: readonly AlertProvider[],
@@ -81,6 +83,7 @@ export class AlertDelivery {
     private readonly maxInFlightPerProvider = MAX_IN_FLIGHT_PER_PROVIDER,
   ) {
     this.inFlightOf = providers.map(() => 0);
+    this.dropWarnings = new DropWarnings((message, fields) => log('warn', message, fields));
     this.retries = new RetrySchedule(Array.from({ length: Math.max(0, retry.attempts - 1) }, (_, level) => retry.firstDelayMs * 2 ** level));
   }
 
@@ -141,7 +144,13 @@ export class AlertDelivery {
     return Promise.all(this.providers.map((provider, slot) => new Promise<DeliveryResult>((resolve) => this.start(new Delivery(this, provider, slot, alert, resolve)))));
   }
 
+  /** Warns at once of the drops not yet told (DropWarnings): the process is about to stop. */
+  flushWarnings(): void {
+    this.dropWarnings.flush();
+  }
+
   async close(): Promise<void> {
+    this.flushWarnings();
     this.retries.clear();
     this.throttled.clear();
     await Promise.all([this.counter.close(), ...this.providers.map((provider) => provider.close())]);
@@ -199,8 +208,7 @@ export class AlertDelivery {
   }
 
   private drop(alerts: readonly Alert[], message: string, provider?: string): void {
-    const fields = { dropped: alerts.length, alertIds: alerts.slice(0, 20).map((alert) => alert.id), triggers: [...new Set(alerts.map((alert) => alert.trigger))] };
-    this.log('warn', message, provider === undefined ? fields : { ...fields, provider });
+    this.dropWarnings.add(alerts, message, provider);
   }
 }
 

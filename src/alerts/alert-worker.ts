@@ -15,6 +15,7 @@ parentPort!.on('message', (request: AlertWorkerRequest) => {
   if (request.type === 'drain') {
     const deadline = new Promise((resolve) => setTimeout(resolve, request.withinMs));
     void Promise.race([delivery.idle(), deadline]).then(() => {
+      delivery.flushWarnings();
       // The README says what is left at shutdown is lost; the log says how much.
       const left = delivery.underWay();
       if (left > 0) reply({ type: 'log', level: 'warn', message: 'alert deliveries abandoned at shutdown', fields: { deliveries: left, drainMs: request.withinMs } });
