@@ -74,7 +74,7 @@ export interface DecisionOutcome {
 
 /**
  * The one governed decision (Cerbos's `Engine.Check`): every entry point (the proxy, the gRPC
- * and HTTP PDP, `/v1/check`, the edge sidecar, MCP) translates its request into a
+ * and HTTP PDP, `/v1/check`, the edge sidecar; MCP tool calls when they come) translates its request into a
  * DecisionRequest and calls `decide` then `record`, or `check` for both at once. Here, and only
  * here: the monthly quota, backpressure from the audit log, the policy lookup, evaluation, the
  * audit entry and the per-decision event. Everything it reads and writes goes through the
