@@ -677,6 +677,21 @@ describe('ags alerts', () => {
     expect(webhook.requests.filter((request) => request.path === '/creds')).toEqual([]);
   });
 
+  it('refuses an ALERT_SMTP_HOST that is a URL, naming the variable and not printing its password', async () => {
+    const env = { ALERT_EMAIL_ENABLED: 'true', ALERT_EMAIL_FROM: 'gateway@alerts.test', ALERT_EMAIL_TO: 'oncall@acme.test', ALERT_SMTP_HOST: `smtp://mailer:${SMTP_PASS}@127.0.0.1:2525` };
+    for (const command of ['config', 'providers', 'test']) {
+      const result = await ags(env, command);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/ALERT_SMTP_HOST=.*expected a host name or IP address/);
+      expect(result.stderr).not.toContain('needs ALERT_EMAIL_API_KEY');
+      expect(result.stdout + result.stderr).not.toContain(SMTP_PASS);
+    }
+    // A host name, an IPv4 and an IPv6 address (bracketed or not) are taken.
+    for (const host of ['localhost', 'smtp.example.test', '127.0.0.1', '::1', '[::1]']) {
+      expect(await ags({ ...env, ALERT_SMTP_HOST: host }, 'config')).toMatchObject({ code: 0, stderr: '' });
+    }
+  });
+
   it('test without any provider fails with a clear message', async () => {
     const result = await ags({}, 'test');
     expect(result.code).toBe(1);
