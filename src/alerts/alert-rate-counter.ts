@@ -59,7 +59,8 @@ export class RedisAlertRateCounter implements AlertRateCounter {
     private readonly onError: (message: string) => void,
   ) {
     this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false, commandTimeout: REDIS_COUNT_TIMEOUT_MS });
-    this.redis.on('error', (error: Error) => onError(error.message));
+    // ioredis reports each failed reconnect: the line must say whose connection it is (the gateway has several).
+    this.redis.on('error', (error: Error) => onError(`alert rate counter: Redis connection error: ${error.message}`));
     this.fallback = new LocalAlertRateCounter(limit);
   }
 
