@@ -483,11 +483,13 @@ describe('shutdown', () => {
       await webhook.close();
     }
   });
-  it('says how many alerts it gives up on when the receiver does not answer before the drain ends', async () => {
+  it('says how many alert deliveries it gives up on, and which alerts, when the receiver does not answer before the drain ends', async () => {
     const held = new Set<net.Socket>();
+    let received = '';
     const hung = net.createServer((socket) => {
       held.add(socket);
       socket.on('error', () => undefined);
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
     });
     await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
     const logs: string[] = [];
@@ -500,6 +502,11 @@ describe('shutdown', () => {
       await gateway.close();
       const abandoned = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'alert deliveries abandoned at shutdown');
       expect(abandoned).toEqual([expect.objectContaining({ level: 40, deliveries: 3 })]);
+      // Named, not just counted: those the receiver was sent (and never answered) among them.
+      const sent = [...received.matchAll(/"id":"(alert_[0-9a-f]+)"/g)].map((match) => match[1]);
+      expect(sent.length).toBeGreaterThan(0);
+      expect(abandoned[0].alertIds).toHaveLength(3);
+      expect(abandoned[0].alertIds).toEqual(expect.arrayContaining(sent));
     } finally {
       // Its connections too: a listening or connected socket left behind keeps the test process from exiting.
       for (const socket of held) socket.destroy();
