@@ -94,13 +94,16 @@ export class EnvReader {
   }
 
   /**
-   * A host name or IP address (IPv6 with or without brackets), nothing more: a URL given instead
-   * (`smtp://user:password@host:587`) was used as a host name, failed every connection, and showed
-   * its password in the CLI, in every failure logged and in `ags alerts` output.
+   * A host name or IP address, nothing more: a URL given instead (`smtp://user:password@host:587`)
+   * was used as a host name, failed every connection, and showed its password in the CLI, in
+   * every failure logged and in `ags alerts` output. An IPv6 address may come in URL brackets
+   * (`[::1]`); they are removed, as the name lookup of nodemailer (and net.connect) takes none.
    */
   host(name: string, hint: string): string | undefined {
     const value = this.raw(name);
-    if (value === undefined || net.isIP(value.replace(/^\[|\]$/g, '')) !== 0 || HOST_NAME.test(value)) return value;
+    if (value === undefined || HOST_NAME.test(value)) return value;
+    const address = /^\[(.*)\]$/.exec(value)?.[1] ?? value;
+    if (net.isIP(address) !== 0) return address;
     this.errors.push(`${name}=${JSON.stringify(redactUrl(value))}: expected a host name or IP address, ${hint}`);
     return undefined;
   }
