@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import net, { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -697,6 +697,17 @@ describe('ags alerts', () => {
     for (const host of ['localhost', 'smtp.example.test', '127.0.0.1', '::1', '[::1]']) {
       expect(await ags({ ...env, ALERT_SMTP_HOST: host }, 'config')).toMatchObject({ code: 0, stderr: '' });
     }
+  });
+
+  it('config piped into a reader that stops early (`| head -1`) ends quietly, with no stack trace', async () => {
+    const child = spawn(process.execPath, [CLI, 'alerts', 'config'], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The reader is gone before the CLI (still starting) writes its first line.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 
   it('test without any provider fails with a clear message', async () => {
