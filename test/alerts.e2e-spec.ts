@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import net, { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -483,11 +483,13 @@ describe('shutdown', () => {
       await webhook.close();
     }
   });
-  it('says how many alerts it gives up on when the receiver does not answer before the drain ends', async () => {
+  it('says how many alert deliveries it gives up on, and which alerts, when the receiver does not answer before the drain ends', async () => {
     const held = new Set<net.Socket>();
+    let received = '';
     const hung = net.createServer((socket) => {
       held.add(socket);
       socket.on('error', () => undefined);
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
     });
     await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
     const logs: string[] = [];
@@ -500,6 +502,11 @@ describe('shutdown', () => {
       await gateway.close();
       const abandoned = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'alert deliveries abandoned at shutdown');
       expect(abandoned).toEqual([expect.objectContaining({ level: 40, deliveries: 3 })]);
+      // Named, not just counted: those the receiver was sent (and never answered) among them.
+      const sent = [...received.matchAll(/"id":"(alert_[0-9a-f]+)"/g)].map((match) => match[1]);
+      expect(sent.length).toBeGreaterThan(0);
+      expect(abandoned[0].alertIds).toHaveLength(3);
+      expect(abandoned[0].alertIds).toEqual(expect.arrayContaining(sent));
     } finally {
       // Its connections too: a listening or connected socket left behind keeps the test process from exiting.
       for (const socket of held) socket.destroy();
@@ -675,6 +682,32 @@ describe('ags alerts', () => {
       expect(result.stdout + result.stderr).not.toMatch(/hookuser|hookpass/);
     }
     expect(webhook.requests.filter((request) => request.path === '/creds')).toEqual([]);
+  });
+
+  it('refuses an ALERT_SMTP_HOST that is a URL, naming the variable and not printing its password', async () => {
+    const env = { ALERT_EMAIL_ENABLED: 'true', ALERT_EMAIL_FROM: 'gateway@alerts.test', ALERT_EMAIL_TO: 'oncall@acme.test', ALERT_SMTP_HOST: `smtp://mailer:${SMTP_PASS}@127.0.0.1:2525` };
+    for (const command of ['config', 'providers', 'test']) {
+      const result = await ags(env, command);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/ALERT_SMTP_HOST=.*expected a host name or IP address/);
+      expect(result.stderr).not.toContain('needs ALERT_EMAIL_API_KEY');
+      expect(result.stdout + result.stderr).not.toContain(SMTP_PASS);
+    }
+    // A host name, an IPv4 and an IPv6 address (bracketed or not) are taken.
+    for (const host of ['localhost', 'smtp.example.test', '127.0.0.1', '::1', '[::1]']) {
+      expect(await ags({ ...env, ALERT_SMTP_HOST: host }, 'config')).toMatchObject({ code: 0, stderr: '' });
+    }
+  });
+
+  it('config piped into a reader that stops early (`| head -1`) ends quietly, with no stack trace', async () => {
+    const child = spawn(process.execPath, [CLI, 'alerts', 'config'], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The reader is gone before the CLI (still starting) writes its first line.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 
   it('test without any provider fails with a clear message', async () => {

@@ -80,6 +80,37 @@ describe('AlertDelivery', () => {
     }
   }, 20_000);
 
+  it('waits until the time a Retry-After HTTP date names, not the shortest backoff', async () => {
+    // 429 with `Retry-After: <date 3 s from now>` to the first request, then 200s.
+    const arrivals: number[] = [];
+    const server = http.createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        arrivals.push(Date.now());
+        if (arrivals.length === 1) return response.writeHead(429, { 'retry-after': new Date(Date.now() + 3000).toUTCString() }).end();
+        response.end('{"id":"ok"}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const waits: unknown[] = [];
+    const delivery = new AlertDelivery([new WebhookProvider(`${url}/hook`, undefined, ORIGIN, new AlertHttpClient())], new LocalAlertRateCounter(1000), 1000, (_level, message, fields) => {
+      if (message.includes('slow down')) waits.push(fields.waitMs);
+    });
+    try {
+      await delivery.deliver([testAlert()]);
+      await until(() => arrivals.length === 2, 8000);
+      // The date has whole seconds: 2 to 3 s from the answer.
+      expect(waits).toHaveLength(1);
+      expect(waits[0]).toBeGreaterThan(1900);
+      expect(arrivals[1] - arrivals[0]).toBeGreaterThan(1900);
+    } finally {
+      await delivery.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 10_000);
+
 
   it('caps deliveries under way per provider: a hung receiver does not cost a healthy one its alerts', async () => {
     const [hung, healthy] = await Promise.all([receiver(false), receiver(true)]);

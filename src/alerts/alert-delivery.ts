@@ -73,6 +73,11 @@ export class AlertDelivery {
   /** Deliveries waiting for the time a receiver's 429 asked for. */
   private readonly throttled = new DelayedRetries<Delivery>();
   private readonly dropWarnings: DropWarnings;
+  /**
+   * Every delivery under way, newest first, linked through the deliveries themselves (no
+   * allocation per alert): at shutdown, the alerts abandoned are named, not just counted.
+   */
+  private newest: Delivery | null = null;
 
   constructor(
     private readonly providers: readonly AlertProvider[],
@@ -133,6 +138,13 @@ export class AlertDelivery {
     return total;
   }
 
+  /** The ids of the alerts of the first `most` deliveries under way (an alert sent to two providers is named once). */
+  underWayAlertIds(most = 20): string[] {
+    const ids = new Set<string>();
+    for (let delivery = this.newest; delivery !== null && ids.size < most; delivery = delivery.older) ids.add(delivery.alert.id);
+    return [...ids];
+  }
+
   /** Resolves once nothing is being sent (retries included). */
   idle(): Promise<void> {
     if (this.underWay() === 0 && this.starting === 0) return Promise.resolve();
@@ -159,6 +171,9 @@ export class AlertDelivery {
   /** A delivery's first attempt. */
   private start(delivery: Delivery): void {
     this.inFlightOf[delivery.slot]++;
+    delivery.older = this.newest;
+    if (this.newest !== null) this.newest.newer = delivery;
+    this.newest = delivery;
     delivery.attempt();
   }
 
@@ -198,6 +213,9 @@ export class AlertDelivery {
   /** Called by a delivery once it is over: sent, or failed for good (`error`). */
   finished(delivery: Delivery, error: string | null): void {
     this.inFlightOf[delivery.slot]--;
+    if (delivery.newer === null) this.newest = delivery.older;
+    else delivery.newer.older = delivery.older;
+    if (delivery.older !== null) delivery.older.newer = delivery.newer;
     delivery.report?.({ provider: delivery.provider.name, target: delivery.provider.target, ok: error === null, attempts: delivery.attempts, ...(error === null ? {} : { error }) });
     this.notifyIfIdle();
   }
@@ -218,6 +236,9 @@ class Delivery implements AttemptListener, Retryable {
   dueAt = 0;
   /** Time spent waiting on 429 answers. */
   throttledMs = 0;
+  /** Its neighbours in the owner's list of deliveries under way. */
+  newer: Delivery | null = null;
+  older: Delivery | null = null;
 
   constructor(
     private readonly owner: AlertDelivery,

@@ -23,7 +23,7 @@ interface Exchange {
 interface ParsedHead {
   head: string;
   status: number;
-  retryAfterMs: number | null;
+  retryAfter: RetryAfter | null;
   closeAfter: boolean;
   body: BodyMode | null;
 }
@@ -31,6 +31,9 @@ interface ParsedHead {
 /** Where the response parser is in the current response. */
 /** `chunked.left`: bytes of the current chunk (and its CRLF) still to skip; 0 when a chunk-size line is next. */
 type BodyMode = { kind: 'length'; left: number } | { kind: 'chunked'; left: number } | { kind: 'until-close' } | { kind: 'none' };
+
+/** A Retry-After header: a delay in seconds, or a time (an HTTP date, RFC 9110), read as milliseconds. */
+type RetryAfter = { kind: 'delay'; ms: number } | { kind: 'at'; epochMs: number };
 
 /** Most requests written ahead of their responses on one connection. */
 const MAX_PIPELINED = 32;
@@ -104,8 +107,8 @@ class PipelinedConnection {
   private writeScheduled = false;
   private input = '';
   private status = 0;
-  /** The current response's Retry-After in seconds, as milliseconds (the HTTP-date form is not read). */
-  private retryAfterMs: number | null = null;
+  /** The current response's Retry-After, if any. */
+  private retryAfter: RetryAfter | null = null;
   private body: BodyMode | null = null;
   /** Body bytes of the current response read so far, against MAX_RESPONSE_BODY_BYTES. */
   private bodyRead = 0;
@@ -281,7 +284,7 @@ class PipelinedConnection {
     const last = this.lastHead;
     if (last !== null && last.head === head) {
       this.status = last.status;
-      this.retryAfterMs = last.retryAfterMs;
+      this.retryAfter = last.retryAfter;
       this.closeAfter = last.closeAfter;
       this.body = last.body === null ? null : { ...last.body };
       return true;
@@ -291,8 +294,7 @@ class PipelinedConnection {
     this.status = Number(status[1]);
     if (this.status < 200) return true;
     const lower = head.toLowerCase();
-    const retryAfter = /\r\nretry-after: *(\d+) *(\r|$)/.exec(lower);
-    this.retryAfterMs = retryAfter === null ? null : Number(retryAfter[1]) * 1000;
+    this.retryAfter = parseRetryAfter(head);
     if (/\r\nconnection:[^\r]*close/.test(lower) || head.startsWith('HTTP/1.0')) this.closeAfter = true;
     const length = /\r\ncontent-length: *(\d+)/.exec(lower);
     if (this.status === 204 || this.status === 304) this.body = { kind: 'none' };
@@ -302,7 +304,7 @@ class PipelinedConnection {
       this.body = { kind: 'until-close' };
       this.closeAfter = true;
     }
-    this.lastHead = { head, status: this.status, retryAfterMs: this.retryAfterMs, closeAfter: this.closeAfter, body: { ...this.body } };
+    this.lastHead = { head, status: this.status, retryAfter: this.retryAfter, closeAfter: this.closeAfter, body: { ...this.body } };
     return true;
   }
 
@@ -340,7 +342,7 @@ class PipelinedConnection {
     this.bodyRead = 0;
     this.settled++;
     if (!this.closeAfter) this.keepsAlive = true;
-    this.inFlight.shift()?.listener.answered(this.status, this.retryAfterMs);
+    this.inFlight.shift()?.listener.answered(this.status, retryAfterMs(this.retryAfter));
     return !this.closeAfter;
   }
 
@@ -375,4 +377,24 @@ class PipelinedConnection {
     for (const exchange of this.queued.drain()) exchange.listener.failed(error);
     socket?.destroy();
   }
+}
+
+/**
+ * The Retry-After of a response head, in either form RFC 9110 allows: seconds, or an HTTP date
+ * (`Retry-After: Wed, 25 Nov 2026 02:00:00 GMT`, which rate-limiting proxies and CDNs send).
+ * Read as seconds only, a date gave the shortest wait, and a throttled receiver was asked again
+ * twice a second for minutes.
+ */
+function parseRetryAfter(head: string): RetryAfter | null {
+  const value = /\r\nretry-after:[ \t]*([^\r]*?)[ \t]*(?:\r|$)/i.exec(head)?.[1];
+  if (value === undefined) return null;
+  if (/^\d+$/.test(value)) return { kind: 'delay', ms: Number(value) * 1000 };
+  const epochMs = Date.parse(value);
+  return Number.isNaN(epochMs) ? null : { kind: 'at', epochMs };
+}
+
+/** How long a Retry-After asks to wait: a date is counted from now, when its answer is read (a head seen again is reused). */
+function retryAfterMs(retryAfter: RetryAfter | null): number | null {
+  if (retryAfter === null) return null;
+  return retryAfter.kind === 'delay' ? retryAfter.ms : Math.max(0, retryAfter.epochMs - Date.now());
 }

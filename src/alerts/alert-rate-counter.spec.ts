@@ -1,6 +1,6 @@
 import { freePort } from '../../test/support/gateway-process';
 import { TcpRelay } from '../../test/support/tcp-relay';
-import { RedisAlertRateCounter } from './alert-rate-counter';
+import { REDIS_COUNT_TIMEOUT_MS, RedisAlertRateCounter } from './alert-rate-counter';
 
 const REDIS_PORT = 6379;
 
@@ -25,6 +25,9 @@ describe('RedisAlertRateCounter', () => {
     await relay.close();
     for (let batch = 0; batch < 5; batch++) expect(await counter.take(1, now)).toBe(1);
     expect(messages.filter((message) => message.startsWith('alert rate counter in Redis unavailable'))).toHaveLength(1);
+    // ioredis's own reports (a failed reconnect) name the counter too, not just `connect ECONNREFUSED …`.
+    expect(messages.filter((message) => message.includes('ECONNREFUSED')).length).toBeGreaterThan(0);
+    expect(messages.filter((message) => !message.startsWith('alert rate counter'))).toEqual([]);
     await relay.open();
     const deadline = Date.now() + 10_000;
     while (!messages.includes('alert rate counter in Redis again') && Date.now() < deadline) {
@@ -34,4 +37,22 @@ describe('RedisAlertRateCounter', () => {
     expect(messages.filter((message) => message === 'alert rate counter in Redis again')).toHaveLength(1);
     expect(messages.filter((message) => message.startsWith('alert rate counter in Redis unavailable'))).toHaveLength(1);
   });
+
+  it('counts alone when Redis stops answering without closing the connection, and in Redis again once it answers', async () => {
+    const now = Date.now();
+    expect(await counter.take(1, now)).toBe(1);
+    messages.length = 0;
+    relay.hold();
+    try {
+      const started = Date.now();
+      expect(await counter.take(3, now)).toBe(3);
+      expect(Date.now() - started).toBeLessThan(REDIS_COUNT_TIMEOUT_MS + 1000);
+      expect(messages.filter((message) => message.startsWith('alert rate counter in Redis unavailable'))).toHaveLength(1);
+    } finally {
+      relay.release();
+    }
+    const deadline = Date.now() + 10_000;
+    while (!messages.includes('alert rate counter in Redis again') && Date.now() < deadline) await counter.take(1, now);
+    expect(messages).toContain('alert rate counter in Redis again');
+  }, 15_000);
 });

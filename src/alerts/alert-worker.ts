@@ -18,7 +18,7 @@ parentPort!.on('message', (request: AlertWorkerRequest) => {
       delivery.flushWarnings();
       // The README says what is left at shutdown is lost; the log says how much.
       const left = delivery.underWay();
-      if (left > 0) reply({ type: 'log', level: 'warn', message: 'alert deliveries abandoned at shutdown', fields: { deliveries: left, drainMs: request.withinMs } });
+      if (left > 0) reply({ type: 'log', level: 'warn', message: 'alert deliveries abandoned at shutdown', fields: { deliveries: left, alertIds: delivery.underWayAlertIds(), drainMs: request.withinMs } });
       reply({ type: 'drained' });
     });
     return;

@@ -11,6 +11,13 @@ const CLEAN_EXITS = new Set(['commander.helpDisplayed', 'commander.help', 'comma
 /** Commands that run without the database, so they work beside a running embedded gateway. */
 const OFFLINE_COMMANDS = new Set(['policies', 'alerts']);
 
+// A reader that stops early (`ags alerts config | head -1`) closes the pipe: the rest of the output is
+// not wanted, so the command ends there. Unhandled, the write failed with an EPIPE stack trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(0);
+});
+
 async function main(): Promise<void> {
   const options = {
     logger: false as const,

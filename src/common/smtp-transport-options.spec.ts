@@ -1,4 +1,8 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import nodemailer from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { smtpTransportOptions } from './smtp-transport-options';
@@ -23,6 +27,39 @@ async function startPlainServer(): Promise<{ port: number; passwordsSeen: string
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.server.address() as AddressInfo;
   return { port, passwordsSeen, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/**
+ * A real SMTP server offering STARTTLS with a self-signed certificate for the machine's name, as
+ * a stock local MTA does (Debian's and Ubuntu's Postfix: the "snakeoil" certificate).
+ */
+async function startSnakeoilServer(): Promise<{ port: number; mails: number; close(): Promise<void> }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'smtp-tls-'));
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=mail.internal'], { stdio: 'ignore' });
+  const state = { port: 0, mails: 0, close: () => Promise.resolve() };
+  const server = new SMTPServer({
+    key: fs.readFileSync(key),
+    cert: fs.readFileSync(cert),
+    authOptional: true,
+    logger: false,
+    onAuth(auth, _session, callback) {
+      callback(null, { user: auth.username });
+    },
+    onData(stream, _session, callback) {
+      stream.resume();
+      stream.on('end', () => {
+        state.mails++;
+        callback();
+      });
+    },
+  });
+  fs.rmSync(dir, { recursive: true, force: true });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.port = (server.server.address() as AddressInfo).port;
+  state.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return state;
 }
 
 function send(host: string, port: number, user?: string): Promise<unknown> {
@@ -53,6 +90,19 @@ describe('smtpTransportOptions', () => {
   it('sends without credentials over a plain connection anywhere: there is nothing to protect', async () => {
     await expect(send('0.0.0.0', server.port)).resolves.toBeDefined();
     expect(server.passwordsSeen).toEqual([]);
+  });
+
+  it('takes the self-signed STARTTLS certificate of a relay on loopback, and checks it anywhere else', async () => {
+    const relay = await startSnakeoilServer();
+    try {
+      await expect(send('127.0.0.1', relay.port)).resolves.toBeDefined();
+      await expect(send('localhost', relay.port, 'gateway')).resolves.toBeDefined();
+      expect(relay.mails).toBe(2);
+      await expect(send('0.0.0.0', relay.port)).rejects.toThrow(/self[- ]signed|certificate/i);
+      expect(relay.mails).toBe(2);
+    } finally {
+      await relay.close();
+    }
   });
 
   it('uses TLS from the first byte on port 465', () => {

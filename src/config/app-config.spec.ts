@@ -122,6 +122,23 @@ describe('alert endpoint URLs', () => {
   });
 });
 
+describe('ALERT_SMTP_HOST', () => {
+  it('takes a host name or an IP address; an IPv6 address in URL brackets loses them (nodemailer looks `[::1]` up as a name)', () => {
+    const host = (value: string) => AppConfig.fromEnv({ ALERT_SMTP_HOST: value }, '9.9.9').alerts.email.smtpHost;
+    expect(host('smtp.example.com')).toBe('smtp.example.com');
+    expect(host('192.0.2.25')).toBe('192.0.2.25');
+    expect(host('::1')).toBe('::1');
+    expect(host('[::1]')).toBe('::1');
+    expect(host('[2001:db8::25]')).toBe('2001:db8::25');
+  });
+
+  it('refuses a URL, naming the variable without its credentials', () => {
+    const error = configError({ ALERT_SMTP_HOST: 'smtps://mailer:hunter2@smtp.example.com:465' });
+    expect(error.problems).toEqual([expect.stringMatching(/^ALERT_SMTP_HOST=.*expected a host name or IP address/)]);
+    expect(error.problems[0]).not.toContain('hunter2');
+  });
+});
+
 describe('alert email addresses', () => {
   const email = { ALERT_EMAIL_ENABLED: 'true', ALERT_SMTP_HOST: 'smtp.example', ALERT_EMAIL_FROM: 'alerts@example.com', ALERT_EMAIL_TO: 'ops@example.com' };
 

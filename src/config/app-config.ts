@@ -262,7 +262,7 @@ function readAlertsConfig(read: EnvReader): AlertsConfig {
       to: read.list('ALERT_EMAIL_TO', []),
       apiKey: read.optionalString('ALERT_EMAIL_API_KEY'),
       apiUrl: read.endpointUrl('ALERT_EMAIL_API_URL', ['http:', 'https:']) ?? 'https://api.resend.com',
-      smtpHost: read.optionalString('ALERT_SMTP_HOST'),
+      smtpHost: read.host('ALERT_SMTP_HOST', 'no scheme, port or credentials (those are ALERT_SMTP_PORT, ALERT_SMTP_USER and ALERT_SMTP_PASS)'),
       smtpPort: read.int('ALERT_SMTP_PORT', 587, 1, 65535),
       smtpUser: read.optionalString('ALERT_SMTP_USER'),
       smtpPass: read.optionalString('ALERT_SMTP_PASS'),
@@ -278,7 +278,8 @@ function readAlertsConfig(read: EnvReader): AlertsConfig {
     if (email.to.length === 0) read.errors.push('ALERT_EMAIL_TO: required when ALERT_EMAIL_ENABLED=true');
     const badTo = email.to.filter((address) => !isMailbox(address));
     if (badTo.length > 0) read.errors.push(`ALERT_EMAIL_TO: ${badTo.map((address) => JSON.stringify(address)).join(', ')}: ${MAILBOX_EXPECTED}`);
-    if (email.apiKey === undefined && email.smtpHost === undefined) {
+    // The raw value: a malformed ALERT_SMTP_HOST has its own message.
+    if (email.apiKey === undefined && read.raw('ALERT_SMTP_HOST') === undefined) {
       read.errors.push('ALERT_EMAIL_ENABLED=true needs ALERT_EMAIL_API_KEY (delivery API) or ALERT_SMTP_HOST (SMTP)');
     }
   }

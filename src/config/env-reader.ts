@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { parseDuration } from '../policy-engine/duration';
 
 /**
@@ -93,6 +94,21 @@ export class EnvReader {
   }
 
   /**
+   * A host name or IP address, nothing more: a URL given instead (`smtp://user:password@host:587`)
+   * was used as a host name, failed every connection, and showed its password in the CLI, in
+   * every failure logged and in `ags alerts` output. An IPv6 address may come in URL brackets
+   * (`[::1]`); they are removed, as the name lookup of nodemailer (and net.connect) takes none.
+   */
+  host(name: string, hint: string): string | undefined {
+    const value = this.raw(name);
+    if (value === undefined || HOST_NAME.test(value)) return value;
+    const address = /^\[(.*)\]$/.exec(value)?.[1] ?? value;
+    if (net.isIP(address) !== 0) return address;
+    this.errors.push(`${name}=${JSON.stringify(redactUrl(value))}: expected a host name or IP address, ${hint}`);
+    return undefined;
+  }
+
+  /**
    * The URL of an endpoint the gateway posts to, exactly as given: a receiver may route `/hooks/`
    * and `/hooks` differently (or redirect, which counts as a failure), and a query may end in `/`.
    */
@@ -103,6 +119,9 @@ export class EnvReader {
     return undefined;
   }
 }
+
+/** A DNS name: dot-separated labels of letters, digits, `-` and `_` (a trailing dot allowed). */
+const HOST_NAME = /^(?=.{1,253}\.?$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/i;
 
 /** Whether a (valid) URL carries a user name or password. */
 export function hasCredentials(url: string): boolean {

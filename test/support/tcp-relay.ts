@@ -4,6 +4,8 @@ import net from 'node:net';
 export class TcpRelay {
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
+  /** While held: what is to be written once released. */
+  private held: Array<() => void> | null = null;
 
   private constructor(
     readonly port: number,
@@ -25,10 +27,31 @@ export class TcpRelay {
         socket.on('error', () => socket.destroy());
         socket.on('close', () => this.sockets.delete(socket));
       }
-      client.pipe(target).pipe(client);
+      this.forward(client, target);
+      this.forward(target, client);
     });
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(this.port, '127.0.0.1', resolve));
     this.server = server;
+  }
+
+  /** Holds every byte relayed from now on, connections left open: a peer that stops answering (a network partition, a frozen server). */
+  hold(): void {
+    this.held ??= [];
+  }
+
+  /** Delivers what was held, in order, and relays again. */
+  release(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const deliver of held) deliver();
+  }
+
+  private forward(from: net.Socket, to: net.Socket): void {
+    from.on('data', (chunk: Buffer) => {
+      if (this.held === null) to.write(chunk);
+      else this.held.push(() => to.write(chunk));
+    });
+    from.on('end', () => to.end());
   }
 
   /** Stops listening and cuts every relayed connection. */
