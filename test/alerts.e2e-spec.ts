@@ -415,6 +415,16 @@ async function startLoggedGateway(env: Record<string, string>, logs: string[]): 
   return { url: `http://127.0.0.1:${port}`, app, config, close: () => app.close() };
 }
 
+describe('ALERT_ON without any provider', () => {
+  it('warns at start that no alert will be sent, naming the variables to set', async () => {
+    const logs: string[] = [];
+    const gateway = await startLoggedGateway({ ALERT_ON: 'deny' }, logs);
+    await gateway.close();
+    const warnings = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => String(line.msg).includes('no alert provider'));
+    expect(warnings).toEqual([expect.objectContaining({ level: 40, triggers: ['deny'], msg: expect.stringContaining('ALERT_WEBHOOK_URL') })]);
+  });
+});
+
 describe('ALERT_RATE_LIMIT shared through Redis by two gateways', () => {
   const gateways: TestGateway[] = [];
   const logs: string[] = [];

@@ -45,7 +45,13 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
   }
 
   onModuleInit(): void {
-    if (!this.enabled) return;
+    if (!this.enabled) {
+      // Triggers asked for and nowhere to send them: said once, or the missing URL goes unnoticed until an incident.
+      if (this.config.alerts.on.length > 0) {
+        this.logger.warn({ triggers: this.config.alerts.on }, 'ALERT_ON is set but no alert provider is configured (ALERT_WEBHOOK_URL, ALERT_CHAT_WEBHOOK or ALERT_EMAIL_ENABLED): no alert will be sent');
+      }
+      return;
+    }
     this.unsubscribe.push(this.events.subscribe((event) => this.onDecision(event)));
     if (this.triggers.has('error')) this.unsubscribe.push(this.failures.subscribe((failure) => this.onFailure(failure)));
     this.logger.info({ triggers: [...this.triggers], ratePerMinute: this.config.alerts.ratePerMinute }, 'alerting on');
