@@ -1,6 +1,8 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import Redis from 'ioredis';
 import { Logger } from 'pino';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
 import { AppConfig } from '../config/app-config';
 import { LOGGER } from '../logging/logging.module';
 import { SlidingWindowLimiter } from '../policy-engine/sliding-window-limiter';
@@ -8,6 +10,14 @@ import type { RateLimiter } from '../policy-engine/types';
 import { RedisRateLimiter } from './redis-rate-limiter';
 
 const SWEEP_INTERVAL_MS = 60_000;
+/**
+ * Longest a rate-limit count may wait on Redis. A Redis that stops answering without closing the
+ * connection (a partition, a frozen server) held every decision under a `rate_limit` rule for
+ * ever; now such a decision fails after this long with a 503, which clients retry.
+ */
+const REDIS_COMMAND_TIMEOUT_MS = 1000;
+/** Shortest time between two warnings of failing counts (one per request would flood the log in an outage). */
+const WARN_INTERVAL_MS = 60_000;
 
 /**
  * The gateway's counters behind `rate_limit(...)`: in Redis when REDIS_URL is set, so every
@@ -18,10 +28,14 @@ export class GatewayRateLimiter implements RateLimiter, OnApplicationShutdown {
   private readonly limiter: RateLimiter;
   private readonly redis?: Redis;
   private readonly sweeper?: NodeJS.Timeout;
+  private lastWarnedAt = -Infinity;
 
-  constructor(config: AppConfig, @Inject(LOGGER) logger: Logger) {
+  constructor(
+    config: AppConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
     if (config.redis.url) {
-      this.redis = new Redis(config.redis.url, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+      this.redis = new Redis(config.redis.url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, commandTimeout: REDIS_COMMAND_TIMEOUT_MS });
       this.redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis rate-limit connection error'));
       this.limiter = new RedisRateLimiter(this.redis);
       return;
@@ -33,11 +47,28 @@ export class GatewayRateLimiter implements RateLimiter, OnApplicationShutdown {
   }
 
   hit(key: string, limit: number, windowMs: number, nowMs: number): number | Promise<number> {
-    return this.limiter.hit(key, limit, windowMs, nowMs);
+    return this.failingAsUnavailable(this.limiter.hit(key, limit, windowMs, nowMs));
   }
 
   peek(key: string, limit: number, windowMs: number, nowMs: number): number | Promise<number> {
-    return this.limiter.peek(key, limit, windowMs, nowMs);
+    return this.failingAsUnavailable(this.limiter.peek(key, limit, windowMs, nowMs));
+  }
+
+  /**
+   * A count Redis could not make (unreachable, or no answer within REDIS_COMMAND_TIMEOUT_MS)
+   * fails the decision as a 503: the limit cannot be checked, so the request is not let through,
+   * and the caller may retry, as when the database is unreachable.
+   */
+  private failingAsUnavailable(count: number | Promise<number>): number | Promise<number> {
+    if (typeof count === 'number') return count;
+    return count.catch((error: unknown) => {
+      const now = Date.now();
+      if (now - this.lastWarnedAt >= WARN_INTERVAL_MS) {
+        this.lastWarnedAt = now;
+        this.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'rate limit counts in Redis (REDIS_URL) are failing: decisions under rate_limit rules answer 503');
+      }
+      throw new AppError(ErrorCode.ServiceUnavailable, 'The rate-limit counters (REDIS_URL) are unavailable; try again shortly');
+    });
   }
 
   onApplicationShutdown(): void {

@@ -207,10 +207,13 @@ export class ProxyHandler implements OnApplicationShutdown {
     }
   }
 
-  /** Answers an error that came before a decision (nothing to audit: no decision was made). */
+  /** Answers an error that came before a decision (nothing to audit: no decision was made; a 5xx is a failure, RequestFailures). */
   private refuse(request: IncomingMessage, response: ServerResponse, error: AppError, headers: Record<string, string>): void {
     request.resume();
-    sendJson(response, error.status, errorBody(error, headers[ServiceHeader.TraceId]).body, headers);
+    const traceId = headers[ServiceHeader.TraceId];
+    const answer = errorBody(error, traceId);
+    sendJson(response, error.status, answer.body, headers);
+    this.failures.answered({ traceId, method: request.method ?? 'GET', path: proxiedPath(request.url!) }, answer);
   }
 
   private record(exchange: Exchange, status: number, upstreamStatus: number | null): void {

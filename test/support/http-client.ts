@@ -12,6 +12,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Sent as JSON unless it is a string or Buffer. */
   body?: unknown;
+  /** Fails the call when no answer came within this time (default: wait as fetch does). */
+  timeoutMs?: number;
 }
 
 /** One HTTP call with fetch; parses JSON bodies when the response says JSON. */
@@ -25,7 +27,8 @@ export async function call<T = Record<string, unknown>>(baseUrl: string, method:
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const signal = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body, signal });
   const text = await response.text();
   const isJson = response.headers.get('content-type')?.includes('json') ?? false;
   return { status: response.status, headers: response.headers, body: (isJson && text ? JSON.parse(text) : {}) as T, text };
