@@ -1,5 +1,7 @@
 import http from 'node:http';
 import { randomInt } from 'node:crypto';
+import { freePort } from './support/pdp-client';
+import { TcpRelay } from './support/tcp-relay';
 import { startGateway, TestGateway } from './support/test-gateway';
 
 /**
@@ -114,5 +116,32 @@ describe('in memory without REDIS_URL', () => {
     for (let i = 0; i < RPM; i++) expect((await plans(client, first)).status).toBe(200);
     expectRateLimited(await plans(client, first), RPM);
     expect((await plans(client, second)).status).toBe(200);
+  });
+});
+
+describe('Redis not answering', () => {
+  let redis: TcpRelay;
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    redis = await TcpRelay.listen(await freePort(), 6379);
+    gateway = await startGateway({ REDIS_URL: `redis://127.0.0.1:${redis.port}`, RATE_LIMIT_RPM: '5' });
+    expect((await plans(randomLoopback(), gateway)).status).toBe(200);
+  });
+
+  afterAll(async () => {
+    redis?.release();
+    await gateway?.close();
+    await redis?.close();
+  });
+
+  it('answers a billing request 503 within seconds, not never: the budget cannot be counted', async () => {
+    redis.hold();
+    const started = Date.now();
+    const answer = await Promise.race([plans(randomLoopback(), gateway), new Promise<null>((resolve) => setTimeout(() => resolve(null), 8000))]);
+    expect(answer?.status).toBe(503);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(answer?.body).toMatchObject({ error: 'service_unavailable', message: expect.stringContaining('REDIS_URL') });
+    redis.release();
   });
 });
