@@ -1,4 +1,6 @@
 import { call } from './support/http-client';
+import { freePort } from './support/pdp-client';
+import { TcpRelay } from './support/tcp-relay';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 
 /**
@@ -83,5 +85,33 @@ describe.each([
     const third = await create(a, 'three');
     expect(third.status).toBe(403);
     expect(third.body).toMatchObject({ error: 'plan_limit_exceeded', limit: 2, plan: 'free' });
+  });
+});
+
+describe('Redis not answering', () => {
+  let redis: TcpRelay;
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    redis = await TcpRelay.listen(await freePort(), 6379);
+    gateway = await startGateway({ REDIS_URL: `redis://127.0.0.1:${redis.port}` });
+  });
+
+  afterAll(async () => {
+    redis?.release();
+    await gateway?.close();
+    await redis?.close();
+  });
+
+  it('a revocation answers within seconds, in force here, though the other instances cannot be told now', async () => {
+    const org = await createOrganization(gateway, 'enterprise', 'Redis frozen org');
+    const agent = (await call<AgentBody & { token: string }>(gateway.url, 'POST', '/admin/agents', { adminToken: org.adminToken, body: { name: 'to-revoke' } })).body;
+    redis.hold();
+    const started = Date.now();
+    const revoked = await call(gateway.url, 'DELETE', `/admin/agents/${agent.id}`, { adminToken: org.adminToken, timeoutMs: 10_000 });
+    expect(revoked.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect((await call(gateway.url, 'GET', '/proxy/anything', { bearer: agent.token })).status).toBe(401);
+    redis.release();
   });
 });

@@ -158,6 +158,9 @@ class PostgresTransport implements ClusterTransport {
   }
 }
 
+/** Longest a publish waits on Redis; past it the event is logged as not delivered to the other instances. */
+const PUBLISH_TIMEOUT_MS = 1000;
+
 /** Redis pub/sub; ioredis reconnects by itself, and each re-subscribe triggers a resync. */
 class RedisTransport implements ClusterTransport {
   private readonly subscriber: Redis;
@@ -173,7 +176,8 @@ class RedisTransport implements ClusterTransport {
     logger: Logger,
   ) {
     this.subscriber = new Redis(url, { lazyConnect: true });
-    this.publisher = new Redis(url, { lazyConnect: true });
+    // A Redis that stops answering without closing the connection held each publish, and with it the admin request that made the change (a revocation), for ever.
+    this.publisher = new Redis(url, { lazyConnect: true, commandTimeout: PUBLISH_TIMEOUT_MS });
     for (const client of [this.subscriber, this.publisher]) {
       client.on('error', (error: Error) => {
         this.lastError = error.message;
