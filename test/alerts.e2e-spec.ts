@@ -222,6 +222,8 @@ describe('every provider, ALERT_ON=all', () => {
     const [mail] = await emailApi.waitFor(1, (request) => request.raw.includes(traceId));
     expect(mail.path).toBe('/emails');
     expect(mail.headers.authorization).toBe('Bearer re_e2e_key_0123');
+    // A retry of the same alert is the same email to the API, which sends it once.
+    expect(mail.headers['idempotency-key']).toBe(`alert-email/${payload.id}`);
     expect(mail.json).toMatchObject({ from: 'gateway@alerts.test', to: ['oncall@acme.test', 'security@acme.test'], subject: '[WARNING] Request denied by policy no-secrets' });
     expect(mail.json.text).toEqual(expect.stringContaining(`Trace ID:    ${traceId}`));
     expect(mail.json.text).toEqual(expect.stringContaining(payload.id));

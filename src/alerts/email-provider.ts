@@ -53,7 +53,8 @@ export class ApiEmailProvider implements AlertProvider {
   send(alert: Alert, attempt: AttemptListener): void {
     const { subject, text } = emailContent(alert, this.origin);
     const body = JSON.stringify({ from: this.config.from, to: this.config.to, subject, text, tags: [{ name: 'alert_id', value: alert.id }] });
-    this.http.post(this.url, this.headers, body, attempt);
+    // Resend sends an email once per key (for 24 hours): a retry after a lost answer is not a second email.
+    this.http.post(this.url, [...this.headers, `idempotency-key: alert-email/${alert.id}`], body, attempt);
   }
 
   async close(): Promise<void> {

@@ -159,6 +159,14 @@ describe('alert email addresses', () => {
     expect(error.problems[0]).toContain(name);
     expect(error.problems[0]).toMatch(/email address/);
   });
+
+  it('refuses more than 50 ALERT_EMAIL_TO recipients with the email API, which takes at most 50 (every alert email would fail), not with SMTP', () => {
+    const many = Array.from({ length: 51 }, (_, index) => `ops${index}@example.com`).join(',');
+    const { ALERT_SMTP_HOST: _smtp, ...withoutSmtp } = email;
+    const error = configError({ ...withoutSmtp, ALERT_EMAIL_API_KEY: 're_key', ALERT_EMAIL_TO: many });
+    expect(error.problems).toEqual([expect.stringMatching(/^ALERT_EMAIL_TO: 51 recipients; the email API .* at most 50/)]);
+    expect(AppConfig.fromEnv({ ...email, ALERT_EMAIL_TO: many }, '9.9.9').alerts.email.to).toHaveLength(51);
+  });
 });
 
 describe('AppConfig.fromEnv rejects bad values, naming the variable and what it accepts', () => {

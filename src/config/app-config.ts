@@ -240,6 +240,8 @@ const EMAIL_ADDRESS = /^[^\s@<>,;"]+@[^\s@<>,;"]+$/;
 // `Alerts <alerts@example.com>`: an address with a display name.
 const NAMED_ADDRESS = /^[^<>\r\n]*<([^<>]*)>$/;
 const MAILBOX_EXPECTED = 'expected an email address (alerts@example.com or Alerts <alerts@example.com>)';
+/** Recipients one email of the Resend API may have (its `to`). */
+const MAX_API_EMAIL_RECIPIENTS = 50;
 
 /**
  * An address SMTP and the email API accept. Checked at start: a malformed one failed every
@@ -278,6 +280,9 @@ function readAlertsConfig(read: EnvReader): AlertsConfig {
     if (email.to.length === 0) read.errors.push('ALERT_EMAIL_TO: required when ALERT_EMAIL_ENABLED=true');
     const badTo = email.to.filter((address) => !isMailbox(address));
     if (badTo.length > 0) read.errors.push(`ALERT_EMAIL_TO: ${badTo.map((address) => JSON.stringify(address)).join(', ')}: ${MAILBOX_EXPECTED}`);
+    if (email.apiKey !== undefined && email.to.length > MAX_API_EMAIL_RECIPIENTS) {
+      read.errors.push(`ALERT_EMAIL_TO: ${email.to.length} recipients; the email API (Resend) takes at most ${MAX_API_EMAIL_RECIPIENTS} per email: use a mailing list address`);
+    }
     // The raw value: a malformed ALERT_SMTP_HOST has its own message.
     if (email.apiKey === undefined && read.raw('ALERT_SMTP_HOST') === undefined) {
       read.errors.push('ALERT_EMAIL_ENABLED=true needs ALERT_EMAIL_API_KEY (delivery API) or ALERT_SMTP_HOST (SMTP)');
