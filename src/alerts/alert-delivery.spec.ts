@@ -160,4 +160,30 @@ describe('AlertDelivery', () => {
       await healthy.close();
     }
   });
+
+  it('backs off, doubling, from a receiver that answers 429 without Retry-After, rather than asking again twice a second', async () => {
+    let asked = 0;
+    const server = http.createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        asked++;
+        response.writeHead(429).end('slow down');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const delivery = new AlertDelivery([new WebhookProvider(`${url}/hook`, undefined, ORIGIN, new AlertHttpClient())], new LocalAlertRateCounter(10), 10, () => undefined);
+    try {
+      await delivery.deliver([testAlert()]);
+      await new Promise((resolve) => setTimeout(resolve, 3800));
+      // Asked at 0, 0.5, 1.5 and 3.5 s (waits of 0.5, 1 and 2 s); at a steady 0.5 s it was 8 times.
+      expect(asked).toBe(4);
+    } finally {
+      await delivery.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    }
+  });
 });

@@ -194,15 +194,18 @@ export class AlertDelivery {
   /**
    * A 429 is the receiver asking to slow down (email APIs and chat services rate-limit: Resend
    * takes 2 requests a second by default), not failing: the delivery waits as asked (Retry-After,
-   * else the first backoff) and the attempt does not count, for up to MAX_THROTTLED_MS in all.
+   * else a backoff doubling from the first) and the attempt does not count, for up to MAX_THROTTLED_MS in all.
    * Counted as failures, four attempts over 3.5 s lost every alert of a burst beyond what the
    * receiver took in that time.
    */
   private waitIfThrottled(delivery: Delivery, error: Error): boolean {
     if (!(error instanceof AlertSendError) || error.status !== 429) return false;
-    const waitMs = Math.min(Math.max(error.retryAfterMs ?? 0, this.retry.firstDelayMs), MAX_RETRY_AFTER_MS);
+    // Without Retry-After, the waits double (0.5, 1, 2 s...): at a steady 0.5 s a throttled receiver was asked 600 times in the 5 minutes.
+    const backoffMs = this.retry.firstDelayMs * 2 ** delivery.throttles;
+    const waitMs = Math.min(Math.max(error.retryAfterMs ?? backoffMs, this.retry.firstDelayMs), MAX_RETRY_AFTER_MS);
     if (delivery.throttledMs + waitMs > MAX_THROTTLED_MS) return false;
     delivery.throttledMs += waitMs;
+    delivery.throttles++;
     delivery.attempts--;
     const { provider, alert } = delivery;
     this.log('warn', 'alert receiver asked to slow down (429); waiting', { alertId: alert.id, trigger: alert.trigger, provider: provider.name, waitMs });
@@ -234,8 +237,9 @@ export class AlertDelivery {
 class Delivery implements AttemptListener, Retryable {
   attempts = 0;
   dueAt = 0;
-  /** Time spent waiting on 429 answers. */
+  /** Time spent waiting on 429 answers, and how many there were. */
   throttledMs = 0;
+  throttles = 0;
   /** Its neighbours in the owner's list of deliveries under way. */
   newer: Delivery | null = null;
   older: Delivery | null = null;
