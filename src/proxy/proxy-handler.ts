@@ -54,8 +54,10 @@ export class ProxyHandler implements OnApplicationShutdown {
     const started = performance.now();
     const traceId = requestTraceId(request);
     this.serve(request, response, started, traceId).catch((error: unknown) => {
+      // errorBody's status, not always 500: a database that is down is a 503 (as on the PDP), which clients retry.
+      const failure = errorBody(error, traceId);
       this.logger.error({ err: error, traceId }, 'proxy request failed');
-      sendJson(response, 500, errorBody(error, traceId).body, traceHeaders(traceId));
+      sendJson(response, failure.status, failure.body, traceHeaders(traceId));
     });
   }
 
