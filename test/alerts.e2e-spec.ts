@@ -508,6 +508,31 @@ describe('shutdown', () => {
   }, 30_000);
 });
 
+describe('at start', () => {
+  it('warns when ALERT_ON names triggers but no provider is configured, instead of saying nothing', async () => {
+    const logs: string[] = [];
+    const gateway = await startLoggedGateway({ ALERT_ON: 'deny,error' }, logs);
+    try {
+      const lines = logs.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines).toContainEqual(expect.objectContaining({ level: 40, triggers: ['deny', 'error'], msg: expect.stringContaining('no alert provider is configured') }));
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  it('does not warn with a provider, nor without ALERT_ON', async () => {
+    const logs: string[] = [];
+    const webhook = await startAlertReceiver();
+    const gateways = [await startLoggedGateway({ ALERT_ON: 'deny', ALERT_WEBHOOK_URL: webhook.url }, logs), await startLoggedGateway({}, logs)];
+    try {
+      expect(logs.filter((line) => line.includes('no alert provider'))).toEqual([]);
+    } finally {
+      for (const gateway of gateways) await gateway.close();
+      await webhook.close();
+    }
+  });
+});
+
 /**
  * A receiver like Python's stock http.server: HTTP/1.0, one request per connection, read whole
  * (content-length), answered, then the connection closed. Keeps the bodies it got.

@@ -42,7 +42,16 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
   }
 
   onModuleInit(): void {
-    if (!this.enabled) return;
+    if (!this.enabled) {
+      // An operator who set ALERT_ON expects alerts: say at start that none can be sent, rather than stay silent.
+      if (this.triggers.size > 0) {
+        this.logger.warn(
+          { triggers: [...this.triggers] },
+          'ALERT_ON is set but no alert provider is configured (ALERT_WEBHOOK_URL, ALERT_CHAT_WEBHOOK or ALERT_EMAIL_ENABLED=true): no alert will be sent',
+        );
+      }
+      return;
+    }
     this.unsubscribe = this.events.subscribe((event) => this.onDecision(event));
     this.logger.info({ triggers: [...this.triggers], ratePerMinute: this.config.alerts.ratePerMinute }, 'alerting on');
   }
