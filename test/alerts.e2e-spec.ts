@@ -508,6 +508,32 @@ describe('shutdown', () => {
   }, 30_000);
 });
 
+describe('MODE=audit', () => {
+  it('every alert of a denial it let through says it was not enforced: deny, rate_limit and alert_rule alike', async () => {
+    const webhook = await startAlertReceiver();
+    const gateway = await startGateway({ UPSTREAM_URL: upstream.url, MODE: 'audit', ALERT_ON: 'all', ALERT_WEBHOOK_URL: webhook.url, ALERT_RATE_LIMIT: '1000', ALERT_ENVIRONMENT: uniqueEnvironment('audit-mode') });
+    try {
+      const { agent } = await setup(gateway, [
+        { name: 'watch-writes', action: 'write:*', rules: [{ condition: 'true', action: 'alert', reason: 'A write' }] },
+        { name: 'one-per-minute', action: 'write:*', rules: [{ condition: 'rate_limit(per_agent, 1, 1m)', action: 'deny', reason: 'One a minute' }] },
+        DENY_SECRETS,
+      ]);
+      expect((await proxy(gateway, agent, 'GET', '/secret/plans.txt')).status).toBe(200);
+      expect((await proxy(gateway, agent, 'POST', '/status/201')).status).toBe(201);
+      expect((await proxy(gateway, agent, 'POST', '/status/201')).status).toBe(201);
+      const alerts = payloads(await webhook.waitFor(4, about(agent)));
+      const denied = alerts.filter((alert) => alert.entry.decision === 'deny');
+      expect(denied.map((alert) => alert.trigger).sort()).toEqual(['alert_rule', 'deny', 'rate_limit']);
+      for (const alert of denied) expect(alert.message).toContain('not enforced: MODE=audit let it through');
+      const allowed = alerts.filter((alert) => alert.entry.decision === 'allow');
+      expect(allowed.map((alert) => [alert.trigger, alert.message.includes('not enforced')])).toEqual([['alert_rule', false]]);
+    } finally {
+      await gateway.close();
+      await webhook.close();
+    }
+  });
+});
+
 describe('at start', () => {
   it('warns when ALERT_ON names triggers but no provider is configured, instead of saying nothing', async () => {
     const logs: string[] = [];
