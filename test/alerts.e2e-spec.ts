@@ -239,6 +239,40 @@ describe('every provider, ALERT_ON=all', () => {
     expect(texts).not.toMatch(/<!channel>|<https:/);
   });
 
+  // The characters the forger sends, bar the line feed (which the email has between its own lines).
+  // eslint-disable-next-line no-control-regex -- control characters are what is looked for
+  const FORGING = /[\r\u2028\u0007]/;
+
+  it('a caller cannot add lines to the chat message or the email: line breaks and control characters in what it sends are shown escaped', async () => {
+    const { org, agent } = await setup(gateway, [DENY_SECRETS]);
+    const key = await call<{ key: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'forger' } });
+    // The action is the caller's (an adapter's, on behalf of its agent): it tries to forge fields below its own.
+    const action = 'read:secret/x\r\nSeverity:    info\nDecision:    allow\u2028\u0007';
+    const checked = await call<{ decision: string; traceId: string }>(gateway.url, 'POST', '/v1/check', {
+      body: { agentId: agent.id, plugin: 'FilePlugin', function: 'ReadFile', action },
+      headers: { 'x-api-key': key.body.key },
+    });
+    expect(checked.body.decision).toBe('deny');
+    const traceId = checked.body.traceId;
+
+    const [mail] = await emailApi.waitFor(1, (request) => request.raw.includes(traceId));
+    const lines = String(mail.json.text).split('\n');
+    expect(lines.filter((line) => line.startsWith('Severity:'))).toEqual(['Severity:    warning']);
+    expect(lines.filter((line) => line.startsWith('Decision:'))).toEqual(['Decision:    deny']);
+    expect(lines).toContain('Action:      read:secret/x\\r\\nSeverity:    info\\nDecision:    allow\\u2028\\u0007');
+    expect(String(mail.json.text)).not.toMatch(FORGING);
+
+    const [message] = await chat.waitFor(1, (request) => request.raw.includes(traceId));
+    const blocks = (message.json.attachments as Array<{ blocks: Array<{ text?: { text: string }; fields?: Array<{ text: string }> }> }>)[0].blocks;
+    // Each field is its label, one line break, its value; the header and summary are one line.
+    for (const field of blocks[2].fields!) expect(field.text.split('\n')).toHaveLength(2);
+    expect([blocks[0].text!.text, blocks[1].text!.text, String(message.json.text)].filter((text) => FORGING.test(text) || text.includes('\n'))).toEqual([]);
+
+    // The webhook carries the action exactly as given: its receiver gets structured JSON.
+    const [alert] = await webhook.waitFor(1, (request) => request.raw.includes(traceId));
+    expect((alert.json as unknown as WebhookPayload).entry.action).toBe(action);
+  });
+
   describe('severity (CONTRACT.md)', () => {
     const RATE_LIMITED = { name: 'two-per-minute', rules: [{ condition: 'rate_limit(per_agent, 2, 1m)', action: 'deny' as const, reason: 'Two requests a minute' }] };
     const DENY_DELETES = { name: 'no-deletes', action: 'delete:*', rules: [{ condition: 'true', action: 'deny' as const, reason: 'Nothing is deleted' }] };
