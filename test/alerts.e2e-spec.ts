@@ -241,6 +241,40 @@ describe('every provider, ALERT_ON=all', () => {
     expect(texts).not.toMatch(/<!channel>|<https:/);
   });
 
+  // The characters the forger sends, bar the line feed (which the email has between its own lines).
+  // eslint-disable-next-line no-control-regex -- control characters are what is looked for
+  const FORGING = /[\r\u2028\u0007]/;
+
+  it('a caller cannot add lines to the chat message or the email: line breaks and control characters in what it sends are shown escaped', async () => {
+    const { org, agent } = await setup(gateway, [DENY_SECRETS]);
+    const key = await call<{ key: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'forger' } });
+    // The action is the caller's (an adapter's, on behalf of its agent): it tries to forge fields below its own.
+    const action = 'read:secret/x\r\nSeverity:    info\nDecision:    allow\u2028\u0007';
+    const checked = await call<{ decision: string; traceId: string }>(gateway.url, 'POST', '/v1/check', {
+      body: { agentId: agent.id, plugin: 'FilePlugin', function: 'ReadFile', action },
+      headers: { 'x-api-key': key.body.key },
+    });
+    expect(checked.body.decision).toBe('deny');
+    const traceId = checked.body.traceId;
+
+    const [mail] = await emailApi.waitFor(1, (request) => request.raw.includes(traceId));
+    const lines = String(mail.json.text).split('\n');
+    expect(lines.filter((line) => line.startsWith('Severity:'))).toEqual(['Severity:    warning']);
+    expect(lines.filter((line) => line.startsWith('Decision:'))).toEqual(['Decision:    deny']);
+    expect(lines).toContain('Action:      read:secret/x\\r\\nSeverity:    info\\nDecision:    allow\\u2028\\u0007');
+    expect(String(mail.json.text)).not.toMatch(FORGING);
+
+    const [message] = await chat.waitFor(1, (request) => request.raw.includes(traceId));
+    const blocks = (message.json.attachments as Array<{ blocks: Array<{ text?: { text: string }; fields?: Array<{ text: string }> }> }>)[0].blocks;
+    // Each field is its label, one line break, its value; the header and summary are one line.
+    for (const field of blocks[2].fields!) expect(field.text.split('\n')).toHaveLength(2);
+    expect([blocks[0].text!.text, blocks[1].text!.text, String(message.json.text)].filter((text) => FORGING.test(text) || text.includes('\n'))).toEqual([]);
+
+    // The webhook carries the action exactly as given: its receiver gets structured JSON.
+    const [alert] = await webhook.waitFor(1, (request) => request.raw.includes(traceId));
+    expect((alert.json as unknown as WebhookPayload).entry.action).toBe(action);
+  });
+
   describe('severity (CONTRACT.md)', () => {
     const RATE_LIMITED = { name: 'two-per-minute', rules: [{ condition: 'rate_limit(per_agent, 2, 1m)', action: 'deny' as const, reason: 'Two requests a minute' }] };
     const DENY_DELETES = { name: 'no-deletes', action: 'delete:*', rules: [{ condition: 'true', action: 'deny' as const, reason: 'Nothing is deleted' }] };
@@ -417,16 +451,6 @@ async function startLoggedGateway(env: Record<string, string>, logs: string[]): 
   return { url: `http://127.0.0.1:${port}`, app, config, close: () => app.close() };
 }
 
-describe('ALERT_ON without any provider', () => {
-  it('warns at start that no alert will be sent, naming the variables to set', async () => {
-    const logs: string[] = [];
-    const gateway = await startLoggedGateway({ ALERT_ON: 'deny' }, logs);
-    await gateway.close();
-    const warnings = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => String(line.msg).includes('no alert provider'));
-    expect(warnings).toEqual([expect.objectContaining({ level: 40, triggers: ['deny'], msg: expect.stringContaining('ALERT_WEBHOOK_URL') })]);
-  });
-});
-
 describe('ALERT_RATE_LIMIT shared through Redis by two gateways', () => {
   const gateways: TestGateway[] = [];
   const logs: string[] = [];
@@ -527,6 +551,57 @@ describe('shutdown', () => {
       await new Promise((resolve) => hung.close(resolve));
     }
   }, 30_000);
+});
+
+describe('MODE=audit', () => {
+  it('every alert of a denial it let through says it was not enforced: deny, rate_limit and alert_rule alike', async () => {
+    const webhook = await startAlertReceiver();
+    const gateway = await startGateway({ UPSTREAM_URL: upstream.url, MODE: 'audit', ALERT_ON: 'all', ALERT_WEBHOOK_URL: webhook.url, ALERT_RATE_LIMIT: '1000', ALERT_ENVIRONMENT: uniqueEnvironment('audit-mode') });
+    try {
+      const { agent } = await setup(gateway, [
+        { name: 'watch-writes', action: 'write:*', rules: [{ condition: 'true', action: 'alert', reason: 'A write' }] },
+        { name: 'one-per-minute', action: 'write:*', rules: [{ condition: 'rate_limit(per_agent, 1, 1m)', action: 'deny', reason: 'One a minute' }] },
+        DENY_SECRETS,
+      ]);
+      expect((await proxy(gateway, agent, 'GET', '/secret/plans.txt')).status).toBe(200);
+      expect((await proxy(gateway, agent, 'POST', '/status/201')).status).toBe(201);
+      expect((await proxy(gateway, agent, 'POST', '/status/201')).status).toBe(201);
+      const alerts = payloads(await webhook.waitFor(4, about(agent)));
+      const denied = alerts.filter((alert) => alert.entry.decision === 'deny');
+      expect(denied.map((alert) => alert.trigger).sort()).toEqual(['alert_rule', 'deny', 'rate_limit']);
+      for (const alert of denied) expect(alert.message).toContain('not enforced: MODE=audit let it through');
+      const allowed = alerts.filter((alert) => alert.entry.decision === 'allow');
+      expect(allowed.map((alert) => [alert.trigger, alert.message.includes('not enforced')])).toEqual([['alert_rule', false]]);
+    } finally {
+      await gateway.close();
+      await webhook.close();
+    }
+  });
+});
+
+describe('at start', () => {
+  it('warns when ALERT_ON names triggers but no provider is configured, instead of saying nothing', async () => {
+    const logs: string[] = [];
+    const gateway = await startLoggedGateway({ ALERT_ON: 'deny,error' }, logs);
+    try {
+      const lines = logs.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines).toContainEqual(expect.objectContaining({ level: 40, triggers: ['deny', 'error'], msg: expect.stringContaining('no alert provider is configured') }));
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  it('does not warn with a provider, nor without ALERT_ON', async () => {
+    const logs: string[] = [];
+    const webhook = await startAlertReceiver();
+    const gateways = [await startLoggedGateway({ ALERT_ON: 'deny', ALERT_WEBHOOK_URL: webhook.url }, logs), await startLoggedGateway({}, logs)];
+    try {
+      expect(logs.filter((line) => line.includes('no alert provider'))).toEqual([]);
+    } finally {
+      for (const gateway of gateways) await gateway.close();
+      await webhook.close();
+    }
+  });
 });
 
 /**

@@ -3,6 +3,7 @@ import http from 'node:http';
 import { decodeProtectedHeader, SignJWT } from 'jose';
 import { DataSource } from 'typeorm';
 import { call, TestResponse } from './support/http-client';
+import { ownDatabase } from './support/own-database';
 import { createOrganization, startGateway, TEST_PUBLIC_URL, TestGateway, TestOrganization } from './support/test-gateway';
 import { EchoBody, rawRequest, startUpstream, TestUpstream } from './support/upstream';
 import type { PlanId } from '../src/organizations/plans';
@@ -563,6 +564,27 @@ describe('upstream failures', () => {
       expect(await auditEntries(org, 'source=proxy', 1, instance)).toEqual([expect.objectContaining({ status: 504, upstreamStatus: null })]);
     } finally {
       await instance.close();
+    }
+  });
+
+  it('answers 503 service_unavailable, as the PDP does, when the database is down (not 500)', async () => {
+    const database = await ownDatabase();
+    try {
+      const instance = await startGateway({ DATABASE_URL: database.url, UPSTREAM_URL: upstream.url });
+      try {
+        // An agent the gateway has not seen yet: its record has to come from the database.
+        const { agent } = await setup([], 'enterprise', instance);
+        await database.takeDown();
+        const response = await proxy(agent, 'GET', '/anything', { on: instance });
+        expect(response.body).toMatchObject({ error: 'service_unavailable' });
+        expect(response.status).toBe(503);
+      } finally {
+        await instance.close();
+        // The cluster-event listener's reconnect timer fires up to 1 s after close (service.e2e-spec.ts).
+        await new Promise((resolve) => setTimeout(resolve, 1100));
+      }
+    } finally {
+      await database.dispose();
     }
   });
 

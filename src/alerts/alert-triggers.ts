@@ -173,13 +173,15 @@ function alertOf(raised: Raised): Alert {
 function describe(raised: Raised): [AlertSeverity, string, string] {
   const reason = raised.reason ?? '';
   switch (raised.trigger) {
-    case 'deny': {
-      const enforced = raised.enforced ? '' : ' (not enforced: MODE=audit let it through)';
-      return [denialSeverity(raised), `Request denied by policy ${raised.policyName ?? 'default'}`, `${who(raised)} was denied ${what(raised)}: ${reason}${enforced}`];
-    }
+    case 'deny':
+      return [denialSeverity(raised), `Request denied by policy ${raised.policyName ?? 'default'}`, `${who(raised)} was denied ${what(raised)}: ${reason}${notEnforced(raised)}`];
     case 'rate_limit': {
       const limit = raised.limit === null ? '' : ` (${raised.limit})`;
-      return ['warning', `Rate limit exceeded by agent ${raised.agentName ?? raised.agentId ?? 'unknown'}`, `${who(raised)} exceeded a rate limit${limit} on ${what(raised)}: ${reason}`];
+      return [
+        'warning',
+        `Rate limit exceeded by agent ${raised.agentName ?? raised.agentId ?? 'unknown'}`,
+        `${who(raised)} exceeded a rate limit${limit} on ${what(raised)}: ${reason}${notEnforced(raised)}`,
+      ];
     }
     case 'failure': {
       const request = raised.method === '' ? raised.path : `${raised.method} ${raised.path}`;
@@ -191,9 +193,14 @@ function describe(raised: Raised): [AlertSeverity, string, string] {
     }
     default: {
       const outcome = raised.decision === 'allow' ? 'allowed' : 'denied';
-      return ['warning', `Alert rule ${raised.rule} of policy ${raised.policyName}`, `${reason}: ${who(raised)} was ${outcome} ${what(raised)}`];
+      return ['warning', `Alert rule ${raised.rule} of policy ${raised.policyName}`, `${reason}: ${who(raised)} was ${outcome} ${what(raised)}${notEnforced(raised)}`];
     }
   }
+}
+
+/** Said of a denial MODE=audit let through, whatever the trigger: the reader must not believe the request was stopped. */
+function notEnforced(raised: Raised): string {
+  return raised.decision === 'deny' && !raised.enforced ? ' (not enforced: MODE=audit let it through)' : '';
 }
 
 function who(raised: Raised): string {

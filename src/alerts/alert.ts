@@ -70,3 +70,18 @@ export function testAlert(nowMs = Date.now()): Alert {
     },
   };
 }
+
+// Line breaks and other control characters: C0, DEL, C1, and the Unicode line and paragraph separators.
+// eslint-disable-next-line no-control-regex -- control characters are exactly what is matched
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const NAMED_ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * `text` on one line, its control characters written as escapes (`\n`, `\u0007`): the chat
+ * message and the email lay an alert out as lines of `Label: value`, and the values come from
+ * callers (an adapter's action, an agent's name), who must not be able to add lines that read
+ * as the alert's own (`Severity: info`). The webhook carries values as they are, in JSON.
+ */
+export function singleLine(text: string): string {
+  return text.replace(CONTROL, (char) => NAMED_ESCAPES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

@@ -1,4 +1,4 @@
-import type { Alert, AlertOrigin, AlertSeverity } from './alert';
+import { Alert, AlertOrigin, AlertSeverity, singleLine } from './alert';
 import { AlertHttpClient, safeUrl } from './alert-http';
 import type { AlertProvider, AttemptListener } from './alert-provider';
 
@@ -35,16 +35,21 @@ export function truncate(text: string, max: number): string {
  */
 export function chatMessage(alert: Alert, origin: AlertOrigin): Record<string, unknown> {
   const { entry } = alert;
-  const field = (label: string, value: string) => ({ type: 'mrkdwn', text: truncate(`*${label}*\n${value === '' ? '-' : escapeMrkdwn(value)}`, CHAT_LIMITS.field) });
+  // Values on one line (singleLine): a line break in a caller's value would read as a field of its own.
+  const field = (label: string, value: string) => ({ type: 'mrkdwn', text: truncate(`*${label}*\n${value === '' ? '-' : escapeMrkdwn(singleLine(value))}`, CHAT_LIMITS.field) });
   const request = entry.method === '' && entry.path === '' ? '-' : `${entry.method} ${entry.path}`.trim();
+  const title = singleLine(alert.title);
   return {
-    text: `${SEVERITY_MARK[alert.severity]}: ${escapeMrkdwn(alert.title)}`,
+    text: `${SEVERITY_MARK[alert.severity]}: ${escapeMrkdwn(title)}`,
     attachments: [
       {
         color: SEVERITY_COLOR[alert.severity],
         blocks: [
-          { type: 'header', text: { type: 'plain_text', text: truncate(alert.title, CHAT_LIMITS.header) } },
-          { type: 'section', text: { type: 'mrkdwn', text: truncate(`${SEVERITY_MARK[alert.severity]} (${alert.trigger}): ${escapeMrkdwn(alert.message)}`, CHAT_LIMITS.sectionText) } },
+          { type: 'header', text: { type: 'plain_text', text: truncate(title, CHAT_LIMITS.header) } },
+          {
+            type: 'section',
+            text: { type: 'mrkdwn', text: truncate(`${SEVERITY_MARK[alert.severity]} (${alert.trigger}): ${escapeMrkdwn(singleLine(alert.message))}`, CHAT_LIMITS.sectionText) },
+          },
           {
             type: 'section',
             fields: [

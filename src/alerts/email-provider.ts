@@ -1,6 +1,6 @@
 import nodemailer, { Transporter } from 'nodemailer';
 import type { AlertsConfig } from '../config/app-config';
-import type { Alert, AlertOrigin } from './alert';
+import { Alert, AlertOrigin, singleLine } from './alert';
 import { AlertHttpClient, safeUrl } from './alert-http';
 import { smtpTransportOptions } from '../common/smtp-transport-options';
 import { AlertProvider, AlertSendError, AttemptListener } from './alert-provider';
@@ -8,6 +8,7 @@ import { AlertProvider, AlertSendError, AttemptListener } from './alert-provider
 /** Subject and plain-text body of an alert email. */
 export function emailContent(alert: Alert, origin: AlertOrigin): { subject: string; text: string } {
   const { entry } = alert;
+  // Each line is one item: a value cannot add lines of its own (singleLine).
   const lines = [
     alert.message,
     '',
@@ -22,8 +23,8 @@ export function emailContent(alert: Alert, origin: AlertOrigin): { subject: stri
     `Reason:      ${entry.reason}`,
     `Instance:    ${origin.instance} (${origin.environment})`,
     `Alert:       ${alert.id} at ${alert.timestamp}`,
-  ];
-  return { subject: `[${alert.severity.toUpperCase()}] ${alert.title}`, text: `${lines.join('\n')}\n` };
+  ].map(singleLine);
+  return { subject: singleLine(`[${alert.severity.toUpperCase()}] ${alert.title}`), text: `${lines.join('\n')}\n` };
 }
 
 /** `POST /emails` under the API's base URL, its query kept: `…/v1?tenant=abc` gives `…/v1/emails?tenant=abc`. */
