@@ -162,6 +162,18 @@ describe('action mapping', () => {
     ]);
   });
 
+  it('decodes escapes of unreserved characters before policies see the path: /%61dmin is /admin, denied as it', async () => {
+    const { agent } = await setup([{ name: 'no-admin', action: '*admin*', condition: 'true' }]);
+    const denied = await proxy(agent, 'GET', '/%61dmin/users');
+    expect(denied.status).toBe(403);
+    expect(denied.body).toMatchObject({ policy: 'no-admin', action: 'read:admin/users' });
+
+    const trace = traceId();
+    const allowed = await proxy(agent, 'GET', '/caf%c3%a9/%7Eme', { headers: { 'x-trace-id': trace } });
+    expect(allowed.status).toBe(200);
+    expect(receivedWithTrace(trace)).toMatchObject([{ url: '/caf%C3%A9/~me' }]);
+  });
+
   it('X-Service-Action replaces the computed action', async () => {
     const { org, agent } = await setup([{ name: 'no-transfers', action: 'payments:transfer*', condition: 'true' }]);
     const denied = await proxy(agent, 'GET', '/anything', { headers: { 'x-service-action': 'payments:transfer-out' } });

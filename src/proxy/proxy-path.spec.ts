@@ -40,7 +40,11 @@ describe('parseProxyUrl', () => {
     ['/proxy/a/.%2e/b', 'b', ''],
     ['/proxy/a/%2e./b?x=..', 'b', 'x=..'],
     ['/proxy/a/.../b', 'a/.../b', ''],
-    ['/proxy/a/%2e%2e%2e/b', 'a/%2e%2e%2e/b', ''],
+    ['/proxy/a/%2e%2e%2e/b', 'a/.../b', ''],
+    // Escapes of unreserved characters are decoded (RFC 3986 6.2.2.2): `/%61dmin` is `/admin` to any upstream, and to policies.
+    ['/proxy/%61dmin/users', 'admin/users', ''],
+    ['/proxy/%41%5a%7e%2d%5F0%39', 'AZ~-_09', ''],
+    ['/proxy/caf%c3%a9/x%20y', 'caf%C3%A9/x%20y', ''],
     ['/proxy/a/..b/c', 'a/..b/c', ''],
     ['/proxy/file.txt', 'file.txt', ''],
   ])('%s → path %s, query %s', (url, path, query) => {
