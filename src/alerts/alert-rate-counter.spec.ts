@@ -1,6 +1,7 @@
 import { freePort } from '../../test/support/gateway-process';
 import { TcpRelay } from '../../test/support/tcp-relay';
-import { REDIS_COUNT_TIMEOUT_MS, RedisAlertRateCounter } from './alert-rate-counter';
+import { REDIS_COMMAND_TIMEOUT_MS } from '../common/redis-command-timeout';
+import { RedisAlertRateCounter } from './alert-rate-counter';
 
 const REDIS_PORT = 6379;
 
@@ -46,7 +47,7 @@ describe('RedisAlertRateCounter', () => {
     try {
       const started = Date.now();
       expect(await counter.take(3, now)).toBe(3);
-      expect(Date.now() - started).toBeLessThan(REDIS_COUNT_TIMEOUT_MS + 1000);
+      expect(Date.now() - started).toBeLessThan(REDIS_COMMAND_TIMEOUT_MS + 1000);
       expect(messages.filter((message) => message.startsWith('alert rate counter in Redis unavailable'))).toHaveLength(1);
     } finally {
       relay.release();

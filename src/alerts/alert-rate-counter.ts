@@ -1,12 +1,7 @@
 import Redis from 'ioredis';
+import { REDIS_COMMAND_TIMEOUT_MS } from '../common/redis-command-timeout';
 
 const MINUTE_MS = 60_000;
-/**
- * Longest a batch waits for Redis to count it. Without a limit, a Redis that stops answering
- * without closing the connection (a network partition, a frozen server) held every alert since
- * forever: none sent, none logged, and none counted as abandoned at shutdown.
- */
-export const REDIS_COUNT_TIMEOUT_MS = 1000;
 
 /** ALERT_RATE_LIMIT's counter: alerts sent per clock minute, all providers together. */
 export interface AlertRateCounter {
@@ -44,7 +39,7 @@ export class LocalAlertRateCounter implements AlertRateCounter {
  * The counter shared by every gateway instance through Redis (REDIS_URL): one INCRBY per batch
  * of alerts on a key per clock minute and environment (ALERT_ENVIRONMENT), so staging and
  * production sharing a Redis keep their own limits. While Redis cannot be reached, or does not
- * answer within REDIS_COUNT_TIMEOUT_MS, each process counts alone rather than dropping or flooding.
+ * answer within REDIS_COMMAND_TIMEOUT_MS, each process counts alone rather than dropping or flooding.
  */
 export class RedisAlertRateCounter implements AlertRateCounter {
   private readonly redis: Redis;
@@ -58,7 +53,7 @@ export class RedisAlertRateCounter implements AlertRateCounter {
     private readonly environment: string,
     private readonly onError: (message: string) => void,
   ) {
-    this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false, commandTimeout: REDIS_COUNT_TIMEOUT_MS });
+    this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false, commandTimeout: REDIS_COMMAND_TIMEOUT_MS });
     // ioredis reports each failed reconnect: the line must say whose connection it is (the gateway has several).
     this.redis.on('error', (error: Error) => onError(`alert rate counter: Redis connection error: ${error.message}`));
     this.fallback = new LocalAlertRateCounter(limit);

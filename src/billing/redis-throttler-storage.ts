@@ -1,8 +1,8 @@
 import { OnApplicationShutdown } from '@nestjs/common';
 import type { ThrottlerStorage } from '@nestjs/throttler';
 import Redis from 'ioredis';
-import { AppError } from '../common/app-error';
-import { ErrorCode } from '../common/error-code';
+import { REDIS_COMMAND_TIMEOUT_MS } from '../common/redis-command-timeout';
+import { redisCountersUnavailable } from '../common/redis-counters';
 
 /**
  * One fixed window per key, counted atomically by the Redis server (and timed by its clock), so
@@ -20,8 +20,6 @@ return {hits, left}
 `;
 
 const KEY_PREFIX = 'agentgov:throttle:';
-/** Longest a count may wait on Redis: one that stops answering without closing the connection held every billing request for ever. */
-const COMMAND_TIMEOUT_MS = 1000;
 
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
@@ -33,15 +31,14 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
   private readonly redis: Redis;
 
   constructor(url: string) {
-    this.redis = new Redis(url, { maxRetriesPerRequest: 2, lazyConnect: true, commandTimeout: COMMAND_TIMEOUT_MS });
+    this.redis = new Redis(url, { maxRetriesPerRequest: 2, lazyConnect: true, commandTimeout: REDIS_COMMAND_TIMEOUT_MS });
     this.redis.defineCommand('agentgovFixedWindow', { numberOfKeys: 1, lua: FIXED_WINDOW });
   }
 
   async increment(key: string, ttl: number, limit: number): Promise<ThrottlerStorageRecord> {
     const command = (this.redis as unknown as Record<string, (...args: unknown[]) => Promise<[number, number]>>).agentgovFixedWindow;
-    // The budget cannot be counted: a 503, which clients retry, rather than a 500 or an unbounded wait.
     const [hits, leftMs] = await command.call(this.redis, KEY_PREFIX + key, ttl).catch(() => {
-      throw new AppError(ErrorCode.ServiceUnavailable, 'The rate-limit counters (REDIS_URL) are unavailable; try again shortly');
+      throw redisCountersUnavailable();
     });
     const secondsLeft = Math.max(1, Math.ceil(Number(leftMs) / 1000));
     const isBlocked = Number(hits) > limit;

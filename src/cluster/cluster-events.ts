@@ -4,6 +4,7 @@ import { Client } from 'pg';
 import Redis from 'ioredis';
 import { Logger } from 'pino';
 import { AppConfig } from '../config/app-config';
+import { REDIS_COMMAND_TIMEOUT_MS } from '../common/redis-command-timeout';
 import { redactUrl } from '../config/env-reader';
 import { DatabaseConnection } from '../database/database-connection';
 import { LOGGER } from '../logging/logging.module';
@@ -158,9 +159,6 @@ class PostgresTransport implements ClusterTransport {
   }
 }
 
-/** Longest a publish waits on Redis; past it the event is logged as not delivered to the other instances. */
-const PUBLISH_TIMEOUT_MS = 1000;
-
 /** Redis pub/sub; ioredis reconnects by itself, and each re-subscribe triggers a resync. */
 class RedisTransport implements ClusterTransport {
   private readonly subscriber: Redis;
@@ -176,8 +174,8 @@ class RedisTransport implements ClusterTransport {
     logger: Logger,
   ) {
     this.subscriber = new Redis(url, { lazyConnect: true });
-    // A Redis that stops answering without closing the connection held each publish, and with it the admin request that made the change (a revocation), for ever.
-    this.publisher = new Redis(url, { lazyConnect: true, commandTimeout: PUBLISH_TIMEOUT_MS });
+    // A publish that times out is logged as not delivered to the other instances; the change is in force here.
+    this.publisher = new Redis(url, { lazyConnect: true, commandTimeout: REDIS_COMMAND_TIMEOUT_MS });
     for (const client of [this.subscriber, this.publisher]) {
       client.on('error', (error: Error) => {
         this.lastError = error.message;

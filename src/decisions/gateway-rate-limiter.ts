@@ -1,8 +1,8 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import Redis from 'ioredis';
 import { Logger } from 'pino';
-import { AppError } from '../common/app-error';
-import { ErrorCode } from '../common/error-code';
+import { REDIS_COMMAND_TIMEOUT_MS } from '../common/redis-command-timeout';
+import { redisCountersUnavailable } from '../common/redis-counters';
 import { AppConfig } from '../config/app-config';
 import { LOGGER } from '../logging/logging.module';
 import { SlidingWindowLimiter } from '../policy-engine/sliding-window-limiter';
@@ -10,12 +10,6 @@ import type { RateLimiter } from '../policy-engine/types';
 import { RedisRateLimiter } from './redis-rate-limiter';
 
 const SWEEP_INTERVAL_MS = 60_000;
-/**
- * Longest a rate-limit count may wait on Redis. A Redis that stops answering without closing the
- * connection (a partition, a frozen server) held every decision under a `rate_limit` rule for
- * ever; now such a decision fails after this long with a 503, which clients retry.
- */
-const REDIS_COMMAND_TIMEOUT_MS = 1000;
 /** Shortest time between two warnings of failing counts (one per request would flood the log in an outage). */
 const WARN_INTERVAL_MS = 60_000;
 
@@ -54,11 +48,7 @@ export class GatewayRateLimiter implements RateLimiter, OnApplicationShutdown {
     return this.failingAsUnavailable(this.limiter.peek(key, limit, windowMs, nowMs));
   }
 
-  /**
-   * A count Redis could not make (unreachable, or no answer within REDIS_COMMAND_TIMEOUT_MS)
-   * fails the decision as a 503: the limit cannot be checked, so the request is not let through,
-   * and the caller may retry, as when the database is unreachable.
-   */
+  /** A count Redis could not make (unreachable, or no answer within REDIS_COMMAND_TIMEOUT_MS) fails the decision as a 503 (redisCountersUnavailable). */
   private failingAsUnavailable(count: number | Promise<number>): number | Promise<number> {
     if (typeof count === 'number') return count;
     return count.catch((error: unknown) => {
@@ -67,7 +57,7 @@ export class GatewayRateLimiter implements RateLimiter, OnApplicationShutdown {
         this.lastWarnedAt = now;
         this.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'rate limit counts in Redis (REDIS_URL) are failing: decisions under rate_limit rules answer 503');
       }
-      throw new AppError(ErrorCode.ServiceUnavailable, 'The rate-limit counters (REDIS_URL) are unavailable; try again shortly');
+      throw redisCountersUnavailable();
     });
   }
 

@@ -4,7 +4,7 @@ import { Logger } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
-import { errorBody } from '../common/error-body';
+import { errorBody, ErrorResponse } from '../common/error-body';
 import { ServiceHeader } from '../common/service-header';
 import { traceparentFor } from '../common/trace-id';
 import { DecisionRequest, DecisionService, Verdict } from '../decisions/decision.service';
@@ -61,7 +61,7 @@ export class ProxyHandler implements OnApplicationShutdown {
       if (failure.unexpected) this.logger.error({ err: error, traceId }, 'proxy request failed');
       request.resume();
       sendJson(response, failure.status, failure.body, traceHeaders(traceId));
-      this.failures.answered({ traceId, method: request.method ?? 'GET', path: proxiedPath(request.url!) }, failure);
+      this.reportFailure(request, traceId, failure);
     });
   }
 
@@ -213,6 +213,12 @@ export class ProxyHandler implements OnApplicationShutdown {
     const traceId = headers[ServiceHeader.TraceId];
     const answer = errorBody(error, traceId);
     sendJson(response, error.status, answer.body, headers);
+    this.reportFailure(request, traceId, answer);
+  }
+
+  /** Tells RequestFailures of an answer that is a failure; most refusals are 4xx, for which the path is not worked out. */
+  private reportFailure(request: IncomingMessage, traceId: string, answer: ErrorResponse): void {
+    if (answer.status < 500) return;
     this.failures.answered({ traceId, method: request.method ?? 'GET', path: proxiedPath(request.url!) }, answer);
   }
 
