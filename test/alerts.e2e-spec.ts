@@ -3,6 +3,7 @@ import net, { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
+import { DataSource } from 'typeorm';
 import { AppConfig } from '../src/config/app-config';
 import { createGateway } from '../src/gateway';
 import { AlertReceiver, checkSignature, ReceivedRequest, SmtpReceiver, startAlertReceiver, startEndlessChunkedReceiver, startSmtpReceiver } from './support/alert-receivers';
@@ -88,6 +89,15 @@ async function setup(gateway: TestGateway, policies: Array<{ name: string; rules
 
 function proxy(gateway: TestGateway, agent: Agent, method: string, requestPath: string, headers: Record<string, string> = {}): Promise<TestResponse> {
   return call(gateway.url, method, `/proxy${requestPath}`, { bearer: agent.token, headers });
+}
+
+/** Sets this month's policy checks of `orgId`, as if its agents had made them. */
+async function useUpQuota(gateway: TestGateway, orgId: string, checks: number): Promise<void> {
+  await gateway.app.get(DataSource).query(
+    `INSERT INTO usage_counters (org_id, period, policy_checks) VALUES ($1, to_char(now() at time zone 'utc', 'YYYY-MM'), $2)
+     ON CONFLICT (org_id, period) DO UPDATE SET policy_checks = EXCLUDED.policy_checks`,
+    [orgId, checks],
+  );
 }
 
 /** The webhook alerts about one agent. */
@@ -332,6 +342,50 @@ describe('every provider, ALERT_ON=all', () => {
     });
   });
 
+  describe('an organization out of monthly policy checks (429 quota_exceeded)', () => {
+    async function outOfChecks(): Promise<{ org: TestOrganization; agent: Agent; key: string }> {
+      // Starter: a free plan's one team member is its admin token, and /v1/check needs an API key.
+      const org = await createOrganization(gateway, 'starter', 'Quota alerts org');
+      const agent = (await call<Agent>(gateway.url, 'POST', '/admin/agents', { adminToken: org.adminToken, body: { name: 'quota-agent' } })).body;
+      const key = (await call<{ key: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'quota key' } })).body.key;
+      await useUpQuota(gateway, org.id, 25_000);
+      return { org, agent, key };
+    }
+
+    it('raises one rate_limit warning naming the organization, not one per refused request', async () => {
+      const { org, agent, key } = await outOfChecks();
+      const traceId = `quota-trace-${Date.now()}`;
+      const first = await proxy(gateway, agent, 'GET', '/items/1', { 'x-trace-id': traceId });
+      expect(first.status).toBe(429);
+      expect(first.body).toMatchObject({ error: 'quota_exceeded' });
+      expect((await proxy(gateway, agent, 'GET', '/items/2')).status).toBe(429);
+      const checked = await call(gateway.url, 'POST', '/v1/check', { body: { agentId: agent.id, plugin: 'Items', function: 'Read', action: 'read:items/3' }, headers: { 'x-api-key': key } });
+      expect(checked.status).toBe(429);
+
+      const [alert] = await webhook.waitFor(1, about(agent));
+      expect(alert.headers['x-service-trigger']).toBe('rate_limit');
+      expect(checkSignature(SECRET, alert)).toMatchObject({ bodySignature: true });
+      const payload = alert.json as unknown as WebhookPayload;
+      expect(payload).toMatchObject({
+        trigger: 'rate_limit',
+        severity: 'warning',
+        title: `Monthly policy checks used up by organization ${org.id}`,
+        entry: { traceId, agentId: agent.id, agentName: 'quota-agent', action: 'read:items/1', method: 'GET', path: '/items/1', decision: 'deny', policyName: '' },
+      });
+      expect(payload.message).toContain('429 quota_exceeded');
+      expect(payload.entry.reason).toBe('The organization has used its monthly policy checks');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(webhook.accepted(about(agent))).toHaveLength(1);
+    });
+
+    it('is raised by a /v1/check refusal as by a proxied one', async () => {
+      const { agent, key } = await outOfChecks();
+      const checked = await call(gateway.url, 'POST', '/v1/check', { body: { agentId: agent.id, plugin: 'Items', function: 'Read', action: 'read:items/3' }, headers: { 'x-api-key': key } });
+      expect(checked.status).toBe(429);
+      expect(payloads(await webhook.waitFor(1, about(agent)))).toMatchObject([{ trigger: 'rate_limit', severity: 'warning', entry: { action: 'read:items/3', method: '', path: '', decision: 'deny' } }]);
+    });
+  });
+
   describe('alert rules', () => {
     const WATCH_PRIVILEGED_DELETES = {
       name: 'watch-privileged-deletes',
@@ -433,6 +487,19 @@ describe('ALERT_ON=deny, SMTP email, unsigned webhook that fails first', () => {
     await webhook.waitFor(1, about(agent));
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(payloads(webhook.accepted(about(agent))).map((alert) => [alert.trigger, alert.entry.path])).toEqual([['deny', '/secret/sentinel']]);
+  });
+
+  it('raises no alert for an organization out of monthly checks without rate_limit in ALERT_ON', async () => {
+    const { agent } = await setup(gateway, [DENY_SECRETS]);
+    const quotaOrg = await createOrganization(gateway, 'free', 'Quota org, ALERT_ON=deny');
+    const refused = (await call<Agent>(gateway.url, 'POST', '/admin/agents', { adminToken: quotaOrg.adminToken, body: { name: 'refused-agent' } })).body;
+    await useUpQuota(gateway, quotaOrg.id, 1000);
+    expect((await proxy(gateway, refused, 'GET', '/anything')).status).toBe(429);
+    // A denial afterwards, by another organization's agent: once its alert has arrived, a quota alert would have too.
+    expect((await proxy(gateway, agent, 'GET', '/secret/sentinel')).status).toBe(403);
+    await webhook.waitFor(1, about(agent));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(webhook.accepted(about(refused))).toEqual([]);
   });
 });
 

@@ -1,6 +1,6 @@
 import type { AuditRecord } from '../audit/audit-record';
 import type { AlertTriggerName } from '../config/app-config';
-import type { DecisionEvent } from '../decisions/decision-events';
+import type { DecisionEvent, QuotaRefusal } from '../decisions/decision-events';
 import type { RequestFailure } from '../decisions/request-failures';
 import { canonicalTier } from '../policy-engine/tiers';
 import type { Decision, FiredAlert } from '../policy-engine/types';
@@ -20,8 +20,11 @@ export function activeTriggers(on: readonly AlertTriggerName[]): ActiveTriggers 
  * the cheapest thing to hand to another thread), in the order `readRaised` reads them.
  */
 interface Raised extends Pick<AuditRecord, 'ts' | 'traceId' | 'agentId' | 'agentName' | 'trustTier' | 'action' | 'method' | 'path' | 'decision' | 'enforced' | 'status' | 'upstreamStatus'> {
-  /** `failure`: an `error` alert of a request failed before any decision (raiseFailure). */
-  trigger: AlertTrigger | 'failure';
+  /**
+   * `failure`: an `error` alert of a request failed before any decision (raiseFailure);
+   * `quota`: a `rate_limit` alert of an organization out of monthly checks (raiseQuotaRefusal).
+   */
+  trigger: AlertTrigger | 'failure' | 'quota';
   /** The entry's policy, or the alert rule's. */
   policyName: string | null;
   /** The entry's reason, or the alert rule's. */
@@ -30,10 +33,12 @@ interface Raised extends Pick<AuditRecord, 'ts' | 'traceId' | 'agentId' | 'agent
   limit: string | null;
   /** The alert rule's name. */
   rule: string | null;
+  /** The agent's organization; null for a failure before any decision. */
+  orgId: string | null;
 }
 
 /** Values per raised alert in a batch. */
-export const RAISED_FIELDS = 17;
+export const RAISED_FIELDS = 18;
 
 /**
  * Appends to `batch` the alerts one decision raises and returns how many (0, the common case,
@@ -78,6 +83,7 @@ function raise(batch: unknown[], trigger: AlertTrigger, entry: AuditRecord, deci
     entry.upstreamStatus,
     decision.rateLimit === undefined ? null : decision.rateLimit.limit,
     fired === null ? null : fired.rule,
+    entry.orgId,
   );
   return 1;
 }
@@ -88,7 +94,16 @@ function raise(batch: unknown[], trigger: AlertTrigger, entry: AuditRecord, deci
  * served, so its entry says `deny`.
  */
 export function raiseFailure(failure: RequestFailure, batch: unknown[]): void {
-  batch.push('failure', Date.now(), failure.traceId, null, null, null, '', failure.method, failure.path, 'deny', true, null, failure.message, failure.status, null, null, null);
+  batch.push('failure', Date.now(), failure.traceId, null, null, null, '', failure.method, failure.path, 'deny', true, null, failure.message, failure.status, null, null, null, null);
+}
+
+/**
+ * Appends the `rate_limit` alert of a request refused because its organization has used its
+ * monthly policy checks (a 429, as a tripped rate limit is). It is not a decision: no policy.
+ */
+export function raiseQuotaRefusal(refusal: QuotaRefusal, batch: unknown[]): void {
+  const { ts, traceId, agentId, agentName, trustTier, action, method, path, reason, orgId } = refusal;
+  batch.push('quota', ts, traceId, agentId, agentName, trustTier, action, method, path, 'deny', true, null, reason, 429, null, null, null, orgId);
 }
 
 /** The alerts of a batch built by raiseAlerts (in the alert worker): ids, severities, titles and messages. */
@@ -125,6 +140,7 @@ function readRaised(batch: readonly unknown[], at: number): Raised {
     upstreamStatus: values[at + 14],
     limit: values[at + 15],
     rule: values[at + 16],
+    orgId: values[at + 17],
   };
 }
 
@@ -151,7 +167,7 @@ function alertOf(raised: Raised): Alert {
     id: newAlertId(),
     timestamp: isoTimestamp(raised.ts),
     severity,
-    trigger: raised.trigger === 'failure' ? 'error' : raised.trigger,
+    trigger: raised.trigger === 'failure' ? 'error' : raised.trigger === 'quota' ? 'rate_limit' : raised.trigger,
     title,
     message,
     entry: {
@@ -183,6 +199,13 @@ function describe(raised: Raised): [AlertSeverity, string, string] {
         `${who(raised)} exceeded a rate limit${limit} on ${what(raised)}: ${reason}${notEnforced(raised)}`,
       ];
     }
+    case 'quota':
+      return [
+        'warning',
+        `Monthly policy checks used up by organization ${raised.orgId}`,
+        `Organization ${raised.orgId} has used its monthly policy checks: its agents' requests are refused with 429 quota_exceeded until the quota resets or the plan changes. ` +
+          `${who(raised)} was refused ${what(raised)}. Each gateway instance says this at most once an hour per organization.`,
+      ];
     case 'failure': {
       const request = raised.method === '' ? raised.path : `${raised.method} ${raised.path}`;
       return ['critical', `Request failed with status ${raised.status}`, `The gateway failed ${request} with ${raised.status} before deciding it: ${reason}`];

@@ -1,16 +1,18 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Logger } from 'pino';
 import { AppConfig } from '../config/app-config';
-import { DecisionEvent, DecisionEvents } from '../decisions/decision-events';
+import { DecisionEvent, DecisionEvents, QuotaRefusal } from '../decisions/decision-events';
 import { RequestFailure, RequestFailures } from '../decisions/request-failures';
 import { LOGGER } from '../logging/logging.module';
 import { AlertDispatcher } from './alert-dispatcher';
-import { ActiveTriggers, activeTriggers, RAISED_FIELDS, raiseAlerts, raiseFailure } from './alert-triggers';
+import { ActiveTriggers, activeTriggers, RAISED_FIELDS, raiseAlerts, raiseFailure, raiseQuotaRefusal } from './alert-triggers';
 
 /** Alerts raised within this many milliseconds go to the worker in one message. */
 const BATCH_MS = 10;
 /** At shutdown, the longest the worker may spend finishing its deliveries (first attempts and retries). */
 const DRAIN_MS = 5000;
+/** An organization out of monthly checks is refused on every request; it is alerted of once in this long (per instance). */
+export const QUOTA_ALERT_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
  * Alerting on every governed decision, whatever its entry point: listens to DecisionEvents
@@ -27,6 +29,8 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
   private pending: unknown[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private unsubscribe: Array<() => void> = [];
+  /** When each organization's quota refusal was last alerted (ms since the epoch). */
+  private readonly quotaAlerted = new Map<string, number>();
 
   constructor(
     private readonly config: AppConfig,
@@ -54,6 +58,7 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
     }
     this.unsubscribe.push(this.events.subscribe((event) => this.onDecision(event)));
     if (this.triggers.has('error')) this.unsubscribe.push(this.failures.subscribe((failure) => this.onFailure(failure)));
+    if (this.triggers.has('rate_limit')) this.unsubscribe.push(this.events.subscribeQuotaRefusals((refusal) => this.onQuotaRefusal(refusal)));
     this.logger.info({ triggers: [...this.triggers], ratePerMinute: this.config.alerts.ratePerMinute }, 'alerting on');
   }
 
@@ -66,6 +71,19 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
   /** Queues the `error` alert of a request the gateway failed before deciding it. */
   onFailure(failure: RequestFailure): void {
     raiseFailure(failure, this.pending);
+    this.flushTimer ??= setTimeout(() => this.flush(), BATCH_MS);
+  }
+
+  /**
+   * Queues the `rate_limit` alert of an organization out of monthly checks, at most once an
+   * hour per organization: every one of its requests is refused until the quota resets, and an
+   * alert for each would use up ALERT_RATE_LIMIT and crowd out every other alert.
+   */
+  onQuotaRefusal(refusal: QuotaRefusal): void {
+    const last = this.quotaAlerted.get(refusal.orgId);
+    if (last !== undefined && refusal.ts - last < QUOTA_ALERT_INTERVAL_MS) return;
+    this.quotaAlerted.set(refusal.orgId, refusal.ts);
+    raiseQuotaRefusal(refusal, this.pending);
     this.flushTimer ??= setTimeout(() => this.flush(), BATCH_MS);
   }
 

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
 import type { AuditRecord } from '../audit/audit-record';
+import { Listeners } from '../common/listeners';
 import { LOGGER } from '../logging/logging.module';
 import type { Decision } from '../policy-engine/types';
 
@@ -11,34 +12,48 @@ export interface DecisionEvent {
   decision: Decision;
 }
 
+/**
+ * A request refused before any decision because its organization has used its monthly policy
+ * checks (429 `quota_exceeded`): not a decision, so not in the audit trail, but the team wants
+ * to hear that its agents are being turned away.
+ */
+export interface QuotaRefusal extends Pick<AuditRecord, 'ts' | 'orgId' | 'traceId' | 'agentId' | 'agentName' | 'trustTier' | 'action' | 'method' | 'path'> {
+  /** The refusal's message, as the caller got it. */
+  reason: string;
+}
+
 export type DecisionListener = (event: DecisionEvent) => void;
 
 /**
- * The per-decision event that alerting and metrics subscribe to. Listeners are called in the
- * decision's turn of the event loop and must only queue their work: a listener never delays or
- * fails a decision (one that throws is logged and skipped).
+ * The per-decision event that alerting subscribes to, and the quota refusals that stand in for
+ * decisions. Listeners are called in the decision's turn of the event loop and must only queue
+ * their work: a listener never delays or fails a decision (one that throws is logged and skipped).
  */
 @Injectable()
 export class DecisionEvents {
-  private listeners: readonly DecisionListener[] = [];
+  private readonly decisions: Listeners<DecisionEvent>;
+  private readonly quotaRefusals: Listeners<QuotaRefusal>;
 
-  constructor(@Inject(LOGGER) private readonly logger: Logger) {}
+  constructor(@Inject(LOGGER) logger: Logger) {
+    this.decisions = new Listeners((error, event) => logger.error({ err: error, decisionId: event.entry.id }, 'decision listener failed'));
+    this.quotaRefusals = new Listeners((error, refusal) => logger.error({ err: error, traceId: refusal.traceId }, 'quota refusal listener failed'));
+  }
 
-  /** Adds a listener; returns its removal. */
+  /** Adds a decision listener; returns its removal. */
   subscribe(listener: DecisionListener): () => void {
-    this.listeners = [...this.listeners, listener];
-    return () => {
-      this.listeners = this.listeners.filter((candidate) => candidate !== listener);
-    };
+    return this.decisions.subscribe(listener);
   }
 
   emit(event: DecisionEvent): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(event);
-      } catch (error) {
-        this.logger.error({ err: error, decisionId: event.entry.id }, 'decision listener failed');
-      }
-    }
+    this.decisions.emit(event);
+  }
+
+  /** Adds a quota refusal listener; returns its removal. */
+  subscribeQuotaRefusals(listener: (refusal: QuotaRefusal) => void): () => void {
+    return this.quotaRefusals.subscribe(listener);
+  }
+
+  quotaRefused(refusal: QuotaRefusal): void {
+    this.quotaRefusals.emit(refusal);
   }
 }

@@ -109,9 +109,7 @@ export class DecisionService {
     const outOfScope = scopeDenial(principal.delegation.scope, request);
     if (outOfScope !== undefined) return this.scopeVerdict(principal, request, outOfScope, nowMs);
     const orgId = principal.agent.orgId;
-    if (!(await this.usage.tryConsume(orgId, nowMs))) {
-      throw new AppError(ErrorCode.QuotaExceeded, 'The organization has used its monthly policy checks');
-    }
+    if (!(await this.usage.tryConsume(orgId, nowMs))) throw this.quotaExceeded(principal, request, nowMs);
     const backpressure = this.log.whenWritable();
     if (backpressure !== undefined) await backpressure;
     const policies = await this.policies.get(orgId);
@@ -132,6 +130,25 @@ export class DecisionService {
       nowMs,
       decisionMs: performance.now() - started,
     };
+  }
+
+  /** The 429 of an organization out of monthly policy checks, told to the quota refusal listeners (alerting) first. */
+  private quotaExceeded(principal: Principal, request: DecisionRequest, nowMs: number): AppError {
+    const reason = 'The organization has used its monthly policy checks';
+    const { agent } = principal;
+    this.events.quotaRefused({
+      ts: nowMs,
+      orgId: agent.orgId,
+      traceId: request.traceId,
+      agentId: agent.id,
+      agentName: agent.name,
+      trustTier: agent.trustTier,
+      action: request.action,
+      method: request.method ?? null,
+      path: request.path ?? null,
+      reason,
+    });
+    return new AppError(ErrorCode.QuotaExceeded, reason);
   }
 
   /**

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
 import type { ErrorResponse } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
+import { Listeners } from '../common/listeners';
 import { LOGGER } from '../logging/logging.module';
 
 /** The request a failure answered, as far as it is known before any decision. */
@@ -30,16 +31,15 @@ export type FailureListener = (failure: RequestFailure) => void;
  */
 @Injectable()
 export class RequestFailures {
-  private listeners: readonly FailureListener[] = [];
+  private readonly listeners: Listeners<RequestFailure>;
 
-  constructor(@Inject(LOGGER) private readonly logger: Logger) {}
+  constructor(@Inject(LOGGER) logger: Logger) {
+    this.listeners = new Listeners((error, failure) => logger.error({ err: error, traceId: failure.traceId }, 'request failure listener failed'));
+  }
 
   /** Adds a listener; returns its removal. */
   subscribe(listener: FailureListener): () => void {
-    this.listeners = [...this.listeners, listener];
-    return () => {
-      this.listeners = this.listeners.filter((candidate) => candidate !== listener);
-    };
+    return this.listeners.subscribe(listener);
   }
 
   /**
@@ -47,14 +47,7 @@ export class RequestFailures {
    * than `billing_disabled` (billing not configured is a setting, not a failure).
    */
   answered(request: FailedRequest, answer: ErrorResponse): void {
-    if (answer.status < 500 || answer.body.error === ErrorCode.BillingDisabled || this.listeners.length === 0) return;
-    const failure: RequestFailure = { ...request, status: answer.status, message: String(answer.body.message) };
-    for (const listener of this.listeners) {
-      try {
-        listener(failure);
-      } catch (error) {
-        this.logger.error({ err: error, traceId: failure.traceId }, 'request failure listener failed');
-      }
-    }
+    if (answer.status < 500 || answer.body.error === ErrorCode.BillingDisabled || this.listeners.empty) return;
+    this.listeners.emit({ ...request, status: answer.status, message: String(answer.body.message) });
   }
 }
