@@ -1,4 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
+import http from 'node:http';
 import net, { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -331,6 +332,24 @@ describe('every provider, ALERT_ON=all', () => {
       expect(webhook.accepted(about(agent))).toHaveLength(1);
       expect(alerts).toMatchObject([{ trigger: 'error', severity: 'critical', entry: { decision: 'allow', path: '/status/503' } }]);
       expect(alerts[0].message).toContain('503');
+    });
+
+    it('an upstream 5xx the caller went away before receiving (499) is still an error, critical', async () => {
+      const { agent } = await setup(gateway, []);
+      const { hostname, port } = new URL(gateway.url);
+      // The upstream answers 503 and one chunk, then holds the body open; the caller leaves once it sees the status.
+      const status = await new Promise<number>((resolve, reject) => {
+        const request = http.request({ hostname, port, path: '/proxy/hold/503', headers: { authorization: `Bearer ${agent.token}` }, agent: false }, (response) => {
+          resolve(response.statusCode ?? 0);
+          request.destroy();
+        });
+        request.on('error', reject);
+        request.end();
+      });
+      expect(status).toBe(503);
+      const alerts = payloads(await webhook.waitFor(1, about(agent)));
+      expect(alerts).toMatchObject([{ trigger: 'error', severity: 'critical', title: 'Upstream failed with status 503', entry: { decision: 'allow', path: '/hold/503' } }]);
+      expect(alerts[0].message).toContain('the upstream answered 503, and the caller closed the connection');
     });
 
     it('the gateway giving up on the upstream (504) is an error, critical', async () => {

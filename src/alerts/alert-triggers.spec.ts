@@ -50,6 +50,7 @@ describe('alertsOf: triggers and severity (CONTRACT.md)', () => {
     ['a rate-limited denial of a privileged agent', { ...denial, status: 429, rateLimited: true, trustTier: 'privileged' }, 'rate_limit', 'warning'],
     ['an upstream 500', { status: 500, upstreamStatus: 500 }, 'error', 'critical'],
     ['the gateway’s 502', { status: 502, upstreamStatus: null }, 'error', 'critical'],
+    ['an upstream 503 its caller left before receiving (499)', { status: 499, upstreamStatus: 503 }, 'error', 'critical'],
   ] as const)('%s: %s, %s', (_, entry, trigger, severity) => {
     const alerts = alertsOf(event(entry), ALL);
     expect(alerts.map((alert) => [alert.trigger, alert.severity])).toEqual([[trigger, severity]]);

@@ -37,13 +37,17 @@ interface Raised extends Pick<AuditRecord, 'ts' | 'traceId' | 'agentId' | 'agent
   orgId: string | null;
 }
 
+/** The status recorded when the caller went away before its answer was complete (nginx's). */
+const CLIENT_CLOSED_REQUEST = 499;
+
 /** Values per raised alert in a batch. */
 export const RAISED_FIELDS = 18;
 
 /**
  * Appends to `batch` the alerts one decision raises and returns how many (0, the common case,
  * decided without allocating). It runs on the request thread, so it only picks the triggers:
- * - `error`: the caller got a 5xx (the gateway's 502/504, or an upstream's 5xx passed through);
+ * - `error`: the caller got a 5xx (the gateway's 502/504, or an upstream's 5xx passed through),
+ *   or the upstream answered a 5xx the caller went away before receiving (499);
  * - `rate_limit`: a denial because a rate limit tripped; only that, not also `deny`, since
  *   SPEC.md lists them as separate triggers and one event should raise one alert;
  * - `deny`: any other denial, including one MODE=audit let through (the message says so);
@@ -51,7 +55,7 @@ export const RAISED_FIELDS = 18;
  */
 export function raiseAlerts(event: DecisionEvent, triggers: ActiveTriggers, batch: unknown[]): number {
   const { entry, decision } = event;
-  const failed = entry.status !== null && entry.status >= 500;
+  const failed = (entry.status !== null && entry.status >= 500) || (entry.upstreamStatus !== null && entry.upstreamStatus >= 500);
   if (entry.decision === 'allow' && !failed && decision.alerts === undefined) return 0;
   let raised = 0;
   if (failed && triggers.has('error')) raised += raise(batch, 'error', entry, decision, null);
@@ -212,6 +216,9 @@ function describe(raised: Raised): [AlertSeverity, string, string] {
     }
     case 'error': {
       const upstream = raised.upstreamStatus === null ? 'the gateway could not get an answer from the upstream' : `the upstream answered ${raised.upstreamStatus}`;
+      if (raised.status === CLIENT_CLOSED_REQUEST) {
+        return ['critical', `Upstream failed with status ${raised.upstreamStatus}`, `${who(raised)} asked ${what(raised)}: ${upstream}, and the caller closed the connection before the answer was complete (499)`];
+      }
       return ['critical', `Request failed with status ${raised.status}`, `${who(raised)} asked ${what(raised)} and got ${raised.status}: ${upstream}`];
     }
     default: {

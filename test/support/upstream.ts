@@ -34,7 +34,7 @@ const STREAM_CHUNK = Buffer.alloc(64 * 1024, STREAM_BYTE);
  * - `/slow/<ms>`: waits, then echoes;
  * - `/headers`: custom response headers, hop-by-hop ones, two Set-Cookie and two X-Service-* among them;
  * - `/stream/<n>`: n chunks of 64 KiB, each written when the socket takes it (backpressure);
- * - `/hold`: one 64 KiB chunk, then silence until the connection closes;
+ * - `/hold[/<code>]`: that status (200 by default) and one 64 KiB chunk, then silence until the connection closes;
  * - anything else: a JSON echo of the request (method, url, headers, body as text).
  */
 export interface TestUpstream {
@@ -119,7 +119,7 @@ function answer(request: IncomingMessage, response: ServerResponse, recorded: Up
       stream(response, recorded, Number(argument));
       return;
     case 'hold':
-      stream(response, recorded, 1, false);
+      stream(response, recorded, 1, false, argument === undefined ? 200 : Number(argument));
       return;
     default:
       echo(response, recorded);
@@ -127,12 +127,12 @@ function answer(request: IncomingMessage, response: ServerResponse, recorded: Up
 }
 
 /** Writes `chunks` chunks as the socket takes them, then ends the answer (or, with `end` false, leaves it open). */
-function stream(response: ServerResponse, recorded: UpstreamRequest, chunks: number, end = true): void {
+function stream(response: ServerResponse, recorded: UpstreamRequest, chunks: number, end = true, status = 200): void {
   const progress: StreamProgress = { written: 0, cutOff: false };
   recorded.streamed = progress;
   let left = chunks;
   response.on('close', () => (progress.cutOff = !response.writableFinished));
-  response.writeHead(200, { 'content-type': 'application/octet-stream' });
+  response.writeHead(status, { 'content-type': 'application/octet-stream' });
   const pump = (): void => {
     while (left > 0 && !response.destroyed) {
       left--;
