@@ -28,6 +28,13 @@ policies:
         condition: args.path starts_with "/secret"
         action: deny
         reason: No secrets here
+  - name: edge-limited
+    match: { action: "write:*" }
+    rules:
+      - name: one-a-minute
+        condition: rate_limit(per_agent, 1, 1m)
+        action: deny
+        reason: One write a minute
 `;
 
 interface Agent {
@@ -65,7 +72,7 @@ beforeAll(async () => {
     SIGNING_KEY_FILE: path.join(scratch, 'signing-key.pem'),
     AUDIT_FLUSH_MS: '10',
     ALERT_WEBHOOK_URL: `${webhook.url}/hook`,
-    ALERT_ON: 'deny',
+    ALERT_ON: 'deny,rate_limit',
     LOG_LEVEL: 'warn',
     ...(database ? { DATABASE_URL: database.url } : { DATA_DIR: path.join(scratch, 'data') }),
   });
@@ -128,6 +135,18 @@ describe('alerts of decisions made at the edge', () => {
     const alerts = await webhook.waitFor(1, about('read:secret/keys'), 30_000);
     expect(alerts.map((alert) => alert.json.trigger)).toEqual(['deny']);
     expect((await storedEntry('sidecar', 'read:secret/keys')).details).toBeNull();
+  });
+
+  it('a rate limit tripped at the sidecar raises a rate_limit alert naming the limit, which its entry records', async () => {
+    const action = 'write:edge/notes.txt';
+    expect((await enforce('/edge/notes.txt', action)).body).toMatchObject({ decision: 'allow' });
+    expect((await enforce('/edge/notes.txt', action)).body).toMatchObject({ decision: 'deny' });
+    const alerts = await webhook.waitFor(1, about(action), 30_000);
+    expect(alerts.map((alert) => alert.json.trigger)).toEqual(['rate_limit']);
+    expect(alerts[0].json.message).toContain('exceeded a rate limit (1/1m per_agent)');
+    const page = await call<{ entries: StoredEntry[] }>(gateway.url, 'GET', `/admin/audit?source=sidecar&limit=100`, { adminToken: ADMIN_TOKEN });
+    const denied = page.body.entries.find((entry) => entry.action === action && entry.decision === 'deny');
+    expect(denied?.details).toEqual({ rateLimit: { limit: '1/1m per_agent', retryAfterSeconds: expect.any(Number) } });
   });
 
   it('the gateway records the alert rules that fired on its own decisions the same way', async () => {

@@ -6,8 +6,8 @@ import type { AuditRecord } from '../audit/audit-record';
 import { AuditWriter } from '../audit/audit-writer';
 import type { AdminPrincipal } from '../common/admin-principal';
 import { DecisionEvents } from '../decisions/decision-events';
-import { firedAlertsIn } from '../decisions/decision-details';
-import type { Decision, FiredAlert } from '../policy-engine/types';
+import { DecisionDetails, ingestedDetails } from '../decisions/decision-details';
+import type { Decision } from '../policy-engine/types';
 import { LOGGER } from '../logging/logging.module';
 import { SIDECAR_ID_FORMAT } from '../config/sidecar-config';
 import { AuditIngestDto, AuditIngestResult, IngestedEntryDto, SIDECAR_MODES, SidecarView } from './bundles.dto';
@@ -227,20 +227,11 @@ function toRecord(orgId: string, entry: IngestedEntryDto): AuditRecord & { id: s
   };
 }
 
-/** A decision entry's details as the gateway records its own (decisionDetails): the alert rules that fired at the edge, or null. */
-function ingestedDetails(details: unknown): IngestedDetails | null {
-  const alerts = firedAlertsIn(details);
-  return alerts.length > 0 ? { alerts } : null;
-}
-
-interface IngestedDetails {
-  alerts: FiredAlert[];
-}
-
 /** The decision an ingested entry records, for the per-decision event (alerts, analytics); its details are already ingestedDetails's. */
 function ingestedDecision(record: AuditRecord): Decision {
-  const alerts = (record.details as IngestedDetails | null)?.alerts;
-  return { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '', ...(alerts !== undefined ? { alerts } : {}) };
+  const details = record.details as DecisionDetails | null;
+  const { alerts, rateLimit } = details ?? {};
+  return { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '', ...(alerts !== undefined ? { alerts } : {}), ...(rateLimit !== undefined ? { rateLimit } : {}) };
 }
 
 function toView(sidecar: Sidecar, rows: SidecarAuditRange[]): SidecarView {

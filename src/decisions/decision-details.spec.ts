@@ -1,4 +1,4 @@
-import { decisionDetails, firedAlertsIn, MAX_FIRED_ALERTS } from './decision-details';
+import { decisionDetails, firedAlertsIn, ingestedDetails, MAX_FIRED_ALERTS } from './decision-details';
 
 const FIRED = { policy: 'watch', rule: 'watched', reason: 'Watched path read' };
 
@@ -7,6 +7,22 @@ describe('decision details', () => {
     expect(decisionDetails({ effect: 'allow', policy: 'watch', rule: null, reason: 'allowed', alerts: [FIRED] })).toEqual({ alerts: [FIRED] });
     expect(decisionDetails({ effect: 'deny', policy: 'watch', rule: 'x', reason: 'no' })).toBeNull();
     expect(decisionDetails({ effect: 'allow', policy: 'watch', rule: null, reason: 'allowed', alerts: [] })).toBeNull();
+  });
+
+  it('name the rate limit that tripped', () => {
+    const rateLimit = { limit: '10/1m per_agent', retryAfterSeconds: 12 };
+    expect(decisionDetails({ effect: 'deny', policy: 'limits', rule: 'r', reason: 'slow down', rateLimit })).toEqual({ rateLimit });
+    expect(decisionDetails({ effect: 'deny', policy: 'limits', rule: 'r', reason: 'slow down', rateLimit, alerts: [FIRED] })).toEqual({ alerts: [FIRED], rateLimit });
+  });
+
+  it('take from an ingested entry a well-formed rate limit only', () => {
+    const rateLimit = { limit: '10/1m per_agent', retryAfterSeconds: 12 };
+    expect(ingestedDetails({ rateLimit })).toEqual({ rateLimit });
+    expect(ingestedDetails({ rateLimit, extra: 'dropped' })).toEqual({ rateLimit });
+    expect(ingestedDetails({ rateLimit: { limit: 10, retryAfterSeconds: 12 } })).toBeNull();
+    expect(ingestedDetails({ rateLimit: { limit: 'x', retryAfterSeconds: -1 } })).toBeNull();
+    expect(ingestedDetails({ rateLimit: { limit: 'x'.repeat(5000), retryAfterSeconds: 1 } })).toBeNull();
+    expect(ingestedDetails({ rateLimit: 'x', alerts: [FIRED] })).toEqual({ alerts: [FIRED] });
   });
 
   it('take from an ingested entry only well-formed alerts, at most MAX_FIRED_ALERTS of them', () => {

@@ -1,16 +1,33 @@
-import type { Decision, FiredAlert } from '../policy-engine/types';
+import type { Decision, FiredAlert, RateLimitTrip } from '../policy-engine/types';
 
 /** At most this many fired alert rules are carried by one entry (a policy set rarely has more than a few). */
 export const MAX_FIRED_ALERTS = 32;
 const MAX_ALERT_TEXT = 2048;
 
 /**
- * A decision entry's `details`: the `alert` rules that fired, or null. They are kept in the
- * audit trail (which alert a decision raised) and carried by the sidecar's entries to the
- * gateway, which raises the alerts of edge decisions as it raises its own.
+ * A decision entry's `details`: the `alert` rules that fired and the rate limit that tripped,
+ * each only when there is one. They are kept in the audit trail (which alert a decision raised,
+ * which limit refused it) and carried by the sidecar's entries to the gateway, which raises the
+ * alerts of edge decisions as it raises its own.
  */
-export function decisionDetails(decision: Decision): { alerts: readonly FiredAlert[] } | null {
-  return decision.alerts !== undefined && decision.alerts.length > 0 ? { alerts: decision.alerts } : null;
+export interface DecisionDetails {
+  alerts?: readonly FiredAlert[];
+  rateLimit?: RateLimitTrip;
+}
+
+/** A decision's `details`, or null when it has none. */
+export function decisionDetails(decision: Decision): DecisionDetails | null {
+  const alerts = decision.alerts !== undefined && decision.alerts.length > 0 ? decision.alerts : undefined;
+  if (alerts === undefined && decision.rateLimit === undefined) return null;
+  return { ...(alerts !== undefined ? { alerts } : {}), ...(decision.rateLimit !== undefined ? { rateLimit: decision.rateLimit } : {}) };
+}
+
+/** An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's entry is checked, not trusted); null when nothing is. */
+export function ingestedDetails(details: unknown): DecisionDetails | null {
+  const alerts = firedAlertsIn(details);
+  const rateLimit = rateLimitIn(details);
+  if (alerts.length === 0 && rateLimit === undefined) return null;
+  return { ...(alerts.length > 0 ? { alerts } : {}), ...(rateLimit !== undefined ? { rateLimit } : {}) };
 }
 
 /** The fired alert rules an ingested decision entry's `details` names; [] when it names none or is malformed. */
@@ -18,6 +35,14 @@ export function firedAlertsIn(details: unknown): FiredAlert[] {
   const alerts = typeof details === 'object' && details !== null ? (details as { alerts?: unknown }).alerts : undefined;
   if (!Array.isArray(alerts)) return [];
   return alerts.slice(0, MAX_FIRED_ALERTS).filter(isFiredAlert);
+}
+
+function rateLimitIn(details: unknown): RateLimitTrip | undefined {
+  const trip = typeof details === 'object' && details !== null ? (details as { rateLimit?: unknown }).rateLimit : undefined;
+  if (typeof trip !== 'object' || trip === null) return undefined;
+  const { limit, retryAfterSeconds } = trip as Record<string, unknown>;
+  if (!isText(limit) || typeof retryAfterSeconds !== 'number' || !Number.isSafeInteger(retryAfterSeconds) || retryAfterSeconds < 0) return undefined;
+  return { limit, retryAfterSeconds };
 }
 
 function isFiredAlert(value: unknown): value is FiredAlert {
