@@ -49,7 +49,7 @@ export interface AuditRecord {
   delegationChain: readonly string[] | null;
   /** The decision input (redacted before storage); kept so backtests can replay it. */
   input: unknown;
-  /** Admin changes: actor, previous and new values; decisions: the `alert` rules that fired (`{alerts}`, decision-details.ts), else null; outcomes: what the adapter reported. */
+  /** Admin changes: actor, previous and new values; decisions: the `alert` rules that fired and the rate limit that tripped (`{alerts, rateLimit}`, decision-details.ts), else null; outcomes: what the adapter reported. */
   details: unknown;
 }
 

@@ -98,7 +98,7 @@ export class AuditEntryView {
   @ApiProperty({ nullable: true, type: Number }) upstreamStatus: number | null;
   @ApiProperty({ nullable: true, type: [String] }) delegationChain: string[] | null;
   @ApiProperty({ nullable: true, type: Object, description: 'Decision input, with secret-named arguments redacted' }) input: unknown;
-  @ApiProperty({ nullable: true, type: Object, description: 'Admin changes: actor, previous and new values. Decisions: `{alerts: [{policy, rule, reason}]}` when alert rules fired, else null. Outcomes: eventId, decisionId, durationMs, resultSummary' }) details: unknown;
+  @ApiProperty({ nullable: true, type: Object, description: 'Admin changes: actor, previous and new values. Decisions: `alerts: [{policy, rule, reason}]` when alert rules fired and `rateLimit: {limit, retryAfterSeconds}` when a rate limit tripped, else null. Outcomes: eventId, decisionId, durationMs, resultSummary' }) details: unknown;
 }
 
 export class AuditPage {
