@@ -15,6 +15,8 @@ import { testDatabaseKind } from './support/test-gateway';
  */
 
 const ADMIN_TOKEN = 'sidecar-alerts-e2e-admin-token-0123456789';
+/** A reason longer than the 2048 characters the audit trail keeps of a text. */
+const LONG_REASON = `Long watched path read: ${'every read of it is reviewed by the security team. '.repeat(60)}`;
 const POLICIES = `
 policies:
   - name: watch-and-block
@@ -24,6 +26,10 @@ policies:
         condition: args.path starts_with "/watch"
         action: alert
         reason: Watched path read
+      - name: long-watched
+        condition: args.path starts_with "/long"
+        action: alert
+        reason: ${JSON.stringify(LONG_REASON)}
       - name: secrets
         condition: args.path starts_with "/secret"
         action: deny
@@ -128,6 +134,17 @@ describe('alerts of decisions made at the edge', () => {
     });
     const entry = await storedEntry('sidecar', 'read:watch/report.pdf');
     expect(entry.details).toEqual({ alerts: [{ policy: 'watch-and-block', rule: 'watched', reason: 'Watched path read' }] });
+  });
+
+  it('an alert rule with a reason longer than the audit trail keeps still raises its alert, once, its reason cut', async () => {
+    expect((await enforce('/long/report.pdf', 'read:long/report.pdf')).status).toBe(200);
+    const alerts = await webhook.waitFor(1, about('read:long/report.pdf'), 30_000);
+    expect(alerts.map((alert) => alert.json.trigger)).toEqual(['alert_rule']);
+    const reason = (alerts[0].json.entry as Record<string, string>).reason;
+    expect(reason.startsWith(LONG_REASON.slice(0, 2048))).toBe(true);
+    expect(reason.endsWith('…[truncated]')).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(webhook.accepted(about('read:long/report.pdf'))).toHaveLength(1);
   });
 
   it('a denial at the sidecar raises a deny alert, and no alert_rule alert', async () => {

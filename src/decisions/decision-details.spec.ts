@@ -1,4 +1,4 @@
-import { decisionDetails, firedAlertsIn, ingestedDetails, MAX_FIRED_ALERTS } from './decision-details';
+import { decisionDetails, firedAlertsIn, ingestedDetails, MAX_ALERT_TEXT, MAX_FIRED_ALERTS } from './decision-details';
 
 const FIRED = { policy: 'watch', rule: 'watched', reason: 'Watched path read' };
 
@@ -21,7 +21,6 @@ describe('decision details', () => {
     expect(ingestedDetails({ rateLimit, extra: 'dropped' })).toEqual({ rateLimit });
     expect(ingestedDetails({ rateLimit: { limit: 10, retryAfterSeconds: 12 } })).toBeNull();
     expect(ingestedDetails({ rateLimit: { limit: 'x', retryAfterSeconds: -1 } })).toBeNull();
-    expect(ingestedDetails({ rateLimit: { limit: 'x'.repeat(5000), retryAfterSeconds: 1 } })).toBeNull();
     expect(ingestedDetails({ rateLimit: 'x', alerts: [FIRED] })).toEqual({ alerts: [FIRED] });
   });
 
@@ -30,7 +29,13 @@ describe('decision details', () => {
     expect(firedAlertsIn(null)).toEqual([]);
     expect(firedAlertsIn('alerts')).toEqual([]);
     expect(firedAlertsIn({ alerts: 'x' })).toEqual([]);
-    expect(firedAlertsIn({ alerts: [{ policy: 'p', rule: 3, reason: 'r' }, null, FIRED, { ...FIRED, reason: 'x'.repeat(5000) }] })).toEqual([FIRED]);
+    expect(firedAlertsIn({ alerts: [{ policy: 'p', rule: 3, reason: 'r' }, null, FIRED] })).toEqual([FIRED]);
     expect(firedAlertsIn({ alerts: Array.from({ length: 100 }, () => FIRED) })).toHaveLength(MAX_FIRED_ALERTS);
+  });
+
+  it('keep an alert whose texts are too long, cut as the sidecar cuts them (once or twice, the same text)', () => {
+    const cut = `${'x'.repeat(MAX_ALERT_TEXT)}…[truncated]`;
+    expect(firedAlertsIn({ alerts: [{ ...FIRED, reason: 'x'.repeat(5000) }] })).toEqual([{ ...FIRED, reason: cut }]);
+    expect(firedAlertsIn({ alerts: [{ ...FIRED, reason: cut }] })).toEqual([{ ...FIRED, reason: cut }]);
   });
 });

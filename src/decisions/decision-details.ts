@@ -2,7 +2,9 @@ import type { Decision, FiredAlert, RateLimitTrip } from '../policy-engine/types
 
 /** At most this many fired alert rules are carried by one entry (a policy set rarely has more than a few). */
 export const MAX_FIRED_ALERTS = 32;
-const MAX_ALERT_TEXT = 2048;
+/** Longest text of a fired alert taken from an ingested entry, as the audit trail keeps texts (audit-sanitizer.ts). */
+export const MAX_ALERT_TEXT = 2048;
+const TRUNCATED = '…[truncated]';
 
 /**
  * A decision entry's `details`: the `alert` rules that fired and the rate limit that tripped,
@@ -30,27 +32,32 @@ export function ingestedDetails(details: unknown): DecisionDetails | null {
   return { ...(alerts.length > 0 ? { alerts } : {}), ...(rateLimit !== undefined ? { rateLimit } : {}) };
 }
 
-/** The fired alert rules an ingested decision entry's `details` names; [] when it names none or is malformed. */
+/**
+ * The fired alert rules an ingested decision entry's `details` names; [] when it names none or is
+ * malformed. A text over MAX_ALERT_TEXT is cut, not refused: the sidecar's audit buffer already
+ * cuts long texts (a rule's reason may be any length), and refusing the cut one lost its alert.
+ */
 export function firedAlertsIn(details: unknown): FiredAlert[] {
   const alerts = typeof details === 'object' && details !== null ? (details as { alerts?: unknown }).alerts : undefined;
   if (!Array.isArray(alerts)) return [];
-  return alerts.slice(0, MAX_FIRED_ALERTS).filter(isFiredAlert);
+  return alerts.slice(0, MAX_FIRED_ALERTS).filter(isFiredAlert).map(({ policy, rule, reason }) => ({ policy: bounded(policy), rule: bounded(rule), reason: bounded(reason) }));
 }
 
 function rateLimitIn(details: unknown): RateLimitTrip | undefined {
   const trip = typeof details === 'object' && details !== null ? (details as { rateLimit?: unknown }).rateLimit : undefined;
   if (typeof trip !== 'object' || trip === null) return undefined;
   const { limit, retryAfterSeconds } = trip as Record<string, unknown>;
-  if (!isText(limit) || typeof retryAfterSeconds !== 'number' || !Number.isSafeInteger(retryAfterSeconds) || retryAfterSeconds < 0) return undefined;
-  return { limit, retryAfterSeconds };
+  if (typeof limit !== 'string' || typeof retryAfterSeconds !== 'number' || !Number.isSafeInteger(retryAfterSeconds) || retryAfterSeconds < 0) return undefined;
+  return { limit: bounded(limit), retryAfterSeconds };
 }
 
 function isFiredAlert(value: unknown): value is FiredAlert {
   if (typeof value !== 'object' || value === null) return false;
   const { policy, rule, reason } = value as Record<string, unknown>;
-  return isText(policy) && isText(rule) && isText(reason);
+  return typeof policy === 'string' && typeof rule === 'string' && typeof reason === 'string';
 }
 
-function isText(value: unknown): value is string {
-  return typeof value === 'string' && value.length <= MAX_ALERT_TEXT;
+/** The text, or its first MAX_ALERT_TEXT characters marked as cut (the edge's own cut, cut again, reads the same). */
+function bounded(text: string): string {
+  return text.length <= MAX_ALERT_TEXT ? text : `${text.slice(0, MAX_ALERT_TEXT).toWellFormed()}${TRUNCATED}`;
 }
