@@ -434,6 +434,14 @@ describe('every provider, ALERT_ON=all', () => {
       });
     });
 
+    it('make the decision they fired on not cacheable, so an SDK asks again and every firing is alerted', async () => {
+      const { org, agent } = await setup(gateway, [WATCH_PRIVILEGED_DELETES], 'privileged');
+      const key = (await call<{ key: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'cache test' } })).body.key;
+      const ask = (action: string) => call<Record<string, unknown>>(gateway.url, 'POST', '/v1/check', { body: { agentId: agent.id, plugin: 'Orders', function: 'Do', action }, headers: { 'x-api-key': key } });
+      expect((await ask('delete:orders/42')).body).toMatchObject({ decision: 'allow', cacheable: false });
+      expect((await ask('read:orders/42')).body).toMatchObject({ decision: 'allow', cacheable: true });
+    });
+
     it('do not fire when their condition is false, and never change a denial', async () => {
       const verified = await setup(gateway, [WATCH_PRIVILEGED_DELETES], 'verified');
       const privileged = await setup(gateway, [WATCH_PRIVILEGED_DELETES], 'privileged');

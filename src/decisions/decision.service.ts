@@ -126,7 +126,8 @@ export class DecisionService {
       decision,
       enforced: decision.effect === 'allow' || this.enforcing,
       policyVersion: policies.version,
-      cacheable: !applicable.some((policy) => policy.usesRateLimit),
+      // A cached answer is never seen here: not after a rate limit took part, nor after an alert rule fired (each firing is to be alerted).
+      cacheable: decision.alerts === undefined && !applicable.some((policy) => policy.usesRateLimit),
       nowMs,
       decisionMs: performance.now() - started,
     };
