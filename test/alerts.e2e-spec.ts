@@ -310,6 +310,16 @@ describe('every provider, ALERT_ON=all', () => {
       ]);
     });
 
+    it('a PDP denial of a resource on an admin path is critical, as the proxy’s is', async () => {
+      const { org, agent } = await setup(gateway, [DENY_SECRETS]);
+      const key = (await call<{ key: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'severity' } })).body.key;
+      const ask = (resource: string) => call<Record<string, unknown>>(gateway.url, 'POST', '/v1/check', { body: { agentId: agent.id, plugin: 'FilePlugin', function: 'ReadFile', action: 'read:secret/keys', resource }, headers: { 'x-api-key': key } });
+      expect((await ask('/admin/keys.db')).body).toMatchObject({ decision: 'deny' });
+      expect((await ask('/data/keys.db')).body).toMatchObject({ decision: 'deny' });
+      const alerts = payloads(await webhook.waitFor(2, about(agent)));
+      expect(alerts.map((alert) => alert.severity).sort()).toEqual(['critical', 'warning']);
+    });
+
     it('a tripped rate limit is rate_limit, a warning, and not also a deny alert', async () => {
       const { agent } = await setup(gateway, [RATE_LIMITED]);
       const statuses = [];

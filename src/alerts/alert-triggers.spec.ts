@@ -45,6 +45,8 @@ describe('alertsOf: triggers and severity (CONTRACT.md)', () => {
     ['a denial on an admin path', { ...denial, action: 'delete:api/admin/users', path: '/api/admin/users' }, 'deny', 'critical'],
     ['a denial of an admin action without a path (PDP)', { ...denial, action: 'admin:reset', method: null, path: null }, 'deny', 'critical'],
     ['a denial on a path merely containing admin', { ...denial, action: 'read:administrators', path: '/administrators' }, 'deny', 'warning'],
+    ['a PDP denial of a resource under /admin', { ...denial, action: 'FilePlugin.DeleteFile', method: null, path: null, input: { resource: '/admin/users.db' } }, 'deny', 'critical'],
+    ['a PDP denial of another resource', { ...denial, action: 'FilePlugin.DeleteFile', method: null, path: null, input: { resource: '/data/users.db' } }, 'deny', 'warning'],
     ['a denial MODE=audit let through', { ...denial, enforced: false, status: 200 }, 'deny', 'warning'],
     ['a rate-limited denial', { ...denial, status: 429, rateLimited: true }, 'rate_limit', 'warning'],
     ['a rate-limited denial of a privileged agent', { ...denial, status: 429, rateLimited: true, trustTier: 'privileged' }, 'rate_limit', 'warning'],

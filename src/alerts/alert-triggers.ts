@@ -35,13 +35,15 @@ interface Raised extends Pick<AuditRecord, 'ts' | 'traceId' | 'agentId' | 'agent
   rule: string | null;
   /** The agent's organization; null for a failure before any decision. */
   orgId: string | null;
+  /** The decision's resource (a PDP question's `resource`), when it names one. */
+  resource: string | null;
 }
 
 /** The status recorded when the caller went away before its answer was complete (nginx's). */
 const CLIENT_CLOSED_REQUEST = 499;
 
 /** Values per raised alert in a batch. */
-export const RAISED_FIELDS = 18;
+export const RAISED_FIELDS = 19;
 
 /**
  * Appends to `batch` the alerts one decision raises and returns how many (0, the common case,
@@ -88,8 +90,15 @@ function raise(batch: unknown[], trigger: AlertTrigger, entry: AuditRecord, deci
     decision.rateLimit === undefined ? null : decision.rateLimit.limit,
     fired === null ? null : fired.rule,
     entry.orgId,
+    resourceOf(entry.input),
   );
   return 1;
+}
+
+/** The resource of an entry's input (a DecisionInput, or an ingested entry's stored copy of one). */
+function resourceOf(input: unknown): string | null {
+  const resource = typeof input === 'object' && input !== null ? (input as { resource?: unknown }).resource : undefined;
+  return typeof resource === 'string' && resource !== '' ? resource : null;
 }
 
 /**
@@ -98,7 +107,7 @@ function raise(batch: unknown[], trigger: AlertTrigger, entry: AuditRecord, deci
  * served, so its entry says `deny`.
  */
 export function raiseFailure(failure: RequestFailure, batch: unknown[]): void {
-  batch.push('failure', Date.now(), failure.traceId, null, null, null, '', failure.method, failure.path, 'deny', true, null, failure.message, failure.status, null, null, null, null);
+  batch.push('failure', Date.now(), failure.traceId, null, null, null, '', failure.method, failure.path, 'deny', true, null, failure.message, failure.status, null, null, null, null, null);
 }
 
 /**
@@ -107,7 +116,7 @@ export function raiseFailure(failure: RequestFailure, batch: unknown[]): void {
  */
 export function raiseQuotaRefusal(refusal: QuotaRefusal, batch: unknown[]): void {
   const { ts, traceId, agentId, agentName, trustTier, action, method, path, reason, orgId } = refusal;
-  batch.push('quota', ts, traceId, agentId, agentName, trustTier, action, method, path, 'deny', true, null, reason, 429, null, null, null, orgId);
+  batch.push('quota', ts, traceId, agentId, agentName, trustTier, action, method, path, 'deny', true, null, reason, 429, null, null, null, orgId, null);
 }
 
 /** The alerts of a batch built by raiseAlerts (in the alert worker): ids, severities, titles and messages. */
@@ -145,6 +154,7 @@ function readRaised(batch: readonly unknown[], at: number): Raised {
     limit: values[at + 15],
     rule: values[at + 16],
     orgId: values[at + 17],
+    resource: values[at + 18],
   };
 }
 
@@ -159,10 +169,15 @@ function isoTimestamp(ms: number): string {
 // A path or action segment named `admin`: `/admin/users`, `/api/admin`, `delete:admin/keys`, `admin:reset`.
 const ADMIN_SEGMENT = /(^|[/:.])admin($|[/:.?])/i;
 
-/** CONTRACT.md: critical for denials of `privileged` agents or of actions on an `admin` path, else warning. */
+/**
+ * CONTRACT.md: critical for denials of `privileged` agents or of actions on an `admin` path, else
+ * warning. The path is the request's, or a PDP question's resource: the same file asked about
+ * through the PDP or fetched through the proxy is as critical either way.
+ */
 function denialSeverity(raised: Raised): AlertSeverity {
   if (raised.trustTier !== null && canonicalTier(raised.trustTier) === 'privileged') return 'critical';
-  return ADMIN_SEGMENT.test(raised.action) || (raised.path !== null && ADMIN_SEGMENT.test(raised.path)) ? 'critical' : 'warning';
+  const onAdmin = ADMIN_SEGMENT.test(raised.action) || (raised.path !== null && ADMIN_SEGMENT.test(raised.path)) || (raised.resource !== null && ADMIN_SEGMENT.test(raised.resource));
+  return onAdmin ? 'critical' : 'warning';
 }
 
 function alertOf(raised: Raised): Alert {
