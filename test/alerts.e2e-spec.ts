@@ -367,7 +367,7 @@ describe('every provider, ALERT_ON=all', () => {
       expect((await proxy(gateway, agent, 'GET', '/slow/3000')).status).toBe(504);
       const alerts = payloads(await webhook.waitFor(1, about(agent)));
       expect(alerts).toMatchObject([{ trigger: 'error', severity: 'critical', title: 'Request failed with status 504' }]);
-      expect(alerts[0].message).toContain('could not get an answer from the upstream');
+      expect(alerts[0].message).toContain('the upstream did not answer in time');
     });
   });
 

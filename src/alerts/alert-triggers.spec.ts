@@ -82,6 +82,13 @@ describe('alertsOf: triggers and severity (CONTRACT.md)', () => {
     expect(alerts[0].message).toContain('Look at this');
   });
 
+  it('says why no upstream answer came without naming the gateway, since a sidecar may have forwarded the request', () => {
+    const message = (status: number) => alertsOf(event({ source: 'sidecar', status, upstreamStatus: null }), ALL)[0].message;
+    expect(message(502)).toContain('the upstream could not be reached');
+    expect(message(504)).toContain('the upstream did not answer in time');
+    expect(message(502)).not.toContain('gateway');
+  });
+
   it('fills SPEC.md’s entry fields, empty strings where the entry has none', () => {
     const [alert] = alertsOf(event({ ...denial, ts: Date.UTC(2026, 0, 2), traceId: null, method: null, path: null }), ALL);
     expect(alert.timestamp).toBe('2026-01-02T00:00:00.000Z');

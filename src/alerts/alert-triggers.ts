@@ -230,7 +230,7 @@ function describe(raised: Raised): [AlertSeverity, string, string] {
       return ['critical', `Request failed with status ${raised.status}`, `The gateway failed ${request} with ${raised.status} before deciding it: ${reason}`];
     }
     case 'error': {
-      const upstream = raised.upstreamStatus === null ? 'the gateway could not get an answer from the upstream' : `the upstream answered ${raised.upstreamStatus}`;
+      const upstream = raised.upstreamStatus !== null ? `the upstream answered ${raised.upstreamStatus}` : upstreamFailure(raised.status);
       if (raised.status === CLIENT_CLOSED_REQUEST) {
         return ['critical', `Upstream failed with status ${raised.upstreamStatus}`, `${who(raised)} asked ${what(raised)}: ${upstream}, and the caller closed the connection before the answer was complete (499)`];
       }
@@ -241,6 +241,13 @@ function describe(raised: Raised): [AlertSeverity, string, string] {
       return ['warning', `Alert rule ${raised.rule} of policy ${raised.policyName}`, `${reason}: ${who(raised)} was ${outcome} ${what(raised)}${notEnforced(raised)}`];
     }
   }
+}
+
+/** Why no upstream answer came, said of whichever forwarded the request (the gateway, or a sidecar whose entry was ingested). */
+function upstreamFailure(status: number | null): string {
+  if (status === 504) return 'the upstream did not answer in time';
+  if (status === 502) return 'the upstream could not be reached';
+  return 'no answer came from the upstream';
 }
 
 /** Said of a denial MODE=audit let through, whatever the trigger: the reader must not believe the request was stopped. */
