@@ -25,7 +25,7 @@ export class CheckAnswerDto {
   @ApiProperty({ example: 0.021 }) latencyMs: number;
   @ApiProperty({ example: 'aud_3f9a0c1b2d4e5f6a7b8c9d0e', description: 'The audit entry’s id; /v1/audit may name it' }) decisionId: string;
   @ApiProperty({ description: 'False when MODE=audit let a denial through (decision is then allow)' }) enforced: boolean;
-  @ApiProperty({ description: 'Whether an SDK may cache this decision (false when a rate limit took part)' }) cacheable: boolean;
+  @ApiProperty({ description: 'Whether an SDK may cache this decision (false when a rate limit took part or an alert rule fired)' }) cacheable: boolean;
   @ApiProperty({ example: 30000 }) cacheTtlMs: number;
 }
 
