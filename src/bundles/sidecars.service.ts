@@ -98,8 +98,7 @@ export class SidecarsService {
     }
     if (toWrite.length > 0) await this.writer.drain();
     if (renumbered.length > 0) this.reportRenumbered(admin.orgId, dto.sidecarId, renumbered);
-    const all = mergeRanges([...received, ...rangesOf(fresh.map((entry) => entry.seq).sort((a, b) => a - b))]);
-    await this.saveRanges(admin.orgId, dto.sidecarId, received, all, renumbered.length);
+    const all = await this.saveRanges(admin.orgId, dto.sidecarId, fresh.map((entry) => entry.seq), renumbered.length);
     return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length - refused, renumbered: renumbered.length, refused, lastSeq: all.at(-1)?.last ?? 0 };
   }
 
@@ -166,19 +165,27 @@ export class SidecarsService {
     return new Set(rows.map((row) => row.id));
   }
 
-  private async saveRanges(orgId: string, sidecarId: string, before: SequenceRange[], after: SequenceRange[], renumbered: number): Promise<void> {
-    await this.dataSource.transaction(async (manager) => {
+  /**
+   * Adds `seqs` to the sidecar's received numbers; resolves to them all. The ranges are read
+   * again with the sidecar's row locked: another gateway instance may have recorded numbers of
+   * this sidecar since this ingestion first read them (a resend it answered first), and merging
+   * into that first read would drop them, or insert a range it had just inserted (a 500).
+   */
+  private saveRanges(orgId: string, sidecarId: string, seqs: number[], renumbered: number): Promise<SequenceRange[]> {
+    return this.dataSource.transaction(async (manager) => {
+      await manager.query('SELECT 1 FROM sidecars WHERE org_id = $1 AND id = $2 FOR UPDATE', [orgId, sidecarId]);
+      const before = mergeRanges((await manager.find(SidecarAuditRange, { where: { orgId, sidecarId } })).map(toRange));
+      const after = mergeRanges([...before, ...rangesOf([...seqs].sort((a, b) => a - b))]);
       if (renumbered > 0) await manager.increment(Sidecar, { orgId, id: sidecarId }, 'renumbered', renumbered);
-      if (sameRanges(before, after)) {
-        await manager.update(Sidecar, { orgId, id: sidecarId }, { lastIngestAt: new Date() });
-        return;
+      if (!sameRanges(before, after)) {
+        await manager.delete(SidecarAuditRange, { orgId, sidecarId });
+        await manager.insert(
+          SidecarAuditRange,
+          after.map((range) => ({ orgId, sidecarId, firstSeq: range.first, lastSeq: range.last })),
+        );
       }
-      await manager.delete(SidecarAuditRange, { orgId, sidecarId });
-      await manager.insert(
-        SidecarAuditRange,
-        after.map((range) => ({ orgId, sidecarId, firstSeq: range.first, lastSeq: range.last })),
-      );
       await manager.update(Sidecar, { orgId, id: sidecarId }, { lastIngestAt: new Date() });
+      return after;
     });
   }
 }
