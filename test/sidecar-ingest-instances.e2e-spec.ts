@@ -201,4 +201,24 @@ function twoInstances(): void {
     ]);
     await expectAllReceived(b, org, 'sc_ranges-two');
   });
+
+  it('writes a batch whose retry reached another instance while the first was writing one time, and raises its alert once', async () => {
+    await firstBatch(a, org, 'sc_once-two');
+    // As a long write of another instance holds it: the organization's chain head.
+    const release = await holdRow('SELECT seq FROM audit_chain_heads WHERE org_id = $1 FOR UPDATE', [org.id]);
+    const first = ingest(a, org, batch('sc_once-two'));
+    await lockWaiters(1, 'instance A writing the batch');
+    // The sidecar's request timed out; its retry reaches instance B.
+    const retry = ingest(b, org, batch('sc_once-two'));
+    await lockWaiters(2, 'instance B writing the batch');
+    await release();
+
+    const answers = await Promise.all([first, retry]);
+    expect(answersOf(answers)).toEqual([
+      [200, 4],
+      [200, 4],
+    ]);
+    await expectAllReceived(b, org, 'sc_once-two');
+    await expectWrittenOnce(b, org, 'sc_once-two', receiver, answers);
+  });
 }
