@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import type { Logger } from 'pino';
-import { DataSource, Repository } from 'typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
 import type { AuditRecord } from '../audit/audit-record';
 import { AuditWriter } from '../audit/audit-writer';
 import type { AdminPrincipal } from '../common/admin-principal';
@@ -185,8 +185,7 @@ export class SidecarsService {
    */
   private saveRanges(orgId: string, sidecarId: string, seqs: number[], renumbered: number): Promise<SequenceRange[]> {
     return this.dataSource.transaction(async (manager) => {
-      await manager.query('SELECT 1 FROM sidecars WHERE org_id = $1 AND id = $2 FOR UPDATE', [orgId, sidecarId]);
-      const before = mergeRanges((await manager.find(SidecarAuditRange, { where: { orgId, sidecarId } })).map(toRange));
+      const before = await lockedRanges(manager, orgId, sidecarId);
       const after = mergeRanges([...before, ...rangesOf([...seqs].sort((a, b) => a - b))]);
       if (renumbered > 0) await manager.increment(Sidecar, { orgId, id: sidecarId }, 'renumbered', renumbered);
       if (!sameRanges(before, after)) {
@@ -200,6 +199,17 @@ export class SidecarsService {
       return after;
     });
   }
+}
+
+/** The sidecar's received numbers, read with its row locked until the transaction ends (one round trip). */
+async function lockedRanges(manager: EntityManager, orgId: string, sidecarId: string): Promise<SequenceRange[]> {
+  const rows: Array<{ first_seq: string | null; last_seq: string | null }> = await manager.query(
+    `SELECT r.first_seq, r.last_seq FROM sidecars s
+     LEFT JOIN sidecar_audit_ranges r ON r.org_id = s.org_id AND r.sidecar_id = s.id
+     WHERE s.org_id = $1 AND s.id = $2 FOR UPDATE OF s`,
+    [orgId, sidecarId],
+  );
+  return mergeRanges(rows.filter((row) => row.first_seq !== null).map((row) => ({ first: Number(row.first_seq), last: Number(row.last_seq) })));
 }
 
 function toRange(row: SidecarAuditRange): SequenceRange {
