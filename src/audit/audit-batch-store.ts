@@ -16,18 +16,27 @@ const BUILD_SLICE = 100;
  * INSERT), adds the batch's decisions to the analytics rollups (see BatchRollups) and moves the
  * heads. Plain code with no Nest: it runs in the gateway's thread
  * (embedded database) or in the audit worker.
+ *
+ * A batch written `once` (a sidecar's entries, which a resend may bring to several instances at
+ * the same time) leaves out the entries the trail already holds, looked up by organization, time
+ * and id once the heads are locked: every write of an organization's entries, on any instance,
+ * holds its head until it commits, so no other write of them can be under way or uncommitted.
  */
 export class AuditBatchStore {
   private readonly knownDays = new Set<number>();
   /** Organizations whose chain head row this store has seen: their heads need no insert first. */
   private readonly knownHeads = new Set<string>();
 
-  /** Writes the batch, or throws leaving nothing written. `stripPayloads`: store it without input and details. */
-  async write(client: SqlClient, batch: readonly QueuedAudit[], stripPayloads: boolean): Promise<void> {
+  /**
+   * Writes the batch, or throws leaving nothing written; resolves to the ids of the entries left
+   * out as already in the trail (only with `once`). `stripPayloads`: store it without input and
+   * details.
+   */
+  async write(client: SqlClient, batch: readonly QueuedAudit[], stripPayloads: boolean, once = false): Promise<string[]> {
     const entries = batch.map(queuedParts);
     try {
       await this.ensurePartitions(client, entries);
-      await client.transaction((tx) => this.insert(tx, entries, stripPayloads));
+      return await client.transaction((tx) => this.insert(tx, entries, stripPayloads, once));
     } catch (error) {
       // A day dropped by retention (or by hand) must be created again on the retry.
       this.knownDays.clear();
@@ -44,8 +53,16 @@ export class AuditBatchStore {
     }
   }
 
-  private async insert(client: SqlClient, entries: readonly QueuedParts[], stripPayloads: boolean): Promise<void> {
-    const heads = await this.lockHeads(client, [...new Set(entries.map((entry) => entry.orgIdText))]);
+  private async insert(client: SqlClient, batch: readonly QueuedParts[], stripPayloads: boolean, once: boolean): Promise<string[]> {
+    const heads = await this.lockHeads(client, [...new Set(batch.map((entry) => entry.orgIdText))]);
+    const present = once ? await presentEntries(client, batch) : NONE_PRESENT;
+    const entries = present.size === 0 ? batch : batch.filter((entry) => !present.has(entryKey(entry)));
+    if (entries.length > 0) await this.insertRows(client, entries, heads, stripPayloads);
+    return batch.filter((entry) => present.has(entryKey(entry))).map((entry) => entry.id);
+  }
+
+  /** Numbers, hashes and writes `entries` after `heads` (locked), adds them to the rollups and moves the heads. */
+  private async insertRows(client: SqlClient, entries: readonly QueuedParts[], heads: Map<string, OrgHead>, stripPayloads: boolean): Promise<void> {
     const render = client.copyFrom ? copyLine : jsonRow;
     const rows: string[] = [];
     const rollups = new BatchRollups();
@@ -89,6 +106,26 @@ export class AuditBatchStore {
 
 interface OrgHead extends ChainHead {
   orgId: string;
+}
+
+const NONE_PRESENT: ReadonlySet<string> = new Set();
+
+/** An entry's place in the trail: organization (in COPY text format), time and id. */
+function entryKey(entry: Pick<QueuedParts, 'orgIdText' | 'ts' | 'id'>): string {
+  return `${entry.orgIdText}\t${entry.ts}\t${entry.id}`;
+}
+
+/** Keys (`entryKey`) of the entries of `entries` the trail already holds. */
+async function presentEntries(client: SqlClient, entries: readonly QueuedParts[]): Promise<Set<string>> {
+  const rows = await client.query<{ org_id: string; ts: Date | string; id: string }>(
+    'SELECT org_id, ts, id FROM audit_entries WHERE org_id = ANY($1::text[]) AND ts = ANY($2::timestamptz[]) AND id = ANY($3::text[])',
+    [
+      [...new Set(entries.map((entry) => copyValue(entry.orgIdText)!))],
+      [...new Set(entries.map((entry) => new Date(entry.ts).toISOString()))],
+      entries.map((entry) => entry.id),
+    ],
+  );
+  return new Set(rows.map((row) => entryKey({ orgIdText: copyText(row.org_id), ts: new Date(row.ts).getTime(), id: row.id })));
 }
 
 async function createHeads(client: SqlClient, orgIds: string[]): Promise<void> {

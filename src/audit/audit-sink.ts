@@ -9,8 +9,12 @@ import type { SqlClient } from './sql-client';
 
 /** Where the AuditWriter's batches go: written once per call; the writer owns retries. */
 export interface AuditSink {
-  /** Resolves once the batch is committed; rejects (with the SQLSTATE in `code` when known) leaving nothing written. */
-  write(batch: QueuedBatch, stripPayloads: boolean): Promise<void>;
+  /**
+   * Resolves once the batch is committed, to the ids of the entries left out as already in the
+   * trail (`once` only: see AuditBatchStore); rejects (with the SQLSTATE in `code` when known)
+   * leaving nothing written.
+   */
+  write(batch: QueuedBatch, stripPayloads: boolean, once?: boolean): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -27,8 +31,8 @@ export class InProcessAuditSink implements AuditSink {
     this.client = typeOrmClient(dataSource.manager, dataSource);
   }
 
-  write(batch: QueuedBatch, stripPayloads: boolean): Promise<void> {
-    return this.store.write(this.client, batchRecords(batch.lines), stripPayloads);
+  write(batch: QueuedBatch, stripPayloads: boolean, once = false): Promise<string[]> {
+    return this.store.write(this.client, batchRecords(batch.lines), stripPayloads, once);
   }
 
   async close(): Promise<void> {}
@@ -42,9 +46,9 @@ function typeOrmClient(manager: EntityManager, dataSource: DataSource): SqlClien
 }
 
 /** Messages between the WorkerAuditSink and the audit worker. */
-export type AuditWorkerRequest = { type: 'write'; id: number; lines: Uint8Array; stripPayloads: boolean };
+export type AuditWorkerRequest = { type: 'write'; id: number; lines: Uint8Array; stripPayloads: boolean; once: boolean };
 export type AuditWorkerReply =
-  | { type: 'written'; id: number }
+  | { type: 'written'; id: number; present: string[] }
   | { type: 'failed'; id: number; message: string; code?: string }
   | { type: 'log'; level: 'warn' | 'error'; message: string; fields: Record<string, unknown> };
 export interface AuditWorkerData {
@@ -52,7 +56,7 @@ export interface AuditWorkerData {
 }
 
 interface Pending {
-  resolve: () => void;
+  resolve: (present: string[]) => void;
   reject: (error: Error) => void;
 }
 
@@ -73,15 +77,15 @@ export class WorkerAuditSink implements AuditSink {
     private readonly logger: Logger,
   ) {}
 
-  write(batch: QueuedBatch, stripPayloads: boolean): Promise<void> {
+  write(batch: QueuedBatch, stripPayloads: boolean, once = false): Promise<string[]> {
     const worker = this.worker ?? this.start();
     const id = this.nextId++;
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<string[]>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       // A copy of just the lines (cloning the view would copy its whole buffer), moved rather
       // than cloned again; the queue reuses its own buffer.
       const lines = new Uint8Array(batch.lines);
-      worker.postMessage({ type: 'write', id, lines, stripPayloads } satisfies AuditWorkerRequest, [lines.buffer]);
+      worker.postMessage({ type: 'write', id, lines, stripPayloads, once } satisfies AuditWorkerRequest, [lines.buffer]);
     });
   }
 
@@ -115,7 +119,7 @@ export class WorkerAuditSink implements AuditSink {
     const pending = this.pending.get(reply.id);
     if (!pending) return;
     this.pending.delete(reply.id);
-    if (reply.type === 'written') pending.resolve();
+    if (reply.type === 'written') pending.resolve(reply.present);
     else pending.reject(Object.assign(new Error(reply.message), { code: reply.code }));
   }
 }

@@ -23,8 +23,8 @@ parentPort!.on('message', (request: AuditWorkerRequest) => {
 async function write(request: AuditWorkerRequest): Promise<void> {
   try {
     const client = await connect();
-    await store.write(sqlClient(client), batchRecords(request.lines), request.stripPayloads);
-    reply({ type: 'written', id: request.id });
+    const present = await store.write(sqlClient(client), batchRecords(request.lines), request.stripPayloads, request.once);
+    reply({ type: 'written', id: request.id, present });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     reply({ type: 'failed', id: request.id, message: error instanceof Error ? error.message : String(error), code: typeof code === 'string' ? code : undefined });

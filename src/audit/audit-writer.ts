@@ -5,8 +5,10 @@ import { Logger } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database-connection';
 import { LOGGER } from '../logging/logging.module';
-import { AuditQueue } from './audit-queue';
-import { AuditRecord, queuedAudit } from './audit-record';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
+import { AuditQueue, QueuedBatch } from './audit-queue';
+import { AuditRecord, QueuedAudit, queuedAudit } from './audit-record';
 import { AuditSanitizer } from './audit-sanitizer';
 import { AuditSink, InProcessAuditSink, WorkerAuditSink } from './audit-sink';
 import { atTurnEnd } from '../common/turn-end';
@@ -76,6 +78,42 @@ export class AuditWriter implements OnApplicationShutdown {
     this.queueArrivals();
     this.queue.push(queuedAudit(entry, this.clean));
     this.scheduleFlush();
+  }
+
+  /**
+   * Writes entries that may reach several instances at the same time (a sidecar's batch, resent
+   * while the first attempt is still writing) once each: in one transaction of their own, which
+   * leaves out those the trail already holds under the same organization, time and id (see
+   * AuditBatchStore). Resolves, once committed, to the ids it wrote; those left out were written
+   * by another attempt. Not queued: a failure rejects (503), and the caller's client retries.
+   */
+  async writeOnce(entries: ReadonlyArray<AuditRecord & { id: string }>): Promise<Set<string>> {
+    if (entries.length === 0) return new Set();
+    if (this.closed) throw new AppError(ErrorCode.ServiceUnavailable, 'The gateway is shutting down; try again shortly');
+    const batch = onceBatch(entries.map((entry) => queuedAudit(entry, this.clean)));
+    let present: string[];
+    try {
+      present = await this.sink.write(batch, false, true);
+    } catch (error) {
+      present = await this.writeOnceStripped(batch, error);
+    }
+    this.written += entries.length - present.length;
+    const skipped = new Set(present);
+    return new Set(entries.map((entry) => entry.id).filter((id) => !skipped.has(id)));
+  }
+
+  /** A batch the database refused (`error`) written again without payloads, as the queue's retries do; else a 503. */
+  private async writeOnceStripped(batch: QueuedBatch, error: unknown): Promise<string[]> {
+    let failure = error;
+    if (isDataError(error)) {
+      try {
+        return await this.sink.write(batch, true, true);
+      } catch (retryError) {
+        failure = retryError;
+      }
+    }
+    this.logger.error({ err: failure, entries: batch.count }, 'audit entries not written');
+    throw new AppError(ErrorCode.ServiceUnavailable, 'The audit trail could not be written; try again shortly');
   }
 
   /** Undefined while the queue has room; else a promise that resolves when it has. */
@@ -176,6 +214,11 @@ export class AuditWriter implements OnApplicationShutdown {
   private releaseWaiters(): void {
     while (this.waiters.length > 0 && this.queue.length < this.config.audit.queueMax) this.waiters.shift()!();
   }
+}
+
+/** Queued records as one batch (AuditQueue's encoding: one line each). */
+function onceBatch(records: QueuedAudit[]): QueuedBatch {
+  return { lines: Buffer.from(`${records.join('\n')}\n`), count: records.length };
 }
 
 function sleep(ms: number): Promise<void> {

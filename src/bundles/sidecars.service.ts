@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import type { Logger } from 'pino';
-import { DataSource, Repository } from 'typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
 import type { AuditRecord } from '../audit/audit-record';
 import { AuditWriter } from '../audit/audit-writer';
 import type { AdminPrincipal } from '../common/admin-principal';
@@ -30,10 +30,12 @@ const SEQ_TEXT = /^\d{1,15}$/;
 /**
  * The fleet of edge sidecars: who synced which bundle when, and their buffered audit entries.
  * Ingestion is idempotent by (sidecar, sequence number): numbers already received are skipped,
- * new entries go through the AuditWriter into the organization's hash chain as `source:
- * sidecar` and out on DecisionEvents (alerting), and only once they are written are their
- * numbers recorded. A crash between the two leaves entries whose numbers are not recorded; a
- * retry finds them by id and time and does not write them again.
+ * new entries go into the organization's hash chain as `source: sidecar` (AuditWriter.writeOnce)
+ * and, once written, out on DecisionEvents (alerting), and only then are their numbers recorded.
+ * The write itself leaves out entries already in the trail (by id and time, under the chain
+ * head's lock), so a retry that reaches another gateway instance while the first attempt is still
+ * writing, or one after a crash between the write and the recording of the numbers, writes and
+ * alerts nothing twice.
  */
 @Injectable()
 export class SidecarsService {
@@ -86,27 +88,36 @@ export class SidecarsService {
     const ours = foreign.size === 0 ? unique : unique.filter((entry) => !foreign.has(entry.agentId!));
     const refused = unique.length - ours.length;
     const fresh = ours.filter((entry) => !covers(received, entry.seq));
-    const renumbered = await this.renumberedOf(admin.orgId, ours.filter((entry) => covers(received, entry.seq)));
+    const reused = await this.renumberedOf(admin.orgId, ours.filter((entry) => covers(received, entry.seq)));
     if (refused > 0) this.reportForeign(admin.orgId, dto.sidecarId, refused, foreign);
-    const written = await this.alreadyWritten(admin.orgId, fresh);
     const toWrite: IngestedEntryDto[] = [];
-    for (const entry of [...fresh, ...renumbered]) if (!written.has(entry.id) && (await this.claimOutcome(admin.orgId, entry))) toWrite.push(entry);
-    for (const entry of toWrite) {
-      const record = toRecord(admin.orgId, entry);
-      this.writer.record(record);
-      if (record.kind === 'decision') this.events.emit({ entry: record, decision: ingestedDecision(record) });
-    }
-    if (toWrite.length > 0) await this.writer.drain();
+    for (const entry of [...fresh, ...reused]) if (await this.claimOutcome(admin.orgId, entry)) toWrite.push(entry);
+    const written = await this.writeAndEmit(admin.orgId, toWrite);
+    const renumbered = reused.filter((entry) => written.has(entry.id));
     if (renumbered.length > 0) this.reportRenumbered(admin.orgId, dto.sidecarId, renumbered);
-    const all = mergeRanges([...received, ...rangesOf(fresh.map((entry) => entry.seq).sort((a, b) => a - b))]);
-    await this.saveRanges(admin.orgId, dto.sidecarId, received, all, renumbered.length);
-    return { accepted: toWrite.length, duplicates: dto.entries.length - toWrite.length - refused, renumbered: renumbered.length, refused, lastSeq: all.at(-1)?.last ?? 0 };
+    const all = await this.saveRanges(admin.orgId, dto.sidecarId, fresh.map((entry) => entry.seq), renumbered.length);
+    return { accepted: written.size, duplicates: dto.entries.length - written.size - refused, renumbered: renumbered.length, refused, lastSeq: all.at(-1)?.last ?? 0 };
+  }
+
+  /**
+   * Writes the entries the trail does not hold yet and emits the decisions among them; resolves
+   * to their ids. Emitted only once written, and only by the attempt that wrote them: another
+   * attempt at the same batch (a retry on another instance) raises no alert a second time.
+   */
+  private async writeAndEmit(orgId: string, entries: IngestedEntryDto[]): Promise<Set<string>> {
+    const records = entries.map((entry) => toRecord(orgId, entry));
+    const written = await this.writer.writeOnce(records);
+    for (const record of records) {
+      if (record.kind === 'decision' && written.has(record.id)) this.events.emit({ entry: record, decision: ingestedDecision(record) });
+    }
+    return written;
   }
 
   /**
    * Of entries under numbers already received, those not in the trail: a resend carries the same
    * id, a sidecar that lost its numbering (CACHE_DIR wiped) another. Skipping those as
-   * duplicates would lose decisions without a gap to show for it.
+   * duplicates would lose decisions without a gap to show for it. (A first look, to spare the
+   * write of a plain resend; the write checks again.)
    */
   private async renumberedOf(orgId: string, seen: IngestedEntryDto[]): Promise<IngestedEntryDto[]> {
     const inTrail = await this.alreadyWritten(orgId, seen);
@@ -156,7 +167,7 @@ export class SidecarsService {
     return claimed[0]?.audit_id === entry.id;
   }
 
-  /** Ids of entries a previous attempt wrote without recording their numbers. */
+  /** Ids of these entries that are in the trail. */
   private async alreadyWritten(orgId: string, entries: IngestedEntryDto[]): Promise<Set<string>> {
     if (entries.length === 0) return new Set();
     const rows: Array<{ id: string }> = await this.dataSource.query(
@@ -166,21 +177,39 @@ export class SidecarsService {
     return new Set(rows.map((row) => row.id));
   }
 
-  private async saveRanges(orgId: string, sidecarId: string, before: SequenceRange[], after: SequenceRange[], renumbered: number): Promise<void> {
-    await this.dataSource.transaction(async (manager) => {
+  /**
+   * Adds `seqs` to the sidecar's received numbers; resolves to them all. The ranges are read
+   * again with the sidecar's row locked: another gateway instance may have recorded numbers of
+   * this sidecar since this ingestion first read them (a resend it answered first), and merging
+   * into that first read would drop them, or insert a range it had just inserted (a 409).
+   */
+  private saveRanges(orgId: string, sidecarId: string, seqs: number[], renumbered: number): Promise<SequenceRange[]> {
+    return this.dataSource.transaction(async (manager) => {
+      const before = await lockedRanges(manager, orgId, sidecarId);
+      const after = mergeRanges([...before, ...rangesOf([...seqs].sort((a, b) => a - b))]);
       if (renumbered > 0) await manager.increment(Sidecar, { orgId, id: sidecarId }, 'renumbered', renumbered);
-      if (sameRanges(before, after)) {
-        await manager.update(Sidecar, { orgId, id: sidecarId }, { lastIngestAt: new Date() });
-        return;
+      if (!sameRanges(before, after)) {
+        await manager.delete(SidecarAuditRange, { orgId, sidecarId });
+        await manager.insert(
+          SidecarAuditRange,
+          after.map((range) => ({ orgId, sidecarId, firstSeq: range.first, lastSeq: range.last })),
+        );
       }
-      await manager.delete(SidecarAuditRange, { orgId, sidecarId });
-      await manager.insert(
-        SidecarAuditRange,
-        after.map((range) => ({ orgId, sidecarId, firstSeq: range.first, lastSeq: range.last })),
-      );
       await manager.update(Sidecar, { orgId, id: sidecarId }, { lastIngestAt: new Date() });
+      return after;
     });
   }
+}
+
+/** The sidecar's received numbers, read with its row locked until the transaction ends (one round trip). */
+async function lockedRanges(manager: EntityManager, orgId: string, sidecarId: string): Promise<SequenceRange[]> {
+  const rows: Array<{ first_seq: string | null; last_seq: string | null }> = await manager.query(
+    `SELECT r.first_seq, r.last_seq FROM sidecars s
+     LEFT JOIN sidecar_audit_ranges r ON r.org_id = s.org_id AND r.sidecar_id = s.id
+     WHERE s.org_id = $1 AND s.id = $2 FOR UPDATE OF s`,
+    [orgId, sidecarId],
+  );
+  return mergeRanges(rows.filter((row) => row.first_seq !== null).map((row) => ({ first: Number(row.first_seq), last: Number(row.last_seq) })));
 }
 
 function toRange(row: SidecarAuditRange): SequenceRange {
