@@ -243,6 +243,14 @@ describe('loadPolicyFile', () => {
     expect(brief(loadErrors(() => loadPolicyFile(source, 'p.json')))).toEqual([[3, 27, "unexpected '=': write '==' to compare", 'j', 'j#0']]);
   });
 
+  it('does not count a byte order mark (Windows tools write one) in the columns of line 1', () => {
+    const json = '{"policies":[{"name":"p","rules":[{"condition":"foo","action":"deny","reason":"r"}]}]}';
+    const expected = [[1, 49, `unknown variable 'foo' (expected one of ${ROOTS})`, 'p', 'p#0']];
+    expect(json.indexOf('foo') + 1).toBe(49);
+    expect(brief(loadErrors(() => loadPolicyFile(`\ufeff${json}`, 'bom.json')))).toEqual(expected);
+    expect(brief(loadErrors(() => loadPolicyFile('\ufeffpolicies: 1\n', 'bom.yaml')))).toEqual([[1, 11, "'policies' must be a list"]]);
+  });
+
   it('reports YAML syntax errors', () => {
     const errors = loadErrors(() => loadPolicyFile('policies:\n  - name: a\n    rules: [\n', 'broken.yaml'));
     expect(errors.length).toBeGreaterThan(0);

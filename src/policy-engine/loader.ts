@@ -45,7 +45,9 @@ function inSourceOrder(errors: PolicyError[]): PolicyError[] {
   return [...errors].sort((a, b) => a.line - b.line || a.column - b.column);
 }
 
-function parseSource(source: string, file: string): ParsedSource {
+function parseSource(text: string, file: string): ParsedSource {
+  // Editors do not show a byte order mark: counted, it shifted every column of line 1 by one.
+  const source = text.startsWith('\ufeff') ? text.slice(1) : text;
   const lineCounter = new LineCounter();
   // Duplicate keys are found by duplicateKeyOffsets: yaml's uniqueKeys check is quadratic.
   const document = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: false });
