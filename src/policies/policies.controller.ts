@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiBody, ApiConsumes, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AdminPrincipal } from '../common/admin-principal';
@@ -6,7 +6,7 @@ import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import { ErrorBody, PlanLimitErrorBody } from '../common/error-body.dto';
 import { InvalidPolicyBody, PolicyDetailView, PolicyListView, PolicyVersionListView, PolicyVersionsQueryDto, ValidationResultView } from './policies.dto';
 import { PoliciesService } from './policies.service';
-import { policySourceOf } from './policy-source';
+import { PolicySource } from './policy-source';
 
 const POLICY_EXAMPLE = {
   name: 'block-sensitive-files',
@@ -40,8 +40,8 @@ export class PoliciesController {
   @ApiConsumes('application/json', 'application/yaml')
   @ApiBody({ schema: { type: 'object', example: POLICY_EXAMPLE } })
   @ApiOkResponse({ type: ValidationResultView })
-  validate(@Body() body: unknown): ValidationResultView {
-    return this.policies.validate(policySourceOf(body));
+  validate(@PolicySource() source: string): ValidationResultView {
+    return this.policies.validate(source);
   }
 
   @Get(':name')
@@ -62,10 +62,10 @@ export class PoliciesController {
   async put(
     @CurrentAdmin() admin: AdminPrincipal,
     @Param('name') name: string,
-    @Body() body: unknown,
+    @PolicySource() source: string,
     @Res({ passthrough: true }) response: Response,
   ): Promise<PolicyDetailView> {
-    const { created, policy } = await this.policies.put(admin, name, policySourceOf(body));
+    const { created, policy } = await this.policies.put(admin, name, source);
     response.status(created ? 201 : 200);
     return policy;
   }

@@ -198,7 +198,9 @@ export function parseProposedSource(source: string): PolicyDefinition[] {
 
 function isPoliciesFile(source: string): boolean {
   try {
-    const value: unknown = parse(source);
+    // uniqueKeys off: yaml's duplicate-key check is quadratic in the keys of a mapping, and the
+    // loader that runs next reports duplicates (in one pass).
+    const value: unknown = parse(source, { uniqueKeys: false });
     return typeof value === 'object' && value !== null && !Array.isArray(value) && 'policies' in value;
   } catch {
     return false; // the document loader reports the syntax error with its position

@@ -1,14 +1,38 @@
+import { createParamDecorator, ExecutionContext, type RawBodyRequest } from '@nestjs/common';
+import type { Request } from 'express';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
+
 /**
- * The policy text of a request body: YAML arrives as text (application/yaml, text/yaml), JSON
- * as the parsed object, which is kept as pretty JSON (JSON is valid YAML for the loader).
+ * The policy text of a request, as the user wrote it, so that every error's line and column
+ * points into what was sent: YAML arrives as text (application/yaml, text/yaml); JSON arrives
+ * parsed, and its text is the raw body the JSON parser kept (JSON is valid YAML for the loader).
+ * Re-serialising the parsed object instead would number lines of a text nobody sent.
  */
-export function policySourceOf(body: unknown): string {
+export function policySourceOf(request: RawBodyRequest<Request>): string {
+  const body: unknown = request.body;
   if (typeof body === 'string' && body.trim() !== '') return body;
-  if (typeof body === 'object' && body !== null && Object.keys(body).length > 0) return JSON.stringify(body, null, 2);
+  if (typeof body === 'object' && body !== null && Object.keys(body).length > 0) return jsonText(request);
   throw new AppError(ErrorCode.UnsupportedMediaType, 'Send the policy as application/json or application/yaml');
+}
+
+/** `@PolicySource() source: string`: the policy text of the request (see policySourceOf). */
+export const PolicySource = createParamDecorator((_data: unknown, context: ExecutionContext) => {
+  return policySourceOf(context.switchToHttp().getRequest<RawBodyRequest<Request>>());
+});
+
+function jsonText(request: RawBodyRequest<Request>): string {
+  if (!Buffer.isBuffer(request.rawBody)) throw new Error('JSON body without its raw bytes: the gateway must keep rawBody');
+  // RFC 8259 section 8.1: JSON between systems is UTF-8. Decoding the bytes in any other charset
+  // ourselves could disagree with the JSON parser, and so with the positions we report.
+  const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1].toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new AppError(ErrorCode.UnsupportedMediaType, `Send JSON policies in UTF-8 (got charset ${charset})`);
+  }
+  // TextDecoder drops a leading byte order mark, as the JSON parser does: columns on line 1 count from the first character.
+  return new TextDecoder('utf-8').decode(request.rawBody);
 }
 
 /** Proposed policies inside a JSON request: YAML/JSON text, a list of policies, or a `{policies: [...]}` object. */

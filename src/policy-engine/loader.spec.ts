@@ -243,6 +243,14 @@ describe('loadPolicyFile', () => {
     expect(brief(loadErrors(() => loadPolicyFile(source, 'p.json')))).toEqual([[3, 27, "unexpected '=': write '==' to compare", 'j', 'j#0']]);
   });
 
+  it('does not count a byte order mark (Windows tools write one) in the columns of line 1', () => {
+    const json = '{"policies":[{"name":"p","rules":[{"condition":"foo","action":"deny","reason":"r"}]}]}';
+    const expected = [[1, 49, `unknown variable 'foo' (expected one of ${ROOTS})`, 'p', 'p#0']];
+    expect(json.indexOf('foo') + 1).toBe(49);
+    expect(brief(loadErrors(() => loadPolicyFile(`\ufeff${json}`, 'bom.json')))).toEqual(expected);
+    expect(brief(loadErrors(() => loadPolicyFile('\ufeffpolicies: 1\n', 'bom.yaml')))).toEqual([[1, 11, "'policies' must be a list"]]);
+  });
+
   it('reports YAML syntax errors', () => {
     const errors = loadErrors(() => loadPolicyFile('policies:\n  - name: a\n    rules: [\n', 'broken.yaml'));
     expect(errors.length).toBeGreaterThan(0);
@@ -297,6 +305,30 @@ describe('loadPolicyDocument', () => {
     const source = '{"name":"x","rules":[{"condition":"nope(1)","action":"deny","reason":"r"}]}';
     expect(brief(loadErrors(() => loadPolicyDocument(source, 'body')))).toEqual([
       [1, 36, "unknown function 'nope' (expected exists or rate_limit)", 'x', 'x#0'],
+    ]);
+  });
+
+  it('checks and positions tens of thousands of keys in linear time (a 1 MiB body holds over 100,000)', () => {
+    const keys = 40_000;
+    const source = `name: p\nrules: []\n${Array.from({ length: keys }, (_, i) => `k${i}: 1\n`).join('')}k7: 2\n`;
+    const started = Date.now();
+    const errors = loadErrors(() => loadPolicyDocument(source, 'body'));
+    // Both the duplicate-key check and the locator compared each key with every other one:
+    // 20,000 keys took 46 s, during which the gateway answered nothing.
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(brief(errors)).toEqual([[keys + 3, 1, 'YAML syntax error: Map keys must be unique']]);
+    const unknown = loadErrors(() => loadPolicyDocument(source.replace(/k7: 2\n$/, ''), 'body'));
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(unknown).toHaveLength(keys);
+    expect(brief(unknown.slice(-1))).toEqual([[keys + 2, 1, `unknown key 'k${keys - 1}' in policy (expected name, description, match, default, rules)`, 'p']]);
+  });
+
+  it('reports every duplicate key, in nested mappings and lists too, at the repeated key', () => {
+    const source = 'name: p\nrules:\n  - {condition: "true", action: deny, reason: r, action: allow}\nmatch:\n  action: "x"\n  action: "y"\nname: q\n';
+    expect(brief(loadErrors(() => loadPolicyDocument(source, 'body')))).toEqual([
+      [3, 50, 'YAML syntax error: Map keys must be unique'],
+      [6, 3, 'YAML syntax error: Map keys must be unique'],
+      [7, 1, 'YAML syntax error: Map keys must be unique'],
     ]);
   });
 

@@ -1,9 +1,13 @@
-import { Document, isAlias, isMap, isPair, isScalar, isSeq, LineCounter, Node, Pair } from 'yaml';
+import { Document, isAlias, isMap, isPair, isScalar, isSeq, LineCounter, Node, Pair, YAMLMap } from 'yaml';
 import type { SourceLocator, SourcePath } from './policy-validator';
 import { scalarSourceOffset } from './yaml-scalar-offsets';
 
 /** Positions values of a parsed YAML document: the node at a path, its key, or a character inside a string. */
 export class YamlLocator implements SourceLocator {
+  // Every unknown key of a mapping is located through it: finding each by a scan of the
+  // mapping made a body of many unknown keys quadratic (20,000 keys: a minute of blocked CPU).
+  private readonly keyIndexes = new WeakMap<YAMLMap, Map<string, Pair>>();
+
   constructor(
     private readonly source: string,
     private readonly document: Document,
@@ -33,7 +37,7 @@ export class YamlLocator implements SourceLocator {
     let pair: Pair | undefined;
     for (const segment of path) {
       if (isAlias(node)) node = node.resolve(this.document);
-      const next = childOf(node, segment);
+      const next = this.childOf(node, segment);
       if (next === undefined) return { node, pair, offset, complete: false };
       pair = next.pair;
       node = next.node;
@@ -41,17 +45,31 @@ export class YamlLocator implements SourceLocator {
     }
     return { node, pair, offset, complete: true };
   }
-}
 
-function childOf(node: unknown, segment: string | number): { node: unknown; pair?: Pair } | undefined {
-  if (isMap(node)) {
-    const pair = node.items.find((item) => isPair(item) && keyText(item.key) === String(segment));
-    return pair === undefined ? undefined : { node: pair.value, pair };
+  private childOf(node: unknown, segment: string | number): { node: unknown; pair?: Pair } | undefined {
+    if (isMap(node)) {
+      const pair = this.keyIndex(node).get(String(segment));
+      return pair === undefined ? undefined : { node: pair.value, pair };
+    }
+    if (isSeq(node) && typeof segment === 'number') {
+      return segment < node.items.length ? { node: node.items[segment] } : undefined;
+    }
+    return undefined;
   }
-  if (isSeq(node) && typeof segment === 'number') {
-    return segment < node.items.length ? { node: node.items[segment] } : undefined;
+
+  /** The mapping's pairs by key text; the first pair wins, as a scan would find it. */
+  private keyIndex(map: YAMLMap): Map<string, Pair> {
+    let index = this.keyIndexes.get(map);
+    if (index === undefined) {
+      index = new Map();
+      for (const item of map.items) {
+        const key = isPair(item) ? keyText(item.key) : undefined;
+        if (key !== undefined && !index.has(key)) index.set(key, item);
+      }
+      this.keyIndexes.set(map, index);
+    }
+    return index;
   }
-  return undefined;
 }
 
 function keyText(key: unknown): string | undefined {
