@@ -65,13 +65,13 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
   /** Queues the alerts of one decision. */
   onDecision(event: DecisionEvent): void {
     if (raiseAlerts(event, this.triggers, this.pending) === 0) return;
-    this.flushTimer ??= setTimeout(() => this.flush(), BATCH_MS);
+    this.flushSoon();
   }
 
   /** Queues the `error` alert of a request the gateway failed before deciding it. */
   onFailure(failure: RequestFailure): void {
     raiseFailure(failure, this.pending);
-    this.flushTimer ??= setTimeout(() => this.flush(), BATCH_MS);
+    this.flushSoon();
   }
 
   /**
@@ -84,7 +84,7 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
     if (last !== undefined && refusal.ts - last < QUOTA_ALERT_INTERVAL_MS) return;
     this.quotaAlerted.set(refusal.orgId, refusal.ts);
     raiseQuotaRefusal(refusal, this.pending);
-    this.flushTimer ??= setTimeout(() => this.flush(), BATCH_MS);
+    this.flushSoon();
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -92,6 +92,11 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flush();
     await this.dispatcher.close(DRAIN_MS);
+  }
+
+  /** Hands what is pending to the worker within BATCH_MS, with what else is raised meanwhile. */
+  private flushSoon(): void {
+    this.flushTimer ??= setTimeout(() => this.flush(), BATCH_MS);
   }
 
   private flush(): void {

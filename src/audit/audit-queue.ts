@@ -16,6 +16,11 @@ export interface QueuedBatch {
   readonly count: number;
 }
 
+/** Records as one batch, encoded as the queue encodes its own (for writes that bypass the queue). */
+export function recordsBatch(records: readonly QueuedAudit[]): QueuedBatch {
+  return { lines: Buffer.from(`${records.join('\n')}\n`), count: records.length };
+}
+
 /** The records of a batch as strings (the inverse of the queue's encoding). */
 export function batchRecords(lines: Uint8Array): QueuedAudit[] {
   if (lines.byteLength === 0) return [];

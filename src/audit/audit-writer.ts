@@ -7,8 +7,8 @@ import { DatabaseConnection } from '../database/database-connection';
 import { LOGGER } from '../logging/logging.module';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
-import { AuditQueue, QueuedBatch } from './audit-queue';
-import { AuditRecord, QueuedAudit, queuedAudit } from './audit-record';
+import { AuditQueue, QueuedBatch, recordsBatch } from './audit-queue';
+import { AuditRecord, queuedAudit } from './audit-record';
 import { AuditSanitizer } from './audit-sanitizer';
 import { AuditSink, InProcessAuditSink, WorkerAuditSink } from './audit-sink';
 import { atTurnEnd } from '../common/turn-end';
@@ -90,7 +90,7 @@ export class AuditWriter implements OnApplicationShutdown {
   async writeOnce(entries: ReadonlyArray<AuditRecord & { id: string }>): Promise<Set<string>> {
     if (entries.length === 0) return new Set();
     if (this.closed) throw new AppError(ErrorCode.ServiceUnavailable, 'The gateway is shutting down; try again shortly');
-    const batch = onceBatch(entries.map((entry) => queuedAudit(entry, this.clean)));
+    const batch = recordsBatch(entries.map((entry) => queuedAudit(entry, this.clean)));
     let present: string[];
     try {
       present = await this.sink.write(batch, false, true);
@@ -214,11 +214,6 @@ export class AuditWriter implements OnApplicationShutdown {
   private releaseWaiters(): void {
     while (this.waiters.length > 0 && this.queue.length < this.config.audit.queueMax) this.waiters.shift()!();
   }
-}
-
-/** Queued records as one batch (AuditQueue's encoding: one line each). */
-function onceBatch(records: QueuedAudit[]): QueuedBatch {
-  return { lines: Buffer.from(`${records.join('\n')}\n`), count: records.length };
 }
 
 function sleep(ms: number): Promise<void> {

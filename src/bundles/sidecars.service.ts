@@ -258,9 +258,8 @@ function toRecord(orgId: string, entry: IngestedEntryDto): AuditRecord & { id: s
 
 /** The decision an ingested entry records, for the per-decision event (alerts, analytics); its details are already ingestedDetails's. */
 function ingestedDecision(record: AuditRecord): Decision {
-  const details = record.details as DecisionDetails | null;
-  const { alerts, rateLimit } = details ?? {};
-  return { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '', ...(alerts !== undefined ? { alerts } : {}), ...(rateLimit !== undefined ? { rateLimit } : {}) };
+  // The details name only the alerts and limit there are (decisionDetails): absent keys stay absent.
+  return { effect: record.decision, policy: record.policyName ?? 'default', rule: record.rule, reason: record.reason ?? '', ...(record.details as DecisionDetails | null) };
 }
 
 function toView(sidecar: Sidecar, rows: SidecarAuditRange[]): SidecarView {

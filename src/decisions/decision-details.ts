@@ -19,17 +19,21 @@ export interface DecisionDetails {
 
 /** A decision's `details`, or null when it has none. */
 export function decisionDetails(decision: Decision): DecisionDetails | null {
-  const alerts = decision.alerts !== undefined && decision.alerts.length > 0 ? decision.alerts : undefined;
-  if (alerts === undefined && decision.rateLimit === undefined) return null;
-  return { ...(alerts !== undefined ? { alerts } : {}), ...(decision.rateLimit !== undefined ? { rateLimit: decision.rateLimit } : {}) };
+  return detailsOf(decision.alerts ?? [], decision.rateLimit);
 }
 
 /** An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's entry is checked, not trusted); null when nothing is. */
 export function ingestedDetails(details: unknown): DecisionDetails | null {
-  const alerts = firedAlertsIn(details);
-  const rateLimit = rateLimitIn(details);
+  return detailsOf(firedAlertsIn(details), rateLimitIn(details));
+}
+
+/** Details naming only what there is; null when there is nothing. */
+function detailsOf(alerts: readonly FiredAlert[], rateLimit: RateLimitTrip | undefined): DecisionDetails | null {
   if (alerts.length === 0 && rateLimit === undefined) return null;
-  return { ...(alerts.length > 0 ? { alerts } : {}), ...(rateLimit !== undefined ? { rateLimit } : {}) };
+  const details: DecisionDetails = {};
+  if (alerts.length > 0) details.alerts = alerts;
+  if (rateLimit !== undefined) details.rateLimit = rateLimit;
+  return details;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { Document, isMap, isPair, isScalar, isSeq } from 'yaml';
+import { keyText } from './yaml-locator';
 
 /**
  * Source offsets of every mapping key that repeats an earlier key of its mapping. yaml's own
@@ -16,9 +17,9 @@ export function duplicateKeyOffsets(document: Document): number[] {
       const seen = new Set<string>();
       for (const pair of node.items) {
         pending.push(pair.value);
-        if (!isScalar(pair.key)) continue;
-        const key = String(pair.key.value);
-        if (seen.has(key) && pair.key.range) offsets.push(pair.key.range[0]);
+        const key = keyText(pair.key);
+        if (key === undefined) continue;
+        if (seen.has(key) && isScalar(pair.key) && pair.key.range) offsets.push(pair.key.range[0]);
         seen.add(key);
       }
     } else if (isSeq(node)) {

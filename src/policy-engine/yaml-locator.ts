@@ -72,7 +72,8 @@ export class YamlLocator implements SourceLocator {
   }
 }
 
-function keyText(key: unknown): string | undefined {
+/** A mapping key as the text it becomes in the loaded value (`1` and `"1"` alike); undefined for a non-scalar key. */
+export function keyText(key: unknown): string | undefined {
   if (isScalar(key)) return String(key.value);
   return typeof key === 'string' ? key : undefined;
 }
