@@ -39,6 +39,7 @@ interface ErrorBody {
   error: string;
   message: string;
   errors?: PolicyErrorBody[];
+  errorCount?: number;
   limit?: number;
   plan?: string;
 }
@@ -47,6 +48,7 @@ interface ValidationBody {
   valid: boolean;
   policies: string[];
   errors: PolicyErrorBody[];
+  errorCount: number;
 }
 
 const YAML = { 'content-type': 'application/yaml' };
@@ -486,7 +488,8 @@ describe('JSON bodies: errors positioned in the text sent', () => {
     // check: 90,000 keys held the gateway for 25 s.
     expect(Date.now() - started).toBeLessThan(5000);
     expect(response.status).toBe(200);
-    expect(response.body.errors).toHaveLength(keys);
+    expect(response.body.errorCount).toBe(keys);
+    expect(response.body.errors).toHaveLength(100);
     expect(response.body.errors[0]).toMatchObject({ line: 1, column: 24, message: expect.stringMatching(/unknown key 'k0' in policy/) });
   });
 
@@ -502,6 +505,47 @@ describe('JSON bodies: errors positioned in the text sent', () => {
   });
 });
 
+describe('bodies built to be expensive', () => {
+  let org: TestOrganization;
+  beforeAll(async () => {
+    org = await createOrganization(gateway, 'enterprise', 'Expensive bodies org');
+  });
+
+  it('refuses a body nested deeper than 64 levels at once, naming the problem and where it starts', async () => {
+    // 1 MiB of `{` took 1.5 s and 600 MB in the parser and answered "Maximum call stack size exceeded".
+    const text = `name: p\nrules: []\nmatch: ${'{'.repeat(1_000_000)}`;
+    for (const path of ['/admin/policies/p', '/admin/policies/validate']) {
+      const response = await call<ErrorBody & ValidationBody>(gateway.url, path.endsWith('validate') ? 'POST' : 'PUT', path, {
+        adminToken: org.adminToken,
+        body: text,
+        headers: { 'content-type': 'application/yaml' },
+      });
+      expect(response.status).toBe(path.endsWith('validate') ? 200 : 400);
+      expect(response.body.errors).toEqual(expectedErrors([{ line: 3, column: 70, message: /^YAML nested more than 64 levels deep$/ }]));
+    }
+  });
+
+  it('lists the first 100 errors of a body of thousands, in source order, and counts them all', async () => {
+    const text = `${'&a '.repeat(5_000)}x`;
+    const put = await call<ErrorBody>(gateway.url, 'PUT', '/admin/policies/p', { adminToken: org.adminToken, body: text, headers: { 'content-type': 'application/yaml' } });
+    expect(put.status).toBe(400);
+    expect(put.body.error).toBe('invalid_policy');
+    expect(put.body.message).toBe('YAML syntax error: A node can have at most one anchor (line 1, column 4), and 4998 more');
+    expect(put.body.errorCount).toBe(4_999);
+    expect(put.body.errors).toHaveLength(100);
+    expect(put.body.errors?.[99]).toMatchObject({ line: 1, column: 301 });
+    const validate = await call<ValidationBody>(gateway.url, 'POST', '/admin/policies/validate', { adminToken: org.adminToken, body: text, headers: { 'content-type': 'application/yaml' } });
+    expect(validate.body).toMatchObject({ valid: false, errorCount: 4_999 });
+    const withoutFile = (errors: PolicyErrorBody[] = []) => errors.map(({ file: _file, ...error }) => error);
+    expect(withoutFile(validate.body.errors)).toEqual(withoutFile(put.body.errors));
+  });
+
+  it('counts no errors in a valid body', async () => {
+    const response = await admin<ValidationBody>(org, 'POST', '/admin/policies/validate', denyPolicy('fine'));
+    expect(response.body).toMatchObject({ valid: true, errors: [], errorCount: 0 });
+  });
+});
+
 describe('POST /admin/policies/validate', () => {
   let org: TestOrganization;
   beforeAll(async () => {
@@ -511,10 +555,10 @@ describe('POST /admin/policies/validate', () => {
   it('accepts a valid policy (YAML or JSON) without storing it', async () => {
     const yaml = await admin<ValidationBody>(org, 'POST', '/admin/policies/validate', denyPolicy('candidate'));
     expect(yaml.status).toBe(200);
-    expect(yaml.body).toEqual({ valid: true, policies: ['candidate'], errors: [] });
+    expect(yaml.body).toEqual({ valid: true, policies: ['candidate'], errors: [], errorCount: 0 });
     const json = await admin<ValidationBody>(org, 'POST', '/admin/policies/validate', { name: 'candidate-json', rules: [{ condition: 'agent.trust_tier < trusted', action: 'deny', reason: 'r' }] });
     expect(json.status).toBe(200);
-    expect(json.body).toEqual({ valid: true, policies: ['candidate-json'], errors: [] });
+    expect(json.body).toEqual({ valid: true, policies: ['candidate-json'], errors: [], errorCount: 0 });
     expect((await admin(org, 'GET', '/admin/policies/candidate')).status).toBe(404);
     expect(await currentVersion(org)).toBe(0);
   });
@@ -536,7 +580,7 @@ describe('POST /admin/policies/validate', () => {
     );
     const response = await admin<ValidationBody>(org, 'POST', '/admin/policies/validate', file);
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ valid: true, policies: ['reads', 'writes'], errors: [] });
+    expect(response.body).toEqual({ valid: true, policies: ['reads', 'writes'], errors: [], errorCount: 0 });
   });
 
   it('reports duplicate policy names in a file at the second name', async () => {

@@ -57,7 +57,7 @@ export class PoliciesController {
   @ApiConsumes('application/json', 'application/yaml')
   @ApiBody({ schema: { type: 'object', example: POLICY_EXAMPLE } })
   @ApiOkResponse({ type: PolicyDetailView })
-  @ApiBadRequestResponse({ description: 'invalid_policy: every error with file, policy, rule, line and column', type: InvalidPolicyBody })
+  @ApiBadRequestResponse({ description: 'invalid_policy: the first 100 errors with file, policy, rule, line and column, and errorCount', type: InvalidPolicyBody })
   @ApiForbiddenResponse({ description: 'plan_limit_exceeded: the plan’s policy limit is reached', type: PlanLimitErrorBody })
   async put(
     @CurrentAdmin() admin: AdminPrincipal,

@@ -48,13 +48,15 @@ export class PolicyErrorView {
 export class InvalidPolicyBody {
   @ApiProperty({ example: 'invalid_policy' }) error: string;
   @ApiProperty() message: string;
-  @ApiProperty({ type: [PolicyErrorView] }) errors: PolicyErrorView[];
+  @ApiProperty({ type: [PolicyErrorView], description: 'The first 100 errors, in source order' }) errors: PolicyErrorView[];
+  @ApiProperty({ description: 'How many errors there are in all' }) errorCount: number;
 }
 
 export class ValidationResultView {
   @ApiProperty() valid: boolean;
   @ApiProperty({ type: [String], description: 'Names of the policies found (when valid)' }) policies: string[];
-  @ApiProperty({ type: [PolicyErrorView] }) errors: PolicyErrorView[];
+  @ApiProperty({ type: [PolicyErrorView], description: 'The first 100 errors, in source order' }) errors: PolicyErrorView[];
+  @ApiProperty({ description: 'How many errors there are in all' }) errorCount: number;
 }
 
 export class PolicyVersionView {

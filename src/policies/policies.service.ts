@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, Repository } from 'typeorm';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { AuditService } from '../audit/audit.service';
 import type { PolicyChangeKind } from '../cluster/cluster-event';
 import { PolicyLoadError } from '../policy-engine/errors';
-import { loadPolicyDocument, loadPolicyFile } from '../policy-engine/loader';
+import { loadPolicyDocument, loadPolicyFileOrDocument } from '../policy-engine/loader';
 import type { PolicyDefinition, PolicyError } from '../policy-engine/types';
 import { OrganizationsService } from '../organizations/organizations.service';
 import { PolicyChangeEvents } from './policy-change-events';
@@ -26,6 +26,8 @@ interface Change {
 }
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** How many errors an `invalid_policy` answer or a validation result lists. */
+const LISTED_ERRORS = 100;
 
 /** Policies of an organization: stored with their source, versioned on every change. */
 @Injectable()
@@ -112,10 +114,10 @@ export class PoliciesService {
   validate(source: string): ValidationResultView {
     try {
       const definitions = parseProposedSource(source);
-      return { valid: true, policies: definitions.map((definition) => definition.name), errors: [] };
+      return { valid: true, policies: definitions.map((definition) => definition.name), errors: [], errorCount: 0 };
     } catch (error) {
       if (!(error instanceof PolicyLoadError)) throw error;
-      return { valid: false, policies: [], errors: error.errors };
+      return { valid: false, policies: [], ...listedErrors(error.errors) };
     }
   }
 
@@ -192,22 +194,10 @@ export async function versionOf(manager: EntityManager, orgId: string): Promise<
  * policy, as YAML or JSON text.
  */
 export function parseProposedSource(source: string): PolicyDefinition[] {
-  if (isPoliciesFile(source)) return loadPolicyFile(source, 'proposed');
-  return [loadPolicyDocument(source, 'proposed')];
+  return loadPolicyFileOrDocument(source, 'proposed');
 }
 
-function isPoliciesFile(source: string): boolean {
-  try {
-    // uniqueKeys off: yaml's duplicate-key check is quadratic in the keys of a mapping, and the
-    // loader that runs next reports duplicates (in one pass).
-    const value: unknown = parse(source, { uniqueKeys: false });
-    return typeof value === 'object' && value !== null && !Array.isArray(value) && 'policies' in value;
-  } catch {
-    return false; // the document loader reports the syntax error with its position
-  }
-}
-
-/** Runs a loader and turns its errors into a 400 `invalid_policy` listing every one. */
+/** Runs a loader and turns its errors into a 400 `invalid_policy` listing the first ones. */
 export function parseOrThrow<T>(load: () => T): T {
   try {
     return load();
@@ -220,7 +210,16 @@ export function parseOrThrow<T>(load: () => T): T {
 export function invalidPolicy(errors: PolicyError[]): AppError {
   const first = errors[0];
   const summary = first ? `${first.message} (line ${first.line}, column ${first.column})` : 'invalid policy';
-  return new AppError(ErrorCode.InvalidPolicy, errors.length > 1 ? `${summary}, and ${errors.length - 1} more` : summary, { errors });
+  return new AppError(ErrorCode.InvalidPolicy, errors.length > 1 ? `${summary}, and ${errors.length - 1} more` : summary, listedErrors(errors));
+}
+
+/**
+ * The errors an answer lists: the first LISTED_ERRORS in source order, and how many there are.
+ * One 1 MiB body can hold 340,000 errors (`&a &a &a …`), a 37 MB answer; what follows the
+ * first hundred is rarely more than the same mistake again.
+ */
+function listedErrors(errors: PolicyError[]): { errors: PolicyError[]; errorCount: number } {
+  return { errors: errors.slice(0, LISTED_ERRORS), errorCount: errors.length };
 }
 
 function toView(policy: Policy): PolicyView {

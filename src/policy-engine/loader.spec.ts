@@ -1,6 +1,6 @@
 import { compilePolicies } from './compile-policies';
 import { PolicyLoadError } from './errors';
-import { loadPolicyDocument, loadPolicyFile } from './loader';
+import { loadPolicyDocument, loadPolicyFile, loadPolicyFileOrDocument } from './loader';
 import type { PolicyError } from './types';
 
 function loadErrors(run: () => unknown): PolicyError[] {
@@ -338,6 +338,51 @@ describe('loadPolicyDocument', () => {
       [1, 1, "unknown key 'policies' in policy (expected name, description, match, default, rules)"],
       [1, 1, "missing required field 'rules'"],
     ]);
+  });
+});
+
+describe('nesting', () => {
+  const tooDeep = 'YAML nested more than 64 levels deep';
+
+  // yaml builds its whole syntax tree before its recursive composer overflows the stack: 1 MiB of
+  // `{` took 1.5 s and 600 MB and answered "Maximum call stack size exceeded".
+  it.each([
+    ['flow collections', `name: p\nrules: []\nmatch: ${'['.repeat(200_000)}`, 3, 70],
+    ['block sequences on one line', `name: p\nrules:\n  ${'- '.repeat(200_000)}x`, 3, 127],
+    ['indented mappings', Array.from({ length: 1_000 }, (_, depth) => `${' '.repeat(depth)}k${depth}:`).join('\n'), 64, 67],
+  ])('refuses %s nested too deep, where the depth passes the limit', (_what, source, line, column) => {
+    expect(brief(loadErrors(() => loadPolicyDocument(source, 'body')))).toEqual([[line, column, tooDeep]]);
+  });
+
+  it('does not count brackets inside strings, comments or block scalars', () => {
+    const brackets = '['.repeat(200);
+    const source = `name: "${brackets}" # ${brackets}\ndescription: |\n  ${brackets}\nrules:\n  - condition: 'args.x == "${brackets}"'\n    action: deny\n    reason: r ${brackets}\n`;
+    expect(loadPolicyDocument(source, 'body').rules).toHaveLength(1);
+  });
+
+  it('loads a file of ordinary depth, lists inside mappings inside lists', () => {
+    const args = `{a: ${'{b: ['.repeat(10)}1${']}'.repeat(10)}}`;
+    const source = `policies:\n  - name: p\n    match: { plugin: http }\n    rules:\n      - condition: args.a == 1\n        action: deny\n        reason: ${JSON.stringify(args)}\n`;
+    expect(loadPolicyFile(source, 'file')[0].rules[0].reason).toBe(args);
+  });
+
+  it('applies to proposed policies, a file or one policy', () => {
+    expect(brief(loadErrors(() => loadPolicyFileOrDocument(`policies: ${'['.repeat(100)}`, 'proposed')))).toEqual([[1, 73, tooDeep]]);
+  });
+});
+
+describe('loadPolicyFileOrDocument', () => {
+  it('reads a policies file as a file and anything else as one policy', () => {
+    expect(loadPolicyFileOrDocument('policies:\n  - {name: a, rules: []}\n  - {name: b, rules: []}\n', 'proposed').map((policy) => policy.name)).toEqual(['a', 'b']);
+    expect(loadPolicyFileOrDocument('{"name":"one","rules":[]}', 'proposed').map((policy) => policy.name)).toEqual(['one']);
+    expect(brief(loadErrors(() => loadPolicyFileOrDocument('policies: 3', 'proposed')))).toEqual([[1, 11, "'policies' must be a list"]]);
+  });
+
+  it('reports every error of a body of many, each error built without a stack trace', () => {
+    const errors = loadErrors(() => loadPolicyFileOrDocument(`${'&a '.repeat(3_000)}x`, 'proposed'));
+    expect(errors).toHaveLength(2_999);
+    expect(brief(errors.slice(0, 1))).toEqual([[1, 4, 'YAML syntax error: A node can have at most one anchor']]);
+    expect(Error.stackTraceLimit).toBeGreaterThan(0);
   });
 });
 
