@@ -245,6 +245,17 @@ describe('POST /billing/checkout', () => {
     expect(response.body.error).toBe('payment_provider_error');
     expect(response.text).not.toContain(SECRET_KEY);
   });
+
+  it('answers a price the provider does not know (a PAYMENT_PRICE_* id left at its placeholder) with 500, not a missing customer', async () => {
+    provider.unknownPrices.add(PRICES.PAYMENT_PRICE_STARTER_ANNUAL);
+    try {
+      const response = await call(gateway.url, 'POST', '/billing/checkout', { body: { email: uniqueEmail('noprice'), plan: 'starter', interval: 'year' } });
+      expect(response.status).toBe(500);
+      expect(response.body).toMatchObject({ error: 'payment_provider_error', message: 'The payment provider request failed' });
+    } finally {
+      provider.unknownPrices.delete(PRICES.PAYMENT_PRICE_STARTER_ANNUAL);
+    }
+  });
 });
 
 describe('POST /billing/portal', () => {
