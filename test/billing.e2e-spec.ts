@@ -363,6 +363,16 @@ describe('POST /billing/webhook: signature', () => {
     expect(response.status).toBe(200);
     expect((await organization(org.adminToken)).plan).toBe('starter');
   });
+
+  it('acknowledges a checkout this gateway did not start (no metadata.plan: a payment link, another product) with 200 and changes nothing', async () => {
+    const org = await subscribedOrganization('professional');
+    const foreign = checkoutCompleted({ customer: org.customer, email: null, subscription: id('sub'), plan: 'starter' });
+    delete (foreign.data.object as { metadata?: unknown }).metadata;
+    const response = await deliver(foreign);
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ received: true });
+    expect((await organization(org.adminToken)).plan).toBe('professional');
+  });
 });
 
 describe('POST /billing/webhook: checkout.session.completed', () => {
