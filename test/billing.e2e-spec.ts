@@ -480,6 +480,20 @@ describe('POST /billing/webhook: customer.subscription.updated and .deleted', ()
     expect((await organization(org.adminToken)).plan).toBe('starter');
   });
 
+  it('acknowledges (200) the subscriptions of prices this gateway does not sell, whoever the customer, and changes nothing', async () => {
+    const org = await subscribedOrganization('starter');
+    const stranger = provider.addCustomer(uniqueEmail('stranger'));
+    for (const customer of [stranger, org.customer]) {
+      const subscription = id('sub');
+      for (const type of ['customer.subscription.updated', 'customer.subscription.deleted'] as const) {
+        const status = type === 'customer.subscription.updated' ? 'active' : 'canceled';
+        const response = await deliver(subscriptionEvent(type, { subscription, customer, status, price: 'price_someone_elses', created: nowSeconds() }));
+        expect({ customer, type, status: response.status }).toEqual({ customer, type, status: 200 });
+      }
+    }
+    expect((await organization(org.adminToken)).plan).toBe('starter');
+  });
+
   it('an update whose status is canceled puts the organization on free', async () => {
     const org = await subscribedOrganization('professional');
     const response = await deliver(subscriptionEvent('customer.subscription.updated', { ...org, status: 'canceled', price: PRICES.PAYMENT_PRICE_PROFESSIONAL_MONTHLY, created: nowSeconds() }));

@@ -140,6 +140,11 @@ export class BillingWebhookService {
   private async subscriptionChanged(manager: EntityManager, event: ProviderEvent): Promise<EventOutcome> {
     const change = readSubscriptionChange(event);
     const known = await this.findSubscription(manager, change.subscriptionId);
+    if (known === null && this.sellsNone(change.priceIds)) {
+      // Another product of the provider account: a 404 would have the provider retry it for days, then disable the endpoint.
+      this.logger.info({ eventId: event.id, subscription: change.subscriptionId, prices: change.priceIds }, 'subscription of prices this gateway does not sell; acknowledged');
+      return { outcome: 'ignored', orgId: null };
+    }
     const orgId = known?.orgId ?? (await this.findOrganization(manager, change.customerId, null))?.id;
     if (orgId === undefined) throw new AppError(ErrorCode.NotFound, `Subscription ${change.subscriptionId} of customer ${change.customerId} not found`);
     const previous = await this.lockPlan(manager, orgId);
@@ -160,6 +165,11 @@ export class BillingWebhookService {
   private stale(event: ProviderEvent, orgId: string): EventOutcome {
     this.logger.info({ eventId: event.id, type: event.type, orgId }, 'billing event older than the last one applied to its subscription; ignored');
     return { outcome: 'stale', orgId };
+  }
+
+  /** True when the subscription names prices and none of them is one this gateway sells. */
+  private sellsNone(priceIds: string[]): boolean {
+    return priceIds.length > 0 && this.planOfPrices(priceIds) === undefined;
   }
 
   /** The best paid plan among the prices, or undefined when none is a price this gateway sells. */
