@@ -238,11 +238,22 @@ describe('GET /admin/audit', () => {
     ['decision=maybe', 'decision'],
     ['from=yesterday', 'from'],
     ['to=2026-13-45T00:00:00Z', 'to'],
+    // ISO 8601 forms that Date cannot read: a week, an ordinal day, the basic format, an hour alone
+    ['from=2026-W48', 'from must'],
+    ['to=2026-330', 'to must'],
+    ['from=20261125', 'from must'],
+    ['to=2026-11-25T06', 'to must'],
     ['cursor=not%20a%20cursor', 'cursor'],
   ])('answers 400 naming the field for %s', async (query, field) => {
     const response = await audit(org, `/admin/audit?${query}`);
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ error: expect.any(String), message: expect.stringContaining(field) });
+  });
+
+  it.each(['from=2026-W48', 'to=20261125'])('answers 400 naming the field for verify?%s', async (query) => {
+    const response = await audit(org, `/admin/audit/verify?${query}`);
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ error: 'invalid_request', message: expect.stringContaining(`${query.split('=')[0]} must`) });
   });
 
   it('accepts limit=1000', async () => {

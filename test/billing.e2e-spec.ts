@@ -245,6 +245,17 @@ describe('POST /billing/checkout', () => {
     expect(response.body.error).toBe('payment_provider_error');
     expect(response.text).not.toContain(SECRET_KEY);
   });
+
+  it('answers a price the provider does not know (a PAYMENT_PRICE_* id left at its placeholder) with 500, not a missing customer', async () => {
+    provider.unknownPrices.add(PRICES.PAYMENT_PRICE_STARTER_ANNUAL);
+    try {
+      const response = await call(gateway.url, 'POST', '/billing/checkout', { body: { email: uniqueEmail('noprice'), plan: 'starter', interval: 'year' } });
+      expect(response.status).toBe(500);
+      expect(response.body).toMatchObject({ error: 'payment_provider_error', message: 'The payment provider request failed' });
+    } finally {
+      provider.unknownPrices.delete(PRICES.PAYMENT_PRICE_STARTER_ANNUAL);
+    }
+  });
 });
 
 describe('POST /billing/portal', () => {
@@ -352,6 +363,16 @@ describe('POST /billing/webhook: signature', () => {
     expect(response.status).toBe(200);
     expect((await organization(org.adminToken)).plan).toBe('starter');
   });
+
+  it('acknowledges a checkout this gateway did not start (no metadata.plan: a payment link, another product) with 200 and changes nothing', async () => {
+    const org = await subscribedOrganization('professional');
+    const foreign = checkoutCompleted({ customer: org.customer, email: null, subscription: id('sub'), plan: 'starter' });
+    delete (foreign.data.object as { metadata?: unknown }).metadata;
+    const response = await deliver(foreign);
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ received: true });
+    expect((await organization(org.adminToken)).plan).toBe('professional');
+  });
 });
 
 describe('POST /billing/webhook: checkout.session.completed', () => {
@@ -456,6 +477,20 @@ describe('POST /billing/webhook: customer.subscription.updated and .deleted', ()
     const org = await subscribedOrganization('starter');
     const response = await deliver(subscriptionEvent('customer.subscription.updated', { ...org, status: 'active', price: 'price_someone_elses', created: nowSeconds() }));
     expect(response.status).toBe(200);
+    expect((await organization(org.adminToken)).plan).toBe('starter');
+  });
+
+  it('acknowledges (200) the subscriptions of prices this gateway does not sell, whoever the customer, and changes nothing', async () => {
+    const org = await subscribedOrganization('starter');
+    const stranger = provider.addCustomer(uniqueEmail('stranger'));
+    for (const customer of [stranger, org.customer]) {
+      const subscription = id('sub');
+      for (const type of ['customer.subscription.updated', 'customer.subscription.deleted'] as const) {
+        const status = type === 'customer.subscription.updated' ? 'active' : 'canceled';
+        const response = await deliver(subscriptionEvent(type, { subscription, customer, status, price: 'price_someone_elses', created: nowSeconds() }));
+        expect({ customer, type, status: response.status }).toEqual({ customer, type, status: 200 });
+      }
+    }
     expect((await organization(org.adminToken)).plan).toBe('starter');
   });
 

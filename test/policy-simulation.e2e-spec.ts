@@ -534,6 +534,8 @@ describe('POST /admin/policies/backtest', () => {
   it.each<[string, Record<string, unknown>, string, string]>([
     ['to before from', { policies: proposed, from: '2026-01-02T00:00:00.000Z', to: '2026-01-01T00:00:00.000Z' }, 'invalid_request', 'to'],
     ['missing from', { policies: proposed }, 'invalid_request', 'from'],
+    ['a from of ISO week form, which Date cannot read', { policies: proposed, from: '2026-W01' }, 'invalid_request', 'from must'],
+    ['a to in the basic format', { policies: proposed, from: '2026-01-01T00:00:00.000Z', to: '20260102' }, 'invalid_request', 'to must'],
     ['missing policies', { from: '2026-01-01T00:00:00.000Z' }, 'invalid_request', 'policies'],
     ['invalid proposed policies', { policies: doc('name: b', 'rules:', '  - condition: foo == 1', '    action: deny', '    reason: r'), from: '2026-01-01T00:00:00.000Z' }, 'invalid_policy', 'foo'],
   ])('answers 400 for %s', async (_what, body, error, mentioned) => {

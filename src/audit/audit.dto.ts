@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsTimestamp } from '../common/is-timestamp';
 import { AUDIT_SOURCES } from './audit-record';
 
 export const PERIODS = ['24h', '7d', '30d'] as const;
@@ -22,12 +23,12 @@ export class AuditQueryDto {
 
   @ApiPropertyOptional({ description: 'Earliest timestamp, ISO 8601 (inclusive)', example: '2026-11-20T00:00:00.000Z' })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsTimestamp()
   from?: string;
 
   @ApiPropertyOptional({ description: 'Latest timestamp, ISO 8601 (exclusive)', example: '2026-11-21T00:00:00.000Z' })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsTimestamp()
   to?: string;
 
   @ApiPropertyOptional({ description: 'Only entries of this agent' })
@@ -64,12 +65,12 @@ export class AuditStatsQueryDto {
 export class AuditVerifyQueryDto {
   @ApiPropertyOptional({ description: 'Verify entries from this timestamp (ISO 8601); default: the oldest kept' })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsTimestamp()
   from?: string;
 
   @ApiPropertyOptional({ description: 'Verify entries before this timestamp (ISO 8601); default: up to the chain head' })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsTimestamp()
   to?: string;
 }
 

@@ -61,6 +61,7 @@ export class BillingWebhookService {
     if (rawBody === undefined) throw AppError.invalid('The event must be sent as application/json');
     const event = this.provider.verifyEvent(rawBody, signature);
     // Provider calls happen before the transaction: none holds a connection while it waits.
+    // Null for every other type, and for a checkout the gateway did not start.
     const checkout = event.type === BillingEventType.CheckoutCompleted ? await this.resolveCheckout(event) : null;
     const outcome = await this.dataSource.transaction(async (manager) => {
       const fresh: unknown[] = await manager.query(
@@ -85,6 +86,9 @@ export class BillingWebhookService {
       case BillingEventType.SubscriptionUpdated:
       case BillingEventType.SubscriptionDeleted:
         return this.subscriptionChanged(manager, event);
+      case BillingEventType.CheckoutCompleted:
+        this.logger.info({ eventId: event.id }, 'checkout session without metadata.plan: not started by this gateway; acknowledged');
+        return { outcome: 'ignored', orgId: null };
       default:
         this.logger.info({ eventId: event.id, type: event.type }, 'billing event type not handled; acknowledged');
         return { outcome: 'ignored', orgId: null };
@@ -92,8 +96,9 @@ export class BillingWebhookService {
   }
 
   /** The checkout's fields, with the customer looked up or created and its email filled in where the event lacks them. */
-  private async resolveCheckout(event: ProviderEvent): Promise<ResolvedCheckout> {
+  private async resolveCheckout(event: ProviderEvent): Promise<ResolvedCheckout | null> {
     const checkout = readCheckoutCompleted(event);
+    if (checkout === null) return null;
     const customerId = checkout.customerId ?? (await this.provider.findOrCreateCustomer(checkout.email!));
     const email = checkout.email ?? (this.provider.enabled ? await this.provider.customerEmail(customerId) : null);
     return { ...checkout, customerId, email };
@@ -135,6 +140,11 @@ export class BillingWebhookService {
   private async subscriptionChanged(manager: EntityManager, event: ProviderEvent): Promise<EventOutcome> {
     const change = readSubscriptionChange(event);
     const known = await this.findSubscription(manager, change.subscriptionId);
+    if (known === null && this.sellsNone(change.priceIds)) {
+      // Another product of the provider account: a 404 would have the provider retry it for days, then disable the endpoint.
+      this.logger.info({ eventId: event.id, subscription: change.subscriptionId, prices: change.priceIds }, 'subscription of prices this gateway does not sell; acknowledged');
+      return { outcome: 'ignored', orgId: null };
+    }
     const orgId = known?.orgId ?? (await this.findOrganization(manager, change.customerId, null))?.id;
     if (orgId === undefined) throw new AppError(ErrorCode.NotFound, `Subscription ${change.subscriptionId} of customer ${change.customerId} not found`);
     const previous = await this.lockPlan(manager, orgId);
@@ -155,6 +165,11 @@ export class BillingWebhookService {
   private stale(event: ProviderEvent, orgId: string): EventOutcome {
     this.logger.info({ eventId: event.id, type: event.type, orgId }, 'billing event older than the last one applied to its subscription; ignored');
     return { outcome: 'stale', orgId };
+  }
+
+  /** True when the subscription names prices and none of them is one this gateway sells. */
+  private sellsNone(priceIds: string[]): boolean {
+    return priceIds.length > 0 && this.planOfPrices(priceIds) === undefined;
   }
 
   /** The best paid plan among the prices, or undefined when none is a price this gateway sells. */

@@ -80,7 +80,10 @@ export class BillingController {
   @ApiOperation({ summary: 'Receives payment-provider events (checkout.session.completed, customer.subscription.updated/deleted)' })
   @ApiHeader({ name: 'Provider-Signature', required: true, description: '`t=<unix seconds>,v1=<hex HMAC-SHA256>`, signed with PAYMENT_WEBHOOK_SECRET; five-minute tolerance' })
   @ApiBody({ description: 'A payment-provider event object', schema: { type: 'object', properties: { id: { type: 'string' }, type: { type: 'string' }, created: { type: 'number' }, data: { type: 'object' } } } })
-  @ApiOkResponse({ type: WebhookReceivedView, description: 'Processed, or a replay of an event already processed (nothing changes)' })
+  @ApiOkResponse({
+    type: WebhookReceivedView,
+    description: 'Processed; or acknowledged with nothing changed: a replay, an event type not handled, a price not sold, a checkout without metadata.plan',
+  })
   @ApiBadRequestResponse({ description: 'Invalid signature or malformed event', type: ErrorBody })
   @ApiNotFoundResponse({ description: 'The subscription\'s customer is not linked to any organization yet (the provider retries)', type: ErrorBody })
   @ApiServiceUnavailableResponse({ description: '`billing_disabled`: PAYMENT_WEBHOOK_SECRET is not set', type: ErrorBody })

@@ -133,12 +133,23 @@ export class PaymentProvider {
       return new AppError(ErrorCode.PaymentProviderError, 'The payment provider request failed');
     }
     this.logger.error(
-      { operation, providerType: error.type, providerCode: error.code, providerStatus: error.statusCode, providerRequestId: error.requestId },
+      { operation, providerType: error.type, providerCode: error.code, providerParam: error.param, providerStatus: error.statusCode, providerRequestId: error.requestId },
       'payment provider call failed',
     );
-    if (error.code === 'resource_missing') return new AppError(ErrorCode.NotFound, 'The payment provider does not know this customer');
+    if (error.code === 'resource_missing' && missingIsCustomer(operation, error.param)) {
+      return new AppError(ErrorCode.NotFound, 'The payment provider does not know this customer');
+    }
     return new AppError(ErrorCode.PaymentProviderError, 'The payment provider request failed', { providerError: error.type });
   }
+}
+
+/**
+ * Whether a `resource_missing` answer is about the customer. A checkout also names a price, and
+ * a price the provider does not know (a PAYMENT_PRICE_* left at its placeholder) is the
+ * gateway's misconfiguration, not a customer the caller could correct.
+ */
+function missingIsCustomer(operation: string, param: string | undefined): boolean {
+  return operation !== 'checkout' || param === 'customer';
 }
 
 /** SDK host/port/protocol of PAYMENT_API_URL (a local fake in tests); the SDK's default otherwise. */

@@ -36,9 +36,14 @@ describe('readCheckoutCompleted', () => {
     expect(readCheckoutCompleted(event('checkout.session.completed', expanded))).toMatchObject({ customerId: 'cus_2', subscriptionId: 'sub_2', email: 'b@example.com' });
   });
 
+  it('reads a session without metadata.plan as none of the gateway\'s (null)', () => {
+    expect(readCheckoutCompleted(event('checkout.session.completed', { ...base, metadata: {} }))).toBeNull();
+    expect(readCheckoutCompleted(event('checkout.session.completed', { ...base, metadata: undefined }))).toBeNull();
+  });
+
   it.each<[string, Record<string, unknown>, string]>([
-    ['no plan', { ...base, metadata: {} }, '400 data.object.metadata.plan must be one of: starter, professional'],
     ['a plan not sold', { ...base, metadata: { plan: 'enterprise' } }, '400 data.object.metadata.plan must be one of: starter, professional'],
+    ['an empty plan', { ...base, metadata: { plan: '' } }, '400 data.object.metadata.plan must be one of: starter, professional'],
     ['neither customer nor email', { ...base, customer: null, customer_email: null }, '400 data.object.customer or data.object.customer_email is required'],
     ['a customer that is not an id', { ...base, customer: 42 }, '400 data.object.customer must be an id string'],
     ['no session id', { ...base, id: undefined }, '400 data.object.id must be a non-empty string'],

@@ -30,10 +30,16 @@ export interface SubscriptionChange {
 /** Statuses in which a subscription still grants its plan. */
 export const LIVE_STATUSES: ReadonlySet<string> = new Set(['active', 'trialing', 'past_due']);
 
-/** Reads a checkout.session.completed object; a missing or wrong field is a 400 naming it. */
-export function readCheckoutCompleted(event: ProviderEvent): CheckoutCompleted {
+/**
+ * Reads a checkout.session.completed object; a missing or wrong field is a 400 naming it. Null
+ * for a session without `metadata.plan`, which POST /billing/checkout always sets: one the
+ * gateway did not start (a payment link, another product of the account) is not its business,
+ * and a 400 would have the provider retry it for days and then disable the endpoint.
+ */
+export function readCheckoutCompleted(event: ProviderEvent): CheckoutCompleted | null {
   const object = event.object;
   const plan = ownRecord(object.metadata)?.plan;
+  if (plan === undefined) return null;
   if (!(PAID_PLANS as readonly unknown[]).includes(plan)) {
     throw AppError.invalid(`data.object.metadata.plan must be one of: ${PAID_PLANS.join(', ')}`);
   }

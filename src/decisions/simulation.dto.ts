@@ -6,7 +6,6 @@ import {
   IsBoolean,
   IsDefined,
   IsInt,
-  IsISO8601,
   IsObject,
   IsOptional,
   IsString,
@@ -15,6 +14,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { IsTimestamp } from '../common/is-timestamp';
 
 export class SimulationAgentDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(128) id?: string;
@@ -83,12 +83,12 @@ export class BacktestRequestDto {
   @ApiPropertyOptional({ description: 'See simulate' }) @IsOptional() @IsBoolean() replace?: boolean;
 
   @ApiProperty({ description: 'Replay decisions recorded from this timestamp (ISO 8601)' })
-  @IsISO8601({ strict: true })
+  @IsTimestamp()
   from: string;
 
   @ApiPropertyOptional({ description: 'Until this timestamp (ISO 8601, exclusive); default now' })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsTimestamp()
   to?: string;
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100000, default: 10000, description: 'Most decisions replayed (oldest first)' })

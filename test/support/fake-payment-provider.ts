@@ -26,6 +26,8 @@ interface Customer {
 export class FakePaymentProvider {
   readonly requests: ProviderRequest[] = [];
   readonly customers = new Map<string, Customer>();
+  /** Price ids the provider has no record of (never created, deleted, or a placeholder id). */
+  readonly unknownPrices = new Set<string>();
   private readonly server: http.Server;
   private failures: Array<{ status: number; type: string; code?: string; message: string }> = [];
 
@@ -101,11 +103,11 @@ export class FakePaymentProvider {
     const customerPath = /^\/v1\/customers\/([^/]+)$/.exec(path);
     if (method === 'GET' && customerPath) {
       const customer = this.customers.get(decodeURIComponent(customerPath[1]));
-      return customer ? ok(customer) : missing(`No such customer: '${customerPath[1]}'`);
+      return customer ? ok(customer) : missing(`No such customer: '${customerPath[1]}'`, 'id');
     }
     if (method === 'POST' && path === '/v1/checkout/sessions') return this.checkoutSession(form);
     if (method === 'POST' && path === '/v1/billing_portal/sessions') {
-      if (!this.customers.has(form.customer)) return missing(`No such customer: '${form.customer}'`);
+      if (!this.customers.has(form.customer)) return missing(`No such customer: '${form.customer}'`, 'customer');
       const id = `bps_${randomBytes(8).toString('hex')}`;
       return ok({ id, object: 'billing_portal.session', customer: form.customer, return_url: form.return_url, url: `https://billing.fake-provider.test/p/session/${id}` });
     }
@@ -113,7 +115,9 @@ export class FakePaymentProvider {
   }
 
   private checkoutSession(form: Record<string, string>): { status: number; body: unknown } {
-    if (!this.customers.has(form.customer)) return missing(`No such customer: '${form.customer}'`);
+    if (!this.customers.has(form.customer)) return missing(`No such customer: '${form.customer}'`, 'customer');
+    const price = form['line_items[0][price]'];
+    if (this.unknownPrices.has(price)) return missing(`No such price: '${price}'`, 'line_items[0][price]', 400);
     if (form.mode !== 'subscription' || !form['line_items[0][price]']) {
       return { status: 400, body: { error: { type: 'invalid_request_error', message: 'mode and line_items are required' } } };
     }
@@ -135,8 +139,9 @@ function ok(body: unknown): { status: number; body: unknown } {
   return { status: 200, body };
 }
 
-function missing(message: string): { status: number; body: unknown } {
-  return { status: 404, body: { error: { type: 'invalid_request_error', code: 'resource_missing', message } } };
+/** The provider's answer for an id it has no record of; `param` names the request field that held it. */
+function missing(message: string, param: string, status = 404): { status: number; body: unknown } {
+  return { status, body: { error: { type: 'invalid_request_error', code: 'resource_missing', param, message } } };
 }
 
 function now(): number {
