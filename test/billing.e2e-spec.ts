@@ -376,6 +376,18 @@ describe('POST /billing/webhook: signature', () => {
 });
 
 describe('POST /billing/webhook: checkout.session.completed', () => {
+  it('tries the confirmation mail again when the mail server refuses it for a moment', async () => {
+    const email = uniqueEmail('refused-once');
+    smtp.refuseNext(email, 1);
+    const response = await deliver(checkoutCompleted({ customer: null, email, subscription: id('sub'), plan: 'starter' }));
+    expect(response.status).toBe(200);
+    // The admin token of the organization the checkout created is written nowhere else.
+    const mail = await smtp.waitFor(email, 15_000);
+    expect(smtp.refused.filter((address) => address === email)).toHaveLength(1);
+    const token = /^ {4}(adm_[A-Za-z0-9_-]+)\s*$/m.exec(mail.raw)?.[1];
+    expect((await organization(token!)).billingEmail).toBe(email);
+  });
+
   it('creates an organization for a new email, sets the plan, audits it and mails the admin token', async () => {
     const email = uniqueEmail('newcomer');
     const subscription = id('sub');

@@ -9,7 +9,8 @@ import { ClusterEvents } from '../cluster/cluster-events';
 import { LOGGER } from '../logging/logging.module';
 import { OrganizationsService } from '../organizations/organizations.service';
 import { PLAN_IDS, PLANS, PlanId } from '../organizations/plans';
-import { BillingMail, BillingMailer } from './billing-mailer';
+import { BillingMail } from './billing-mailer';
+import { ConfirmationSender } from './confirmation-sender';
 import { PaymentProvider, ProviderEvent } from './payment-provider';
 import { PlanPrices } from './plan-prices';
 import { BillingEventType, CheckoutCompleted, LIVE_STATUSES, readCheckoutCompleted, readSubscriptionChange } from './subscription-events';
@@ -52,7 +53,7 @@ export class BillingWebhookService {
     private readonly organizations: OrganizationsService,
     private readonly audit: AuditService,
     private readonly cluster: ClusterEvents,
-    private readonly mailer: BillingMailer,
+    private readonly confirmations: ConfirmationSender,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -252,23 +253,7 @@ export class BillingWebhookService {
       { action, reason: `payment provider event ${event.type}`, details: { ...details, previous: { plan: previous }, next: { plan: next } } },
     );
     if (previous !== next) await this.cluster.publish({ type: 'organization.changed', orgId: outcome.orgId });
-    await this.sendConfirmation(outcome);
-  }
-
-  private async sendConfirmation(outcome: EventOutcome): Promise<void> {
-    if (!this.mailer.enabled) {
-      if (outcome.createdOrgId !== undefined) {
-        this.logger.warn({ orgId: outcome.createdOrgId }, 'checkout created an organization but no email transport is configured: its admin token was not delivered; issue one with `ags orgs rotate-token`');
-      }
-      return;
-    }
-    if (outcome.mail === undefined) return;
-    try {
-      await this.mailer.send(outcome.mail);
-      this.logger.info({ orgId: outcome.orgId }, 'checkout confirmation email sent');
-    } catch (error) {
-      this.logger.error({ orgId: outcome.orgId, err: { message: (error as Error).message } }, 'checkout confirmation email could not be sent');
-    }
+    if (outcome.mail !== undefined) this.confirmations.send(outcome.mail, { orgId: outcome.orgId, createdOrgId: outcome.createdOrgId });
   }
 }
 

@@ -10,6 +10,7 @@ import { BillingMailer, createBillingMailer } from './billing-mailer';
 import { BillingSubscription } from './billing-subscription.entity';
 import { BILLING_THROTTLER, BillingThrottlerGuard } from './billing-throttler.guard';
 import { BillingWebhookService } from './billing-webhook.service';
+import { ConfirmationSender } from './confirmation-sender';
 import { BillingController } from './billing.controller';
 import { BillingService } from './billing.service';
 import { PaymentProvider } from './payment-provider';
@@ -36,6 +37,7 @@ const RATE_WINDOW_MS = 60_000;
   providers: [
     BillingService,
     BillingWebhookService,
+    ConfirmationSender,
     PaymentProvider,
     BillingThrottlerGuard,
     { provide: PlanPrices, inject: [AppConfig], useFactory: (config: AppConfig) => new PlanPrices(config) },

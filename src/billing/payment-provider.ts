@@ -40,7 +40,7 @@ export class PaymentProvider {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     const { secretKey, apiUrl } = config.payment;
-    this.stripe = secretKey === undefined ? null : new Stripe(secretKey, { ...endpointOf(apiUrl), maxNetworkRetries: 1, timeout: 20_000, telemetry: false });
+    this.stripe = secretKey === undefined ? null : new Stripe(secretKey, { ...endpointOf(apiUrl), maxNetworkRetries: 1, timeout: 8_000, telemetry: false });
   }
 
   /** True when PAYMENT_SECRET_KEY is set. */

@@ -12,6 +12,9 @@ export interface ReceivedMail {
 /** A real SMTP server on loopback that keeps every message it receives. */
 export class SmtpSink {
   readonly messages: ReceivedMail[] = [];
+  /** Recipients refused with a temporary failure, one entry per refusal. */
+  readonly refused: string[] = [];
+  private readonly refusals = new Map<string, number>();
   private readonly waiters: Array<() => void> = [];
   private readonly server: SMTPServer;
 
@@ -20,6 +23,14 @@ export class SmtpSink {
       authOptional: true,
       disabledCommands: ['STARTTLS'],
       logger: false,
+      onRcptTo: (address, _session, callback) => {
+        const key = address.address.toLowerCase();
+        const left = this.refusals.get(key) ?? 0;
+        if (left === 0) return callback();
+        this.refusals.set(key, left - 1);
+        this.refused.push(key);
+        callback(Object.assign(new Error('Mailbox busy, try again later'), { responseCode: 451 }));
+      },
       onData: (stream, session, callback) => {
         const chunks: Buffer[] = [];
         stream.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -44,6 +55,11 @@ export class SmtpSink {
 
   get port(): number {
     return (this.server.server.address() as AddressInfo).port;
+  }
+
+  /** Refuses the next `count` messages to `to` with 451, as a mail server restarting or greylisting does. */
+  refuseNext(to: string, count: number): void {
+    this.refusals.set(to.toLowerCase(), count);
   }
 
   /** The first message to `to` (any case), waiting for it up to `timeoutMs`. */
