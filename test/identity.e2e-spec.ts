@@ -261,6 +261,10 @@ describe('PATCH /admin/agents/:id', () => {
     ['bad tag', { tags: ['ok', 'not ok'] }, /tag/],
     ['metadata not an object', { metadata: 5 }, /metadata/],
     ['unknown field', { status: 'revoked' }, /status/],
+    ['name null', { name: null }, /name/],
+    ['trustTier null', { trustTier: null }, /trustTier/],
+    ['tags null', { tags: null }, /tags/],
+    ['metadata null', { metadata: null }, /metadata/],
   ])('refuses %s with 400 invalid_request and leaves the agent unchanged', async (_case, body, field) => {
     const agent = await createAgent({ name: 'stable', trustTier: 'verified', tags: ['keep'] });
     const response = await admin('PATCH', `/admin/agents/${agent.id}`, body);
