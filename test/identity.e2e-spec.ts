@@ -300,6 +300,21 @@ describe('DELETE /admin/agents/:id', () => {
     expect(explicitFalse.body.agents.map((a) => a.id)).not.toContain(agent.id);
   });
 
+  it('stays revoked when PATCHes race with it (revocation is permanent)', async () => {
+    for (let round = 0; round < 25; round++) {
+      const agent = await createAgent({ name: `racing-${round}` });
+      const [tagged, revoked, renamed] = await Promise.all([
+        admin('PATCH', `/admin/agents/${agent.id}`, { tags: ['raced'] }),
+        admin('DELETE', `/admin/agents/${agent.id}`),
+        admin('PATCH', `/admin/agents/${agent.id}`, { name: `renamed-${round}` }),
+      ]);
+      expect(revoked.status).toBe(200);
+      for (const patch of [tagged, renamed]) expect([200, 409]).toContain(patch.status);
+      const fetched = await admin('GET', `/admin/agents/${agent.id}`);
+      expect(fetched.body).toMatchObject({ status: 'revoked', revokedAt: revoked.body.revokedAt });
+    }
+  });
+
   it('refuses to PATCH a revoked agent with 409 agent_revoked', async () => {
     const agent = await createAgent({ name: 'gone' });
     expect((await admin('DELETE', `/admin/agents/${agent.id}`)).status).toBe(200);
