@@ -48,11 +48,25 @@ export class KeyRing implements OnModuleInit {
     return this.verifiers.get(kid);
   }
 
-  /** Public keys to publish at /.well-known/jwks.json: those used within a token lifetime. */
+  /**
+   * Public keys to publish at /.well-known/jwks.json: those used within a token lifetime, and
+   * those that signed a longer-lived token still unexpired.
+   */
   async publishedKeys(): Promise<JWK[]> {
-    const since = new Date(Date.now() - this.config.auth.agentTokenTtlMs - TOUCH_INTERVAL_MS);
-    const rows = await this.keys.find({ where: { lastUsedAt: MoreThan(since) }, order: { createdAt: 'ASC' } });
+    const now = Date.now();
+    const since = new Date(now - this.config.auth.agentTokenTtlMs - TOUCH_INTERVAL_MS);
+    const rows = await this.keys.find({ where: [{ lastUsedAt: MoreThan(since) }, { validUntil: MoreThan(new Date(now)) }], order: { createdAt: 'ASC' } });
     return rows.map((row) => row.publicJwk);
+  }
+
+  /**
+   * Keeps key `kid` published until `expiresAt` when its last use does not cover that (a token
+   * issued with a lifetime past AGENT_TOKEN_TTL): otherwise, once the key is retired, fresh
+   * instances, sidecars and JWKS readers would refuse the token before it expires.
+   */
+  async publishUntil(kid: string, expiresAt: Date): Promise<void> {
+    if (expiresAt.getTime() <= this.touchedMs + this.config.auth.agentTokenTtlMs + TOUCH_INTERVAL_MS) return;
+    await this.keys.query('UPDATE signing_keys SET valid_until = GREATEST(valid_until, $2) WHERE kid = $1', [kid, expiresAt]);
   }
 
   private async refresh(): Promise<void> {
