@@ -167,6 +167,8 @@ describe('delegation chains', () => {
       [{ agentId: b.id, scope: ['read:[a]'] }, `scope glob "read:[a]": unsupported glob character '[': only * is a wildcard`],
       [{ agentId: b.id, extra: 1 }, 'unknown field extra'],
       [{ agentId: b.id, ttl: '0s' }, 'ttl must be at least 1s'],
+      [{ agentId: b.id, ttl: null }, 'ttl must be a string'],
+      [{ agentId: b.id, scope: null }, 'scope must be an array'],
     ];
     for (const [body, message] of cases) {
       const response = await delegate(a.token, body);

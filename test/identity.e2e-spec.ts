@@ -1,4 +1,9 @@
-import { createLocalJWKSet, JSONWebKeySet, jwtVerify } from 'jose';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createLocalJWKSet, decodeProtectedHeader, JSONWebKeySet, jwtVerify } from 'jose';
+import { DataSource } from 'typeorm';
+import { AgentsService } from '../src/agents/agents.service';
 import { call, TestResponse } from './support/http-client';
 import { createOrganization, startGateway, TEST_PUBLIC_URL, TestGateway, TestOrganization } from './support/test-gateway';
 
@@ -261,6 +266,10 @@ describe('PATCH /admin/agents/:id', () => {
     ['bad tag', { tags: ['ok', 'not ok'] }, /tag/],
     ['metadata not an object', { metadata: 5 }, /metadata/],
     ['unknown field', { status: 'revoked' }, /status/],
+    ['name null', { name: null }, /name/],
+    ['trustTier null', { trustTier: null }, /trustTier/],
+    ['tags null', { tags: null }, /tags/],
+    ['metadata null', { metadata: null }, /metadata/],
   ])('refuses %s with 400 invalid_request and leaves the agent unchanged', async (_case, body, field) => {
     const agent = await createAgent({ name: 'stable', trustTier: 'verified', tags: ['keep'] });
     const response = await admin('PATCH', `/admin/agents/${agent.id}`, body);
@@ -294,6 +303,21 @@ describe('DELETE /admin/agents/:id', () => {
     expect(all.body.agents.find((a) => a.id === agent.id)).toMatchObject({ status: 'revoked' });
     const explicitFalse = await admin<{ agents: AgentBody[] }>('GET', '/admin/agents?includeRevoked=false');
     expect(explicitFalse.body.agents.map((a) => a.id)).not.toContain(agent.id);
+  });
+
+  it('stays revoked when PATCHes race with it (revocation is permanent)', async () => {
+    for (let round = 0; round < 25; round++) {
+      const agent = await createAgent({ name: `racing-${round}` });
+      const [tagged, revoked, renamed] = await Promise.all([
+        admin('PATCH', `/admin/agents/${agent.id}`, { tags: ['raced'] }),
+        admin('DELETE', `/admin/agents/${agent.id}`),
+        admin('PATCH', `/admin/agents/${agent.id}`, { name: `renamed-${round}` }),
+      ]);
+      expect(revoked.status).toBe(200);
+      for (const patch of [tagged, renamed]) expect([200, 409]).toContain(patch.status);
+      const fetched = await admin('GET', `/admin/agents/${agent.id}`);
+      expect(fetched.body).toMatchObject({ status: 'revoked', revokedAt: revoked.body.revokedAt });
+    }
   });
 
   it('refuses to PATCH a revoked agent with 409 agent_revoked', async () => {
@@ -408,5 +432,33 @@ describe('plan limits', () => {
     expect(responses.map((response) => response.status).sort()).toEqual([201, 201, 403, 403]);
     const list = await admin<{ agents: AgentBody[] }>('GET', '/admin/agents', undefined, free.adminToken);
     expect(list.body.agents).toHaveLength(2);
+  });
+});
+
+describe('signing key rotation', () => {
+  it('keeps publishing a retired key while a token it signed with a longer --ttl is still valid', async () => {
+    const keys = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-rotation-'));
+    let old: TestGateway | undefined = await startGateway({ SIGNING_KEY_FILE: path.join(keys, 'old.pem') });
+    let fresh: TestGateway | undefined;
+    try {
+      const delegator = await createAgent({ name: 'long-lived' });
+      const helper = await createAgent({ name: 'helper' });
+      // What `ags agents token ID --ttl 7d` does.
+      const week = await old.app.get(AgentsService).issueToken({ orgId: org.id, tokenId: 'cli' }, delegator.id, 7 * DAY_SECONDS * 1000);
+      const { kid } = decodeProtectedHeader(week.token);
+      await old.close();
+      old = undefined;
+      // Two days on, the key replaced since: its last use is older than AGENT_TOKEN_TTL.
+      await gateway.app.get(DataSource).query(`UPDATE signing_keys SET last_used_at = now() - interval '2 days' WHERE kid = $1`, [kid]);
+      fresh = await startGateway({ SIGNING_KEY_FILE: path.join(keys, 'new.pem') });
+      const jwks = await call<JSONWebKeySet>(fresh.url, 'GET', '/.well-known/jwks.json');
+      expect(jwks.body.keys.map((key) => key.kid)).toContain(kid);
+      const delegated = await call(fresh.url, 'POST', '/api/v1/identity/delegate', { bearer: week.token, body: { agentId: helper.id, ttl: '1h' } });
+      expect(delegated.status).toBe(201);
+    } finally {
+      await old?.close();
+      await fresh?.close();
+      fs.rmSync(keys, { recursive: true, force: true });
+    }
   });
 });

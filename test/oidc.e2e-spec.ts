@@ -208,6 +208,28 @@ describe('/admin/oidc-clients', () => {
   });
 });
 
+describe('/admin/oidc-clients under concurrency', () => {
+  it('gives a client id registered by two organizations at once to the one answered 201; the other gets 409', async () => {
+    const first = await createOrganization(gateway, 'enterprise', 'Racing org 1');
+    const second = await createOrganization(gateway, 'enterprise', 'Racing org 2');
+    const listed = async (owner: TestOrganization, clientId: string) =>
+      ((await call<{ clients: Array<{ clientId: string }> }>(gateway.url, 'GET', '/admin/oidc-clients', { adminToken: owner.adminToken })).body.clients ?? []).some(
+        (client) => client.clientId === clientId,
+      );
+    for (let round = 0; round < 40; round++) {
+      const clientId = `racing-${RUN}-${round}`;
+      const [one, two] = await Promise.all(
+        [first, second].map((owner) => call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId } })),
+      );
+      expect([one.status, two.status].sort()).toEqual([201, 409]);
+      const winner = one.status === 201 ? first : second;
+      const loser = winner === first ? second : first;
+      expect(await listed(winner, clientId)).toBe(true);
+      expect(await listed(loser, clientId)).toBe(false);
+    }
+  });
+});
+
 function decode(segment: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(segment, 'base64url').toString('utf8')) as Record<string, unknown>;
 }

@@ -399,6 +399,22 @@ describe('credentials', () => {
     expect((await grpcError(evaluate(client, issued.key, { agentId, action: 'x' }))).code).toBe(GrpcStatus.UNAUTHENTICATED);
   });
 
+  it('records one revocation when a key is revoked twice at once: one revokedAt, one policy version', async () => {
+    const owner = await createOrganization(gateway, 'enterprise', 'Double revoke org');
+    const versionOf = async () => (await call<{ version: number }>(gateway.url, 'GET', '/admin/policies/versions', { adminToken: owner.adminToken })).body.version;
+    for (let round = 0; round < 10; round++) {
+      const issued = await createKey(owner);
+      const before = await versionOf();
+      const answers = await Promise.all(
+        [1, 2].map(() => call<{ revokedAt: string }>(gateway.url, 'DELETE', `/admin/api-keys/${issued.id}`, { adminToken: owner.adminToken })),
+      );
+      const listed = await call<{ apiKeys: Array<{ id: string; revokedAt: string }> }>(gateway.url, 'GET', '/admin/api-keys', { adminToken: owner.adminToken });
+      const stored = listed.body.apiKeys.find((candidate) => candidate.id === issued.id)!.revokedAt;
+      expect(answers.map((answer) => answer.body.revokedAt)).toEqual([stored, stored]);
+      expect(await versionOf()).toBe(before + 1);
+    }
+  });
+
   it('ends an EvaluateStream opened before its key was revoked at the next request, UNAUTHENTICATED', async () => {
     const issued = await createKey();
     const stream = client.EvaluateStream(apiKeyMetadata(issued.key));

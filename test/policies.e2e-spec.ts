@@ -174,6 +174,16 @@ describe('PUT /admin/policies/:name', () => {
   });
 });
 
+describe('a policy named like a route', () => {
+  it.each(['versions', 'Versions', 'VERSIONS'])('refuses %s, which GET could never read back (it is the change history)', async (name) => {
+    const org = await createOrganization(gateway, 'enterprise', `Reserved name org ${name}`);
+    const response = await admin<ErrorBody>(org, 'PUT', `/admin/policies/${name}`, denyPolicy(name, 'args.x == "y"', 'r'));
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ error: 'invalid_request', message: expect.stringContaining('reserved') });
+    expect(await currentVersion(org)).toBe(0);
+  });
+});
+
 describe('GET and DELETE /admin/policies', () => {
   let org: TestOrganization;
   beforeAll(async () => {

@@ -12,8 +12,11 @@ const MIB = 1024 * 1024;
 
 interface OpenApiDocument {
   openapi: string;
-  paths: Record<string, Record<string, { security?: Array<Record<string, string[]>> }>>;
-  components: { securitySchemes: Record<string, { type: string; in?: string; name?: string }> };
+  paths: Record<string, Record<string, { security?: Array<Record<string, string[]>>; responses: Record<string, unknown> }>>;
+  components: {
+    securitySchemes: Record<string, { type: string; in?: string; name?: string }>;
+    schemas: Record<string, { properties: Record<string, { enum?: string[] }> }>;
+  };
 }
 
 let gateway: TestGateway;
@@ -129,6 +132,41 @@ describe('API documentation', () => {
     for (const path of ['/health', '/json', '/.well-known/jwks.json']) {
       expect(document.paths[path].get.security ?? []).toEqual([]);
     }
+  });
+});
+
+describe('API documentation of the identity and policy admin routes', () => {
+  let document: OpenApiDocument;
+  beforeAll(async () => {
+    document = (await call<OpenApiDocument>(gateway.url, 'GET', '/docs-json')).body;
+  });
+
+  it.each<[string, string, string, unknown]>([
+    ['put', '/admin/policies/{name}', '/admin/policies/documented', { name: 'documented', rules: [{ condition: 'args.x == "y"', action: 'deny', reason: 'r' }] }],
+    ['get', '/admin/agents', '/admin/agents?includeRevoked=maybe', undefined],
+    ['post', '/admin/api-keys', '/admin/api-keys', { name: 5 }],
+    ['get', '/admin/policies/versions', '/admin/policies/versions?limit=0', undefined],
+    ['post', '/admin/policies/validate', '/admin/policies/validate', '{"broken":'],
+  ])('lists the status %s %s answers', async (method, documented, path, body) => {
+    const response = await call(gateway.url, method.toUpperCase(), path, {
+      adminToken: org.adminToken,
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    expect(Object.keys(document.paths[documented][method].responses)).toContain(String(response.status));
+  });
+
+  it('lists every kind of change the policy version history holds', async () => {
+    const agent = await call<{ id: string }>(gateway.url, 'POST', '/admin/agents', { adminToken: org.adminToken, body: { name: 'versioned' } });
+    await call(gateway.url, 'PATCH', `/admin/agents/${agent.body.id}`, { adminToken: org.adminToken, body: { trustTier: 'trusted' } });
+    await call(gateway.url, 'DELETE', `/admin/agents/${agent.body.id}`, { adminToken: org.adminToken });
+    const key = await call<{ id: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: {} });
+    await call(gateway.url, 'DELETE', `/admin/api-keys/${key.body.id}`, { adminToken: org.adminToken });
+    const history = await call<{ versions: Array<{ kind: string }> }>(gateway.url, 'GET', '/admin/policies/versions', { adminToken: org.adminToken });
+    const kinds = new Set(history.body.versions.map((version) => version.kind));
+    expect([...kinds]).toEqual(expect.arrayContaining(['agent_changed', 'agent_revoked', 'apikey_revoked']));
+    const documented = document.components.schemas.PolicyVersionView.properties.kind.enum;
+    for (const kind of kinds) expect(documented).toContain(kind);
   });
 });
 

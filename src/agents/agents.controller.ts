@@ -24,6 +24,7 @@ export class AgentsController {
   @Get()
   @ApiOperation({ summary: 'List the organization’s agents (tokens are never listed)' })
   @ApiOkResponse({ type: AgentListView })
+  @ApiBadRequestResponse({ description: 'includeRevoked other than true or false', type: ErrorBody })
   async list(@CurrentAdmin() admin: AdminPrincipal, @Query() query: ListAgentsQueryDto): Promise<AgentListView> {
     return { agents: await this.agents.list(admin, query.includeRevoked) };
   }

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsOmittable } from '../common/validation';
 
 /** Tiers the admin API accepts (SPEC.md "Trust tiers", admin context). */
 export const ADMIN_TIERS = ['unverified', 'verified', 'trusted', 'privileged'] as const;
@@ -35,26 +36,26 @@ export class CreateAgentDto {
 
 export class UpdateAgentDto {
   @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptional()
+  @IsOmittable()
   @IsString()
   @IsNotEmpty()
   @MaxLength(200)
   name?: string;
 
   @ApiPropertyOptional({ enum: ADMIN_TIERS })
-  @IsOptional()
+  @IsOmittable()
   @IsIn(ADMIN_TIERS, { message: TIER_MESSAGE })
   trustTier?: string;
 
   @ApiPropertyOptional({ type: [String], maxItems: 50 })
-  @IsOptional()
+  @IsOmittable()
   @IsArray()
   @ArrayMaxSize(50)
   @Matches(TAG_PATTERN, { each: true, message: TAG_MESSAGE })
   tags?: string[];
 
   @ApiPropertyOptional({ type: Object, description: 'Replaces the whole metadata object' })
-  @IsOptional()
+  @IsOmittable()
   @IsObject()
   metadata?: Record<string, unknown>;
 }

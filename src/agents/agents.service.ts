@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, IsNull, Repository } from 'typeorm';
+import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
@@ -71,37 +71,36 @@ export class AgentsService {
    * Another organization's agent is 403 here (SPEC.md), 404 on the other routes.
    */
   async update(actor: Actor, agentId: string, dto: UpdateAgentDto): Promise<AgentView> {
-    const agent = await this.agents.findOne({ where: { id: agentId } });
-    if (agent === null) throw AppError.notFound('agent', agentId);
-    if (agent.orgId !== actor.orgId) throw new AppError(ErrorCode.Forbidden, `agent ${agentId} belongs to another organization`);
-    if (agent.revokedAt !== null) throw new AppError(ErrorCode.AgentRevoked, `agent ${agentId} is revoked and cannot be changed`);
-    const previous: Record<string, unknown> = {};
-    const next: Record<string, unknown> = {};
-    for (const field of UPDATABLE) {
-      const value = field === 'tags' && dto.tags ? dedupe(dto.tags) : dto[field];
-      if (value === undefined || sameValue(agent[field], value)) continue;
-      previous[field] = agent[field];
-      next[field] = value;
-    }
-    if (Object.keys(next).length === 0) return toView(agent);
-    Object.assign(agent, next);
-    const saved = await this.agents.save(agent);
-    await this.events.publish({ type: 'agent.changed', orgId: agent.orgId, agentId });
-    if ('trustTier' in next || 'tags' in next) await this.changeLog.record(agent.orgId, 'agent_changed', agentId, actor.tokenId);
+    const { saved, previous, next } = await this.dataSource.transaction(async (manager) => {
+      const agent = await lockAgent(manager, { id: agentId });
+      if (agent === null) throw AppError.notFound('agent', agentId);
+      if (agent.orgId !== actor.orgId) throw new AppError(ErrorCode.Forbidden, `agent ${agentId} belongs to another organization`);
+      if (agent.revokedAt !== null) throw new AppError(ErrorCode.AgentRevoked, `agent ${agentId} is revoked and cannot be changed`);
+      const changes = changesOf(agent, dto);
+      if (Object.keys(changes.next).length === 0) return { saved: agent, ...changes };
+      return { saved: await manager.getRepository(Agent).save(Object.assign(agent, changes.next)), ...changes };
+    });
+    if (Object.keys(next).length === 0) return toView(saved);
+    await this.events.publish({ type: 'agent.changed', orgId: saved.orgId, agentId });
+    if ('trustTier' in next || 'tags' in next) await this.changeLog.record(saved.orgId, 'agent_changed', agentId, actor.tokenId);
     this.audit.recordAdminEvent(actor, { action: 'agent.update', agentId, agentName: saved.name, details: { previous, next } });
     return toView(saved);
   }
 
   /** Revokes an agent: immediate and permanent, on every instance. Repeating it changes nothing. */
   async revoke(actor: Actor, agentId: string): Promise<AgentView> {
-    const agent = await this.getOwned(actor, agentId);
-    if (agent.revokedAt !== null) return toView(agent);
-    agent.revokedAt = new Date();
-    const saved = await this.agents.save(agent);
+    const { agent, revokedNow } = await this.dataSource.transaction(async (manager) => {
+      const locked = await lockAgent(manager, { id: agentId, orgId: actor.orgId });
+      if (locked === null) throw AppError.notFound('agent', agentId);
+      if (locked.revokedAt !== null) return { agent: locked, revokedNow: false };
+      locked.revokedAt = new Date();
+      return { agent: await manager.getRepository(Agent).save(locked), revokedNow: true };
+    });
+    if (!revokedNow) return toView(agent);
     await this.events.publish({ type: 'agent.revoked', orgId: agent.orgId, agentId });
     await this.changeLog.record(agent.orgId, 'agent_revoked', agentId, actor.tokenId);
     this.audit.recordAdminEvent(actor, { action: 'agent.revoke', agentId, agentName: agent.name, details: { previous: { status: 'active' }, next: { status: 'revoked' } } });
-    return toView(saved);
+    return toView(agent);
   }
 
   /** A fresh token for an existing, active agent. */
@@ -127,6 +126,15 @@ export class AgentsService {
   }
 }
 
+/**
+ * The agent row, locked until the transaction ends: a change and a revocation each read and
+ * write the whole row, so run side by side the later write would put back what the earlier one
+ * replaced (a PATCH answered after a DELETE made the revoked agent active again).
+ */
+function lockAgent(manager: EntityManager, where: { id: string; orgId?: string }): Promise<Agent | null> {
+  return manager.getRepository(Agent).findOne({ where, lock: { mode: 'pessimistic_write' } });
+}
+
 function toView(agent: Agent): AgentView {
   return {
     id: agent.id,
@@ -139,6 +147,19 @@ function toView(agent: Agent): AgentView {
     updatedAt: agent.updatedAt.toISOString(),
     revokedAt: agent.revokedAt?.toISOString() ?? null,
   };
+}
+
+/** The supplied fields that differ from the agent's, with their previous values. */
+function changesOf(agent: Agent, dto: UpdateAgentDto): { previous: Record<string, unknown>; next: Record<string, unknown> } {
+  const previous: Record<string, unknown> = {};
+  const next: Record<string, unknown> = {};
+  for (const field of UPDATABLE) {
+    const value = field === 'tags' && dto.tags ? dedupe(dto.tags) : dto[field];
+    if (value === undefined || sameValue(agent[field], value)) continue;
+    previous[field] = agent[field];
+    next[field] = value;
+  }
+  return { previous, next };
 }
 
 function dedupe(tags: string[]): string[] {

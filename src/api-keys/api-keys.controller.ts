@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, Param, Post } from '@nestjs/common';
-import { ApiCreatedResponse, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiCreatedResponse, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import { ErrorBody, PlanLimitErrorBody } from '../common/error-body.dto';
@@ -15,6 +15,7 @@ export class ApiKeysController {
   @Post()
   @ApiOperation({ summary: 'Issue an adapter API key; the response carries the key, shown only once' })
   @ApiCreatedResponse({ type: CreatedApiKeyView })
+  @ApiBadRequestResponse({ description: 'Invalid field (named in the message)', type: ErrorBody })
   @ApiForbiddenResponse({ description: 'plan_limit_exceeded: admin tokens and API keys count against teamMembers', type: PlanLimitErrorBody })
   create(@CurrentAdmin() admin: AdminPrincipal, @Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyView> {
     return this.keys.create(admin, dto);

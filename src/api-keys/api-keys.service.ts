@@ -79,14 +79,16 @@ export class ApiKeysService implements OnModuleInit {
   async revoke(admin: AdminPrincipal, id: string): Promise<ApiKeyView> {
     const row = await this.keys.findOne({ where: { id, orgId: admin.orgId } });
     if (row === null) throw AppError.notFound('API key', id);
-    if (row.revokedAt === null) {
-      row.revokedAt = new Date();
-      await this.keys.update({ id }, { revokedAt: row.revokedAt });
-      await this.events.publish({ type: 'apikey.revoked', orgId: admin.orgId, keyId: id });
-      await this.changeLog.record(admin.orgId, 'apikey_revoked', id, admin.tokenId);
-      this.audit.recordAdminEvent(admin, { action: 'apikey.revoke', details: { id, name: row.name } });
-    }
-    return toView(row);
+    if (row.revokedAt !== null) return toView(row);
+    // Only while still active: of two revocations at once, one writes and records it; the other
+    // answers what that one stored.
+    const revokedAt = new Date();
+    const { affected } = await this.keys.update({ id, revokedAt: IsNull() }, { revokedAt });
+    if (!affected) return toView(await this.keys.findOneOrFail({ where: { id } }));
+    await this.events.publish({ type: 'apikey.revoked', orgId: admin.orgId, keyId: id });
+    await this.changeLog.record(admin.orgId, 'apikey_revoked', id, admin.tokenId);
+    this.audit.recordAdminEvent(admin, { action: 'apikey.revoke', details: { id, name: row.name } });
+    return toView({ ...row, revokedAt });
   }
 
   /** The principal a key stands for, or null when it is unknown or revoked. */

@@ -1,4 +1,5 @@
 import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { ValidateIf } from 'class-validator';
 import { AppError } from './app-error';
 
 /**
@@ -20,6 +21,13 @@ export function validationFailure(errors: ValidationError[]): AppError {
   const problems = flatten(errors);
   return AppError.invalid(problems.map((problem) => problem.message).join('; '), { fields: problems });
 }
+
+/**
+ * A field that may be left out. Unlike class-validator's `IsOptional`, a `null` is not skipped
+ * but checked like any value, so `{"name": null}` is a 400 naming the field, never a null
+ * written over a stored value (a 500 from a NOT NULL column, or a value lost).
+ */
+export const IsOmittable = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
 
 interface FieldProblem {
   field: string;

@@ -11,6 +11,7 @@ import { AnalyticsRollups1763942400000 } from '../../migrations/1763942400000-an
 import { OidcClients1764288000000 } from '../../migrations/1764288000000-oidc-clients';
 import { SidecarRenumbered1764374400500 } from '../../migrations/1764374400500-sidecar-renumbered';
 import { SidecarReportedSeq1764460800000 } from '../../migrations/1764460800000-sidecar-reported-seq';
+import { SigningKeyValidUntil1764547200000 } from '../../migrations/1764547200000-signing-key-valid-until';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   OidcClients1764288000000,
   SidecarRenumbered1764374400500,
   SidecarReportedSeq1764460800000,
+  SigningKeyValidUntil1764547200000,
 ];

@@ -52,6 +52,8 @@ export class AgentTokenService {
       .setIssuedAt(nowSeconds)
       .setExpirationTime(exp)
       .sign(key.privateKey);
-    return { token, expiresAt: new Date(exp * 1000) };
+    const expiresAt = new Date(exp * 1000);
+    await this.keyRing.publishUntil(key.kid, expiresAt);
+    return { token, expiresAt };
   }
 }

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsOmittable } from '../common/validation';
 import { MAX_SCOPE_GLOB_LENGTH, MAX_SCOPE_GLOBS } from './delegation-scope';
 
 export class JsonWebKey {
@@ -83,7 +84,7 @@ export class DelegateDto {
   agentId: string;
 
   @ApiPropertyOptional({ description: 'Lifetime (`30s`, `15m`, `2h`, `1d`); at most what is left of the delegating token, which is also the default', example: '1h' })
-  @IsOptional()
+  @IsOmittable()
   @IsString()
   @Matches(/^\d+(\.\d+)?[smhd]$/, { message: 'ttl must be a duration like 30s, 15m, 2h or 1d' })
   ttl?: string;
@@ -94,7 +95,7 @@ export class DelegateDto {
     example: ['read:reports/*'],
     maxItems: MAX_SCOPE_GLOBS,
   })
-  @IsOptional()
+  @IsOmittable()
   @IsArray()
   @ArrayMaxSize(MAX_SCOPE_GLOBS)
   @IsString({ each: true })

@@ -1,9 +1,11 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { KeyObject } from 'node:crypto';
 import { MoreThan, Repository } from 'typeorm';
 import { importJWK, JWK } from 'jose';
+import { Logger } from 'pino';
 import { AppConfig } from '../config/app-config';
+import { LOGGER } from '../logging/logging.module';
 import { SigningKey } from './signing-key.entity';
 import { loadOrCreateSigningKey, SigningKeyMaterial } from './signing-key-file';
 
@@ -24,6 +26,7 @@ export class KeyRing implements OnModuleInit {
   constructor(
     private readonly config: AppConfig,
     @InjectRepository(SigningKey) private readonly keys: Repository<SigningKey>,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -35,7 +38,7 @@ export class KeyRing implements OnModuleInit {
 
   /** The key new tokens and bundles are signed with. */
   signingKey(): SigningKeyMaterial {
-    if (Date.now() - this.touchedMs > TOUCH_INTERVAL_MS) void this.touch();
+    if (Date.now() - this.touchedMs > TOUCH_INTERVAL_MS) void this.touch().catch((error: unknown) => this.touchFailed(error));
     return this.current;
   }
 
@@ -48,11 +51,25 @@ export class KeyRing implements OnModuleInit {
     return this.verifiers.get(kid);
   }
 
-  /** Public keys to publish at /.well-known/jwks.json: those used within a token lifetime. */
+  /**
+   * Public keys to publish at /.well-known/jwks.json: those used within a token lifetime, and
+   * those that signed a longer-lived token still unexpired.
+   */
   async publishedKeys(): Promise<JWK[]> {
-    const since = new Date(Date.now() - this.config.auth.agentTokenTtlMs - TOUCH_INTERVAL_MS);
-    const rows = await this.keys.find({ where: { lastUsedAt: MoreThan(since) }, order: { createdAt: 'ASC' } });
+    const now = Date.now();
+    const since = new Date(now - this.config.auth.agentTokenTtlMs - TOUCH_INTERVAL_MS);
+    const rows = await this.keys.find({ where: [{ lastUsedAt: MoreThan(since) }, { validUntil: MoreThan(new Date(now)) }], order: { createdAt: 'ASC' } });
     return rows.map((row) => row.publicJwk);
+  }
+
+  /**
+   * Keeps key `kid` published until `expiresAt` when its last use does not cover that (a token
+   * issued with a lifetime past AGENT_TOKEN_TTL): otherwise, once the key is retired, fresh
+   * instances, sidecars and JWKS readers would refuse the token before it expires.
+   */
+  async publishUntil(kid: string, expiresAt: Date): Promise<void> {
+    if (expiresAt.getTime() <= this.touchedMs + this.config.auth.agentTokenTtlMs + TOUCH_INTERVAL_MS) return;
+    await this.keys.query('UPDATE signing_keys SET valid_until = GREATEST(valid_until, $2) WHERE kid = $1', [kid, expiresAt]);
   }
 
   private async refresh(): Promise<void> {
@@ -61,6 +78,15 @@ export class KeyRing implements OnModuleInit {
       if (typeof jwk.kid !== 'string' || this.verifiers.has(jwk.kid)) continue;
       this.verifiers.set(jwk.kid, (await importJWK(jwk, jwk.alg)) as KeyObject);
     }
+  }
+
+  /**
+   * Signing goes on (the key is published for a token lifetime after its last recorded use);
+   * the next signature records the use again, rather than an hour later.
+   */
+  private touchFailed(error: unknown): void {
+    this.touchedMs = 0;
+    this.logger.warn({ err: error, kid: this.current.kid }, 'could not record the signing key’s use; retrying at the next signature');
   }
 
   private async touch(): Promise<void> {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { QueryFailedError, Repository } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
@@ -19,9 +19,12 @@ export class OidcClientsService {
   ) {}
 
   async register(admin: AdminPrincipal, dto: RegisterOidcClientDto): Promise<OidcClientView> {
-    const existing = await this.clients.findOne({ where: { clientId: dto.clientId } });
-    if (existing !== null) throw new AppError(ErrorCode.Conflict, `managed identity client ${dto.clientId} is already registered`);
-    const saved = await this.clients.save(this.clients.create({ clientId: dto.clientId, orgId: admin.orgId, description: dto.description ?? '' }));
+    const saved = this.clients.create({ clientId: dto.clientId, orgId: admin.orgId, description: dto.description ?? '' });
+    // A plain INSERT, not save(): save() reads the row and then updates it when one is there, so
+    // an organization registering the client id a moment after another took it over.
+    await this.clients.insert(saved).catch((error: unknown) => {
+      throw isUniqueViolation(error) ? new AppError(ErrorCode.Conflict, `managed identity client ${dto.clientId} is already registered`) : error;
+    });
     this.verifier.forget(dto.clientId);
     this.audit.recordAdminEvent(admin, { action: 'oidc-client.register', details: { next: { clientId: saved.clientId, description: saved.description } } });
     return toView(saved);
@@ -41,6 +44,10 @@ export class OidcClientsService {
     this.audit.recordAdminEvent(admin, { action: 'oidc-client.remove', details: { previous: { clientId, description: row.description } } });
     return toView(row);
   }
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof QueryFailedError && (error as QueryFailedError & { code?: unknown }).code === '23505';
 }
 
 function toView(row: OidcClient): OidcClientView {

@@ -18,4 +18,8 @@ export class SigningKey {
 
   @Column('timestamptz', { name: 'last_used_at' })
   lastUsedAt: Date;
+
+  /** Latest expiry of a token it signed beyond what its last use covers (a longer `--ttl`); null: none. */
+  @Column('timestamptz', { name: 'valid_until', nullable: true })
+  validUntil: Date | null;
 }

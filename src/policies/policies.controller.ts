@@ -1,5 +1,5 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiBody, ApiConsumes, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiBody, ApiConsumes, ApiCreatedResponse, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
@@ -30,6 +30,7 @@ export class PoliciesController {
   @Get('versions')
   @ApiOperation({ summary: 'Policy change history, newest first' })
   @ApiOkResponse({ type: PolicyVersionListView })
+  @ApiBadRequestResponse({ description: 'limit outside 1-1000', type: ErrorBody })
   versions(@CurrentAdmin() admin: AdminPrincipal, @Query() query: PolicyVersionsQueryDto): Promise<PolicyVersionListView> {
     return this.policies.history(admin, query.limit);
   }
@@ -39,7 +40,8 @@ export class PoliciesController {
   @ApiOperation({ summary: 'Dry-run validation of a policy or a policies file (YAML or JSON): every error with its line and column' })
   @ApiConsumes('application/json', 'application/yaml')
   @ApiBody({ schema: { type: 'object', example: POLICY_EXAMPLE } })
-  @ApiOkResponse({ type: ValidationResultView })
+  @ApiOkResponse({ type: ValidationResultView, description: 'Valid or not: a policy error is reported in the body, not as a status' })
+  @ApiBadRequestResponse({ description: 'invalid_json: a JSON body that does not parse', type: ErrorBody })
   validate(@PolicySource() source: string): ValidationResultView {
     return this.policies.validate(source);
   }
@@ -56,7 +58,8 @@ export class PoliciesController {
   @ApiOperation({ summary: 'Create (201) or replace (200) a policy; YAML or JSON body; makes a new policy version' })
   @ApiConsumes('application/json', 'application/yaml')
   @ApiBody({ schema: { type: 'object', example: POLICY_EXAMPLE } })
-  @ApiOkResponse({ type: PolicyDetailView })
+  @ApiCreatedResponse({ type: PolicyDetailView, description: 'Created' })
+  @ApiOkResponse({ type: PolicyDetailView, description: 'Replaced' })
   @ApiBadRequestResponse({ description: 'invalid_policy: the first 100 errors with file, policy, rule, line and column, and errorCount', type: InvalidPolicyBody })
   @ApiForbiddenResponse({ description: 'plan_limit_exceeded: the plan’s policy limit is reached', type: PlanLimitErrorBody })
   async put(

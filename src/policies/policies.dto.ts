@@ -61,11 +61,15 @@ export class ValidationResultView {
 
 export class PolicyVersionView {
   @ApiProperty() version: number;
-  @ApiProperty() policy: string;
-  @ApiProperty({ enum: ['created', 'updated', 'deleted'] }) kind: string;
+  @ApiProperty({ description: 'The policy changed; for `agent_*` kinds the agent id, for `apikey_revoked` the API key id' }) policy: string;
+  @ApiProperty({
+    enum: ['created', 'updated', 'deleted', 'agent_changed', 'agent_revoked', 'apikey_revoked'],
+    description: 'Besides policy changes, the changes decisions depend on take a version too (an agent re-tiered, re-tagged or revoked, an API key revoked)',
+  })
+  kind: string;
   @ApiProperty({ description: 'Admin token id, `cli` or `file`' }) actor: string;
   @ApiProperty() createdAt: string;
-  @ApiProperty({ nullable: true, type: String, description: 'Source after the change; null for deletions' }) source: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'Source after the change; null for deletions and for agent and API key changes' }) source: string | null;
 }
 
 export class PolicyVersionListView {

@@ -28,6 +28,8 @@ interface Change {
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** How many errors an `invalid_policy` answer or a validation result lists. */
 const LISTED_ERRORS = 100;
+/** GET /admin/policies/versions is the change history (routes match in any case): a policy so named could never be read. */
+const RESERVED_NAME = /^versions$/i;
 
 /** Policies of an organization: stored with their source, versioned on every change. */
 @Injectable()
@@ -58,6 +60,7 @@ export class PoliciesService {
   /** Creates or replaces one policy from its YAML or JSON source; `created` tells which. */
   async put(actor: PolicyActor, name: string, source: string): Promise<{ created: boolean; policy: PolicyDetailView }> {
     if (!NAME_PATTERN.test(name)) throw AppError.invalid('policy name must be 1-128 characters of letters, digits, . _ - (starting with a letter or digit)');
+    if (RESERVED_NAME.test(name)) throw AppError.invalid(`policy name ${name} is reserved: GET /admin/policies/versions is the change history`);
     const definition = parseOrThrow(() => loadPolicyDocument(source, `policy ${name}`));
     if (definition.name !== name) throw AppError.invalid(`name in the body (${definition.name}) does not match the name in the URL (${name})`);
     let created = false;
