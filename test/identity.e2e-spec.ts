@@ -320,6 +320,28 @@ describe('DELETE /admin/agents/:id', () => {
     }
   });
 
+  it('stores a revocation with its policy version or not at all', async () => {
+    const agent = await createAgent({ name: 'versioned-revocation' });
+    const database = gateway.app.get(DataSource);
+    const fn = `fail_version_${agent.id.replace(/[^a-z0-9]/gi, '_')}`;
+    // The version insert fails for this agent only (other test files share the database).
+    await database.query(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no versions now'; END $$`);
+    await database.query(`CREATE TRIGGER ${fn} BEFORE INSERT ON policy_versions FOR EACH ROW WHEN (NEW.policy_name = '${agent.id}') EXECUTE FUNCTION ${fn}()`);
+    try {
+      const failed = await admin('DELETE', `/admin/agents/${agent.id}`);
+      expect(failed.status).toBeGreaterThanOrEqual(500);
+      // Stored apart, the revocation stayed while its version was lost, and the retry below found
+      // it done: policy_version never moved and decision caches kept the agent's allows.
+      expect((await admin('GET', `/admin/agents/${agent.id}`)).body.status).toBe('active');
+    } finally {
+      await database.query(`DROP TRIGGER ${fn} ON policy_versions`);
+      await database.query(`DROP FUNCTION ${fn}()`);
+    }
+    expect((await admin('DELETE', `/admin/agents/${agent.id}`)).body.status).toBe('revoked');
+    const history = await admin<{ versions: Array<{ policy: string; kind: string }> }>('GET', '/admin/policies/versions');
+    expect(history.body.versions.filter((version) => version.policy === agent.id)).toEqual([expect.objectContaining({ kind: 'agent_revoked' })]);
+  });
+
   it('refuses to PATCH a revoked agent with 409 agent_revoked', async () => {
     const agent = await createAgent({ name: 'gone' });
     expect((await admin('DELETE', `/admin/agents/${agent.id}`)).status).toBe(200);

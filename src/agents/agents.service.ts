@@ -71,34 +71,38 @@ export class AgentsService {
    * Another organization's agent is 403 here (SPEC.md), 404 on the other routes.
    */
   async update(actor: Actor, agentId: string, dto: UpdateAgentDto): Promise<AgentView> {
-    const { saved, previous, next } = await this.dataSource.transaction(async (manager) => {
+    const { saved, previous, next, version } = await this.dataSource.transaction(async (manager) => {
       const agent = await lockAgent(manager, { id: agentId });
       if (agent === null) throw AppError.notFound('agent', agentId);
       if (agent.orgId !== actor.orgId) throw new AppError(ErrorCode.Forbidden, `agent ${agentId} belongs to another organization`);
       if (agent.revokedAt !== null) throw new AppError(ErrorCode.AgentRevoked, `agent ${agentId} is revoked and cannot be changed`);
       const changes = changesOf(agent, dto);
-      if (Object.keys(changes.next).length === 0) return { saved: agent, ...changes };
-      return { saved: await manager.getRepository(Agent).save(Object.assign(agent, changes.next)), ...changes };
+      if (Object.keys(changes.next).length === 0) return { saved: agent, ...changes, version: null };
+      const stored = await manager.getRepository(Agent).save(Object.assign(agent, changes.next));
+      // Decisions read the tier and tags: a change to them gets a policy version.
+      const decisive = 'trustTier' in changes.next || 'tags' in changes.next;
+      return { saved: stored, ...changes, version: decisive ? await this.changeLog.recordIn(manager, stored.orgId, 'agent_changed', agentId, actor.tokenId) : null };
     });
     if (Object.keys(next).length === 0) return toView(saved);
     await this.events.publish({ type: 'agent.changed', orgId: saved.orgId, agentId });
-    if ('trustTier' in next || 'tags' in next) await this.changeLog.record(saved.orgId, 'agent_changed', agentId, actor.tokenId);
+    if (version !== null) await this.changeLog.announce(saved.orgId, version, 'agent_changed', agentId);
     this.audit.recordAdminEvent(actor, { action: 'agent.update', agentId, agentName: saved.name, details: { previous, next } });
     return toView(saved);
   }
 
   /** Revokes an agent: immediate and permanent, on every instance. Repeating it changes nothing. */
   async revoke(actor: Actor, agentId: string): Promise<AgentView> {
-    const { agent, revokedNow } = await this.dataSource.transaction(async (manager) => {
+    const { agent, version } = await this.dataSource.transaction(async (manager) => {
       const locked = await lockAgent(manager, { id: agentId, orgId: actor.orgId });
       if (locked === null) throw AppError.notFound('agent', agentId);
-      if (locked.revokedAt !== null) return { agent: locked, revokedNow: false };
+      if (locked.revokedAt !== null) return { agent: locked, version: null };
       locked.revokedAt = new Date();
-      return { agent: await manager.getRepository(Agent).save(locked), revokedNow: true };
+      const revoked = await manager.getRepository(Agent).save(locked);
+      return { agent: revoked, version: await this.changeLog.recordIn(manager, revoked.orgId, 'agent_revoked', agentId, actor.tokenId) };
     });
-    if (!revokedNow) return toView(agent);
+    if (version === null) return toView(agent);
     await this.events.publish({ type: 'agent.revoked', orgId: agent.orgId, agentId });
-    await this.changeLog.record(agent.orgId, 'agent_revoked', agentId, actor.tokenId);
+    await this.changeLog.announce(agent.orgId, version, 'agent_revoked', agentId);
     this.audit.recordAdminEvent(actor, { action: 'agent.revoke', agentId, agentName: agent.name, details: { previous: { status: 'active' }, next: { status: 'revoked' } } });
     return toView(agent);
   }

@@ -83,10 +83,13 @@ export class ApiKeysService implements OnModuleInit {
     // Only while still active: of two revocations at once, one writes and records it; the other
     // answers what that one stored.
     const revokedAt = new Date();
-    const { affected } = await this.keys.update({ id, revokedAt: IsNull() }, { revokedAt });
-    if (!affected) return toView(await this.keys.findOneOrFail({ where: { id } }));
+    const version = await this.dataSource.transaction(async (manager) => {
+      const { affected } = await manager.getRepository(ApiKey).update({ id, revokedAt: IsNull() }, { revokedAt });
+      return affected ? this.changeLog.recordIn(manager, admin.orgId, 'apikey_revoked', id, admin.tokenId) : null;
+    });
+    if (version === null) return toView(await this.keys.findOneOrFail({ where: { id } }));
     await this.events.publish({ type: 'apikey.revoked', orgId: admin.orgId, keyId: id });
-    await this.changeLog.record(admin.orgId, 'apikey_revoked', id, admin.tokenId);
+    await this.changeLog.announce(admin.orgId, version, 'apikey_revoked', id);
     this.audit.recordAdminEvent(admin, { action: 'apikey.revoke', details: { id, name: row.name } });
     return toView({ ...row, revokedAt });
   }

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { EntityManager } from 'typeorm';
 import type { PolicyChangeKind } from '../cluster/cluster-event';
 import { versionOf } from './policies.service';
 import { PolicyChangeEvents } from './policy-change-events';
 import { PolicyVersion } from './policy-version.entity';
+
+type RecordedKind = Exclude<PolicyChangeKind, 'created' | 'updated' | 'deleted'>;
 
 /**
  * Changes to what decisions depend on besides the policies themselves (an agent revoked or
@@ -14,20 +15,22 @@ import { PolicyVersion } from './policy-version.entity';
  */
 @Injectable()
 export class PolicyChangeLog {
-  constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly changes: PolicyChangeEvents,
-  ) {}
+  constructor(private readonly changes: PolicyChangeEvents) {}
 
-  /** Records the change under the next version and announces it on every instance; returns the version. */
-  async record(orgId: string, kind: Exclude<PolicyChangeKind, 'created' | 'updated' | 'deleted'>, subjectId: string, actor: string): Promise<number> {
-    const version = await this.dataSource.transaction(async (manager) => {
-      await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId]);
-      const next = (await versionOf(manager, orgId)) + 1;
-      await manager.getRepository(PolicyVersion).insert({ orgId, version: next, policyName: subjectId, kind, source: null, actor });
-      return next;
-    });
-    await this.changes.announce(orgId, version, [subjectId], kind);
-    return version;
+  /**
+   * Records the change under the next version in the caller's transaction: committed apart, a
+   * failure between the two left a revocation stored without its version, and a retry found it
+   * done, so `policy_version` never moved and SDK caches kept the revoked agent's allows.
+   */
+  async recordIn(manager: EntityManager, orgId: string, kind: RecordedKind, subjectId: string, actor: string): Promise<number> {
+    await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId]);
+    const next = (await versionOf(manager, orgId)) + 1;
+    await manager.getRepository(PolicyVersion).insert({ orgId, version: next, policyName: subjectId, kind, source: null, actor });
+    return next;
+  }
+
+  /** Tells every instance (and Subscribe) of a change recorded by `recordIn`, once its transaction has committed. */
+  announce(orgId: string, version: number, kind: RecordedKind, subjectId: string): Promise<void> {
+    return this.changes.announce(orgId, version, [subjectId], kind);
   }
 }
