@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { call } from './support/http-client';
 import { freePort } from './support/pdp-client';
 import { TcpRelay } from './support/tcp-relay';
@@ -75,6 +78,26 @@ describe.each([
     const patchOnB = await on(b, 'PATCH', `/admin/agents/${created.body.id}`, { name: 'zombie' });
     expect(patchOnB.status).toBe(409);
     expect(patchOnB.body).toMatchObject({ error: 'agent_revoked' });
+  });
+
+  it('accepts at once the tokens of an instance started a moment ago', async () => {
+    const agent = await on<AgentBody & { token: string }>(a, 'POST', '/admin/agents', { name: 'kid-probe' });
+    const [header, ...rest] = agent.body.token.split('.');
+    const unknownKid = { ...JSON.parse(Buffer.from(header, 'base64url').toString()), kid: 'a-key-no-instance-has' };
+    const forged = [Buffer.from(JSON.stringify(unknownKid)).toString('base64url'), ...rest].join('.');
+    // A, meeting a kid it does not know, reads the keys of every instance again.
+    expect((await call(a.url, 'POST', '/api/v1/identity/delegate', { bearer: forged, body: {} })).status).toBe(401);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-new-instance-'));
+    const c = await startGateway({ ...env, SIGNING_KEY_FILE: path.join(dir, 'signing-key.pem') });
+    try {
+      const created = await on<AgentBody & { token: string }>(c, 'POST', '/admin/agents', { name: 'from-c' });
+      // Its token was refused by A for 10 s after A's last read: 401 where a valid token gets 400 (no delegate named).
+      const onA = await call(a.url, 'POST', '/api/v1/identity/delegate', { bearer: created.body.token, body: {} });
+      expect(onA.status).toBe(400);
+    } finally {
+      await c.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('applies the plan limit across instances', async () => {

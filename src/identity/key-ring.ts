@@ -9,7 +9,8 @@ import { LOGGER } from '../logging/logging.module';
 import { SigningKey } from './signing-key.entity';
 import { loadOrCreateSigningKey, SigningKeyMaterial } from './signing-key-file';
 
-const REFRESH_AFTER_MISS_MS = 10_000;
+/** Unknown kids read the database at most this often, however many arrive. */
+const MIN_REFRESH_INTERVAL_MS = 1_000;
 const TOUCH_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
@@ -21,6 +22,7 @@ export class KeyRing implements OnModuleInit {
   private current: SigningKeyMaterial;
   private readonly verifiers = new Map<string, KeyObject>();
   private lastRefreshMs = 0;
+  private scheduledRefresh: Promise<void> | null = null;
   private touchedMs = 0;
 
   constructor(
@@ -42,13 +44,29 @@ export class KeyRing implements OnModuleInit {
     return this.current;
   }
 
-  /** The public key for a `kid`, looking in the database (rate-limited) when it is unknown here. */
+  /** The public key for a `kid`, looking in the database (at most once a second) when it is unknown here. */
   async verificationKey(kid: string | undefined): Promise<KeyObject | undefined> {
     if (kid === undefined) return undefined;
     const known = this.verifiers.get(kid);
-    if (known !== undefined || Date.now() - this.lastRefreshMs < REFRESH_AFTER_MISS_MS) return known;
-    await this.refresh();
+    if (known !== undefined) return known;
+    await this.refreshAfter();
     return this.verifiers.get(kid);
+  }
+
+  /**
+   * A database read that starts after this call, shared by every unknown kid waiting for it and
+   * no sooner than a second after the last. Refusing unknown kids for 10 s after a lookup, as
+   * before, refused the tokens of an instance started within 10 s of another (a rolling deploy);
+   * made-up kids still cost one query a second.
+   */
+  private refreshAfter(): Promise<void> {
+    if (this.scheduledRefresh !== null) return this.scheduledRefresh;
+    const wait = Math.max(0, this.lastRefreshMs + MIN_REFRESH_INTERVAL_MS - Date.now());
+    this.scheduledRefresh = new Promise<void>((resolve) => setTimeout(resolve, wait)).then(() => {
+      this.scheduledRefresh = null;
+      return this.refresh();
+    });
+    return this.scheduledRefresh;
   }
 
   /**
