@@ -293,6 +293,18 @@ describe('policy versions', () => {
     expect(historyB.body.versions[0].actor).not.toBe([...actors][0]);
   });
 
+  it('does not make a version for the same text sent again (decision caches stay valid)', async () => {
+    const org = await createOrganization(gateway, 'enterprise', 'Versions unchanged org');
+    await put(org, 'same', denyPolicy('same'));
+    const again = await admin<{ version: number }>(org, 'PUT', '/admin/policies/same', denyPolicy('same'));
+    expect(again.status).toBe(200);
+    expect(again.body.version).toBe(1);
+    expect((await admin(org, 'PUT', '/admin/policies/same', denyPolicy('same', 'action == "write:y"'))).body.version).toBe(2);
+    const history = await admin<VersionList>(org, 'GET', '/admin/policies/versions');
+    expect(history.body.version).toBe(2);
+    expect(history.body.versions.map((version) => version.kind)).toEqual(['updated', 'created']);
+  });
+
   it('does not make a version for a refused change', async () => {
     const org = await createOrganization(gateway, 'enterprise', 'Versions refused org');
     await put(org, 'kept', denyPolicy('kept'));

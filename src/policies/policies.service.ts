@@ -70,6 +70,8 @@ export class PoliciesService {
         await this.organizations.assertCanAdd(manager, actor.orgId, 'policies', () => manager.getRepository(Policy).count({ where: { orgId: actor.orgId } }));
         created = true;
       }
+      // The same text again is no change: a new version would invalidate every decision cache.
+      if (existing?.origin === 'api' && existing.source === source) return [];
       await this.write(manager, actor.orgId, definition, source, 'api', version, existing);
       return [{ name, kind: created ? 'created' : 'updated', source }];
     });
