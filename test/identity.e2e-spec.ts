@@ -104,6 +104,23 @@ describe('POST /admin/agents', () => {
     expect(agent.name).toHaveLength(200);
   });
 
+  it.each([
+    ['blank', '   '],
+    ['a line break (it forges a line in logs and alerts)', 'bot\nSeverity: info'],
+    ['a lone surrogate (stored as U+FFFD, read back changed)', 'bot\ud800'],
+  ])('refuses a name that is %s, on create and on change, naming the field', async (_what, name) => {
+    const created = await admin('POST', '/admin/agents', { name });
+    expect(created.status).toBe(400);
+    expect(created.body).toMatchObject({ error: 'invalid_request', message: 'name must have a visible character and no control characters or lone surrogates' });
+    const agent = await createAgent({ name: 'renamed-badly' });
+    expect((await admin('PATCH', `/admin/agents/${agent.id}`, { name })).status).toBe(400);
+    expect((await admin('GET', `/admin/agents/${agent.id}`)).body.name).toBe('renamed-badly');
+  });
+
+  it('keeps names with spaces, accents and emoji as sent', async () => {
+    expect((await createAgent({ name: ' Équipe factures 😀 ' })).name).toBe(' Équipe factures 😀 ');
+  });
+
   it('issues a JWT that verifies against the JWKS and carries the agent claims', async () => {
     const agent = await createAgent({ name: 'claims-bot', trustTier: 'verified', tags: ['ops'] });
     const nowSeconds = Math.floor(Date.now() / 1000);

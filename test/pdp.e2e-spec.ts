@@ -457,6 +457,12 @@ describe('credentials', () => {
     expect((await call(gateway.url, 'DELETE', `/admin/api-keys/${otherKey.id}`, { adminToken: org.adminToken })).status).toBe(404);
   });
 
+  it('refuses an API key name with a line break, naming the field', async () => {
+    const response = await call(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'adapter\r\nforged' } });
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ error: 'invalid_request', message: 'name must have a visible character and no control characters or lone surrogates' });
+  });
+
   it('counts API keys with admin tokens against the plan’s teamMembers', async () => {
     const free = await createOrganization(gateway, 'free', 'Free PDP org');
     const response = await call(gateway.url, 'POST', '/admin/api-keys', { adminToken: free.adminToken, body: {} });

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { IsOmittable } from '../common/validation';
+import { IsDisplayName, IsOmittable } from '../common/validation';
 
 /** Tiers the admin API accepts (SPEC.md "Trust tiers", admin context). */
 export const ADMIN_TIERS = ['unverified', 'verified', 'trusted', 'privileged'] as const;
@@ -14,6 +14,7 @@ export class CreateAgentDto {
   @IsString()
   @IsNotEmpty()
   @MaxLength(200)
+  @IsDisplayName()
   name: string;
 
   @ApiPropertyOptional({ enum: ADMIN_TIERS, default: 'unverified' })
@@ -40,6 +41,7 @@ export class UpdateAgentDto {
   @IsString()
   @IsNotEmpty()
   @MaxLength(200)
+  @IsDisplayName()
   name?: string;
 
   @ApiPropertyOptional({ enum: ADMIN_TIERS })

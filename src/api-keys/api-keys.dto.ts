@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { IsDisplayName } from '../common/validation';
 
 export class CreateApiKeyDto {
   @ApiPropertyOptional({ example: 'billing-agent adapter', description: 'What the key is for (shown in lists)', maxLength: 200 })
@@ -7,6 +8,7 @@ export class CreateApiKeyDto {
   @IsString()
   @MinLength(1)
   @MaxLength(200)
+  @IsDisplayName()
   name?: string;
 }
 

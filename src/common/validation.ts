@@ -1,5 +1,5 @@
 import { ValidationError, ValidationPipe } from '@nestjs/common';
-import { ValidateIf } from 'class-validator';
+import { Matches, ValidateIf } from 'class-validator';
 import { AppError } from './app-error';
 
 /**
@@ -28,6 +28,17 @@ export function validationFailure(errors: ValidationError[]): AppError {
  * written over a stored value (a 500 from a NOT NULL column, or a value lost).
  */
 export const IsOmittable = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
+
+// A visible character, and no control character or lone surrogate anywhere.
+const DISPLAY_NAME = /^[^\p{Cc}\p{Cs}]*[^\p{Cc}\p{Cs}\s][^\p{Cc}\p{Cs}]*$/u;
+
+/**
+ * A name people read in lists, logs and alerts: not blank, no control characters (a newline
+ * forges a line in a log or an alert), no lone surrogate (UTF-8 cannot carry one: it was
+ * stored as U+FFFD, so the name read back was not the name sent).
+ */
+export const IsDisplayName = () =>
+  Matches(DISPLAY_NAME, { message: ({ property }) => `${property} must have a visible character and no control characters or lone surrogates` });
 
 interface FieldProblem {
   field: string;
