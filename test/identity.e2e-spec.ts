@@ -454,7 +454,7 @@ describe('plan limits', () => {
 
     const third = await admin('POST', '/admin/agents', { name: 'three' }, free.adminToken);
     expect(third.status).toBe(403);
-    expect(third.body).toEqual({ error: 'plan_limit_exceeded', message: expect.any(String), limit: 2, plan: 'free' });
+    expect(third.body).toEqual({ error: 'plan_limit_exceeded', message: 'The free plan allows 2 agents', limit: 2, plan: 'free' });
 
     const list = await admin<{ agents: AgentBody[] }>('GET', '/admin/agents', undefined, free.adminToken);
     expect(list.body.agents.map((agent) => agent.name)).toEqual(['one', 'two']);

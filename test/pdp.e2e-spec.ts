@@ -467,7 +467,7 @@ describe('credentials', () => {
     const free = await createOrganization(gateway, 'free', 'Free PDP org');
     const response = await call(gateway.url, 'POST', '/admin/api-keys', { adminToken: free.adminToken, body: {} });
     expect(response.status).toBe(403);
-    expect(response.body).toMatchObject({ error: 'plan_limit_exceeded', limit: 1, plan: 'free' });
+    expect(response.body).toMatchObject({ error: 'plan_limit_exceeded', message: 'The free plan allows 1 team member', limit: 1, plan: 'free' });
   });
 });
 

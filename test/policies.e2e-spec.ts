@@ -515,6 +515,19 @@ describe('JSON bodies: errors positioned in the text sent', () => {
     expect(response.body.errors[0]).toMatchObject({ line: 1, column: 24, message: expect.stringMatching(/unknown key 'k0' in policy/) });
   });
 
+  it.each([
+    ['an empty JSON body', 'application/json', '', 400, 'invalid_request', /^The request body is empty/],
+    ['an empty YAML body', 'application/yaml', '  \n', 400, 'invalid_request', /^The request body is empty/],
+    ['the JSON object {}', 'application/json', '{}', 400, 'invalid_policy', /^missing required field 'name'/],
+    ['a JSON list', 'application/json', '[]', 400, 'invalid_policy', /^a policy must be a mapping with name and rules/],
+    ['plain text', 'text/plain', 'name: p', 415, 'unsupported_media_type', /application\/json or application\/yaml/],
+  ])('PUT answers %s with what is wrong', async (_what, contentType, text, status, error, message) => {
+    const response = await sendJson<ErrorBody>(org, 'PUT', '/admin/policies/p', text, contentType);
+    expect(response.status).toBe(status);
+    expect(response.body.error).toBe(error);
+    expect(response.body.message).toMatch(message);
+  });
+
   it('refuses JSON in a charset other than UTF-8 with 415, as RFC 8259 asks', async () => {
     const response = await call<ErrorBody>(gateway.url, 'POST', '/admin/policies/validate', {
       adminToken: org.adminToken,

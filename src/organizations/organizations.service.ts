@@ -17,6 +17,12 @@ export const BOOTSTRAP_ORG_ID = 'org_default';
 /** What a plan limits by count. */
 export type LimitedResource = 'agents' | 'policies' | 'teamMembers';
 
+const LIMIT_NOUNS: Record<LimitedResource, [one: string, many: string]> = { agents: ['agent', 'agents'], policies: ['policy', 'policies'], teamMembers: ['team member', 'team members'] };
+
+function limitNoun(resource: LimitedResource, limit: number): string {
+  return LIMIT_NOUNS[resource][limit === 1 ? 0 : 1];
+}
+
 export interface CreatedOrganization {
   organization: Organization;
   /** Shown once; only its hash is stored. */
@@ -144,7 +150,7 @@ export class OrganizationsService {
     const limit = PLANS[plan].limits[resource];
     if (limit === UNLIMITED) return;
     if ((await countCurrent()) < limit) return;
-    throw new AppError(ErrorCode.PlanLimitExceeded, `The ${plan} plan allows ${limit} ${resource === 'teamMembers' ? 'team members' : resource}`, { limit, plan });
+    throw new AppError(ErrorCode.PlanLimitExceeded, `The ${plan} plan allows ${limit} ${limitNoun(resource, limit)}`, { limit, plan });
   }
 
   /**

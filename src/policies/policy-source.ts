@@ -12,10 +12,24 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
  * Re-serialising the parsed object instead would number lines of a text nobody sent.
  */
 export function policySourceOf(request: RawBodyRequest<Request>): string {
-  const body: unknown = request.body;
-  if (typeof body === 'string' && body.trim() !== '') return body;
-  if (typeof body === 'object' && body !== null && Object.keys(body).length > 0) return jsonText(request);
-  throw new AppError(ErrorCode.UnsupportedMediaType, 'Send the policy as application/json or application/yaml');
+  const text = typeof request.body === 'string' ? request.body : request.is(JSON_TYPES) && request.rawBody !== undefined ? jsonText(request) : null;
+  // Nothing sent is told apart from something sent in an unknown type: `{}` and `[]` are policies
+  // with errors to show, and an empty body is not a media type problem.
+  if (text === null && !hasBody(request)) throw emptyBody();
+  if (text === null) throw new AppError(ErrorCode.UnsupportedMediaType, 'Send the policy as application/json or application/yaml');
+  if (text.trim() === '') throw emptyBody();
+  return text;
+}
+
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
+function emptyBody(): AppError {
+  return AppError.invalid('The request body is empty: send the policy as application/json or application/yaml');
+}
+
+function hasBody(request: Request): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /** `@PolicySource() source: string`: the policy text of the request (see policySourceOf). */
