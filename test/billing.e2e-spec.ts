@@ -228,6 +228,19 @@ describe('POST /billing/checkout', () => {
     expect(provider.requestsTo('GET', '/v1/customers').at(-1)!.query).toMatchObject({ email });
   });
 
+  it('uses the customer of the organization with that billing email, in any case', async () => {
+    const email = uniqueEmail('linked');
+    await gateway.app.get(OrganizationsService).create({ name: 'Linked', billingEmail: email });
+    const customer = provider.addCustomer(email);
+    expect((await deliver(checkoutCompleted({ customer, email, subscription: id('sub'), plan: 'starter' }))).status).toBe(200);
+    // The provider's search by email is case-sensitive: another spelling made a second customer,
+    // and its checkout a second organization for the same team.
+    const response = await call(gateway.url, 'POST', '/billing/checkout', { body: { email: email.toUpperCase(), plan: 'professional', interval: 'month' } });
+    expect(response.status).toBe(200);
+    expect(provider.requestsTo('POST', '/v1/customers').filter((request) => String(request.form.email).toLowerCase() === email)).toHaveLength(0);
+    expect(provider.requestsTo('POST', '/v1/checkout/sessions').at(-1)!.form).toMatchObject({ customer });
+  });
+
   it('answers a provider failure with 500 {error, message} that carries no provider text or secret', async () => {
     provider.failNext(500, 'api_error', `Something broke for key ${SECRET_KEY}`);
     provider.failNext(500, 'api_error', `Something broke for key ${SECRET_KEY}`);

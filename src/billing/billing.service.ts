@@ -30,7 +30,7 @@ export class BillingService {
 
   /** A subscription checkout for the customer with this email (created when new). */
   async checkout(dto: CheckoutRequestDto): Promise<CheckoutView> {
-    const customerId = await this.provider.findOrCreateCustomer(dto.email);
+    const customerId = (await this.linkedCustomer(dto.email)) ?? (await this.provider.findOrCreateCustomer(dto.email));
     const publicUrl = this.config.http.publicUrl;
     const session = await this.provider.createCheckoutSession({
       customerId,
@@ -67,5 +67,18 @@ export class BillingService {
       ...(providerPrices === undefined ? {} : { providerPrices: { ...providerPrices } }),
       features: [...plan.features],
     };
+  }
+
+  /**
+   * The customer of the organization billed at this email, compared as the webhook compares it
+   * (in any case). The provider's search by email is case-sensitive: `Ada@x.com` made a second
+   * customer beside `ada@x.com`'s, and its checkout then created a second organization.
+   */
+  private async linkedCustomer(email: string): Promise<string | null> {
+    const rows: Array<{ customer_id: string }> = await this.organizations.query(
+      'SELECT customer_id FROM organizations WHERE customer_id IS NOT NULL AND lower(billing_email) = lower($1) ORDER BY created_at, id LIMIT 1',
+      [email],
+    );
+    return rows[0]?.customer_id ?? null;
   }
 }
