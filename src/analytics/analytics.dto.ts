@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { ToWholeNumber } from '../common/validation';
 import { Allow, IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
 import { ANALYTICS_TIERS } from '../audit/audit-rollups';
 import { PERIODS } from '../audit/audit.dto';
@@ -40,7 +40,7 @@ export class AgentsQueryDto extends AnalyticsQueryDto {
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
   @IsOptional()
-  @Type(() => Number)
+  @ToWholeNumber()
   @IsInt({ message: 'limit must be a whole number from 1 to 100' })
   @Min(1, { message: 'limit must be a whole number from 1 to 100' })
   @Max(100, { message: 'limit must be a whole number from 1 to 100' })

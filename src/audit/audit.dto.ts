@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { ToWholeNumber } from '../common/validation';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsTimestamp } from '../common/is-timestamp';
 import { AUDIT_SOURCES } from './audit-record';
@@ -10,7 +10,7 @@ export type Period = (typeof PERIODS)[number];
 export class AuditQueryDto {
   @ApiPropertyOptional({ minimum: 1, maximum: 1000, default: 50 })
   @IsOptional()
-  @Type(() => Number)
+  @ToWholeNumber()
   @IsInt()
   @Min(1)
   @Max(1000)

@@ -1,4 +1,5 @@
 import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { Transform } from 'class-transformer';
 import { Matches, ValidateIf } from 'class-validator';
 import { AppError } from './app-error';
 
@@ -18,7 +19,8 @@ export function createValidationPipe(): ValidationPipe {
 
 /** class-validator's errors as the 400 the gateway answers: every problem named by field, in `message` and in `fields`. */
 export function validationFailure(errors: ValidationError[]): AppError {
-  const problems = flatten(errors);
+  // One message per field and problem: IsInt, Min and Max all say the same of `limit=abc`.
+  const problems = unique(flatten(errors));
   return AppError.invalid(problems.map((problem) => problem.message).join('; '), { fields: problems });
 }
 
@@ -28,6 +30,12 @@ export function validationFailure(errors: ValidationError[]): AppError {
  * written over a stored value (a 500 from a NOT NULL column, or a value lost).
  */
 export const IsOmittable = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
+
+/**
+ * A query parameter written as digits becomes that number; anything else stays as sent for the
+ * validators to refuse. `Type(() => Number)` also took `1e2`, `0x10`, `+5` and ` 7`.
+ */
+export const ToWholeNumber = () => Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^[0-9]{1,15}$/.test(value) ? Number(value) : value));
 
 // A visible character, and no control character or lone surrogate anywhere.
 const DISPLAY_NAME = /^[^\p{Cc}\p{Cs}]*[^\p{Cc}\p{Cs}\s][^\p{Cc}\p{Cs}]*$/u;
@@ -53,6 +61,16 @@ function flatten(errors: ValidationError[], parent = ''): FieldProblem[] {
       message: rule === 'whitelistValidation' ? `unknown field ${field}` : prefix(field, message),
     }));
     return [...own, ...flatten(error.children ?? [], field)];
+  });
+}
+
+function unique(problems: FieldProblem[]): FieldProblem[] {
+  const seen = new Set<string>();
+  return problems.filter((problem) => {
+    const key = `${problem.field}\u0000${problem.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
   });
 }
 

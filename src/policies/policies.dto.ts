@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { ToWholeNumber } from '../common/validation';
 import { IsInt, IsOptional, Max, Min } from 'class-validator';
 
 export class PolicyMatchView {
@@ -80,7 +80,7 @@ export class PolicyVersionListView {
 export class PolicyVersionsQueryDto {
   @ApiPropertyOptional({ minimum: 1, maximum: 1000, default: 100 })
   @IsOptional()
-  @Type(() => Number)
+  @ToWholeNumber()
   @IsInt()
   @Min(1)
   @Max(1000)
