@@ -189,8 +189,14 @@ describe('errors', () => {
       body: '{"name": "broken",',
     });
     expect(response.status).toBe(400);
-    expect(response.body).toEqual({ error: 'invalid_json', message: expect.any(String) });
+    expect(response.body).toEqual({ error: 'invalid_json', message: 'Request body is not valid JSON' });
     expectNoInternals(response);
+  });
+
+  it.each(['null', '"name"', '42'])('answers the JSON %s, valid but no object, saying an object is expected', async (body) => {
+    const response = await call(gateway.url, 'POST', '/admin/agents', { adminToken: org.adminToken, headers: { 'content-type': 'application/json' }, body });
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual({ error: 'invalid_json', message: 'Request body must be a JSON object' });
   });
 
   it('accepts a JSON body just under the 1 MiB default', async () => {

@@ -5,6 +5,8 @@ import { ErrorCode } from './error-code';
 interface BodyParserError {
   type: string;
   status?: number;
+  /** The text that failed to parse. */
+  body?: unknown;
 }
 
 /**
@@ -26,11 +28,22 @@ function describe(error: BodyParserError): { status: number; code: ErrorCode; me
     case 'entity.too.large':
       return { status: 413, code: ErrorCode.PayloadTooLarge, message: 'Request body is larger than the limit of this endpoint' };
     case 'entity.parse.failed':
-      return { status: 400, code: ErrorCode.InvalidJson, message: 'Request body is not valid JSON' };
+      return { status: 400, code: ErrorCode.InvalidJson, message: isJsonScalar(error.body) ? 'Request body must be a JSON object' : 'Request body is not valid JSON' };
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return { status: 415, code: ErrorCode.UnsupportedMediaType, message: 'Unsupported body encoding or charset' };
     default:
       return { status: 400, code: ErrorCode.InvalidRequest, message: 'Request body could not be read' };
+  }
+}
+
+/** Valid JSON the parser refuses all the same: `null`, `"text"`, `42` (it takes objects and lists only). */
+function isJsonScalar(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
