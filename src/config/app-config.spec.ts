@@ -139,6 +139,18 @@ describe('ALERT_SMTP_HOST', () => {
   });
 });
 
+describe('PAYMENT_API_URL', () => {
+  it('takes scheme, host and port', () => {
+    expect(AppConfig.fromEnv({ PAYMENT_API_URL: 'http://127.0.0.1:12111/' }, '9.9.9').payment.apiUrl).toBe('http://127.0.0.1:12111');
+  });
+
+  it.each(['https://proxy.internal/stripe', 'https://proxy.internal/?x=1', 'https://user:hunter2@proxy.internal'])('refuses %s: the SDK would drop what follows the host', (value) => {
+    const error = configError({ PAYMENT_API_URL: value });
+    expect(error.problems).toEqual([expect.stringMatching(/^PAYMENT_API_URL=.*expected scheme:\/\/host\[:port\] only/)]);
+    expect(error.problems[0]).not.toContain('hunter2');
+  });
+});
+
 describe('alert email addresses', () => {
   const email = { ALERT_EMAIL_ENABLED: 'true', ALERT_SMTP_HOST: 'smtp.example', ALERT_EMAIL_FROM: 'alerts@example.com', ALERT_EMAIL_TO: 'ops@example.com' };
 

@@ -161,7 +161,7 @@ export class AppConfig {
       payment: {
         secretKey: read.optionalString('PAYMENT_SECRET_KEY'),
         webhookSecret: read.optionalString('PAYMENT_WEBHOOK_SECRET'),
-        apiUrl: read.url('PAYMENT_API_URL', ['http:', 'https:']),
+        apiUrl: read.origin('PAYMENT_API_URL', ['http:', 'https:']),
         prices: {
           starterMonthly: read.string('PAYMENT_PRICE_STARTER_MONTHLY', 'price_starter_monthly'),
           starterAnnual: read.string('PAYMENT_PRICE_STARTER_ANNUAL', 'price_starter_annual'),

@@ -109,6 +109,19 @@ export class EnvReader {
   }
 
   /**
+   * A URL that is only scheme, host and port: the payment provider's SDK takes no more, so a
+   * path (`https://proxy.internal/stripe`) was dropped and every call went to the proxy's root.
+   */
+  origin(name: string, protocols: readonly string[]): string | undefined {
+    const value = this.url(name, protocols);
+    if (value === undefined) return undefined;
+    const parsed = new URL(value);
+    if (parsed.pathname === '/' && parsed.search === '' && parsed.hash === '' && !hasCredentials(value)) return value;
+    this.errors.push(`${name}=${JSON.stringify(redactUrl(value))}: expected scheme://host[:port] only, without a path, query or credentials`);
+    return undefined;
+  }
+
+  /**
    * The URL of an endpoint the gateway posts to, exactly as given: a receiver may route `/hooks/`
    * and `/hooks` differently (or redirect, which counts as a failure), and a query may end in `/`.
    */
