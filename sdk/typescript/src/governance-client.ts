@@ -70,6 +70,7 @@ export class GovernanceClient {
   async check(plugin: string, fn: string, args: Record<string, unknown> = {}, context: Record<string, unknown> = {}): Promise<CheckResult> {
     const call = callOptions(this.options, plugin);
     const request: CheckRequest = { agentId: this.options.agentId, plugin, function: fn, args, context, trustTier: call.trustTier };
+    refuseNonFinite(request);
     const hash = this.options.cache ? DecisionCache.hashOf(request) : '';
     const cached = this.stopSubscription !== null && hash !== '' ? this.cache.get(hash) : undefined;
     if (cached !== undefined) return settle({ ...cached, allowed: cached.decision === 'allow', via: 'cache' }, call);
@@ -173,6 +174,22 @@ export class GovernanceClient {
         this.cache.invalidate();
       },
     );
+  }
+}
+
+/**
+ * JSON, which both transports and the cache key are made of, turns NaN and ±Infinity into null:
+ * a policy would judge a value the call never gets (`args.amount > 1000` lets Infinity through).
+ * Refused as the gateway refuses such numbers, whatever the options.
+ */
+function refuseNonFinite(request: CheckRequest): void {
+  for (const part of ['args', 'context'] as const) {
+    JSON.stringify(request[part], (key, value: unknown) => {
+      if (typeof value === 'number' && !Number.isFinite(value)) {
+        throw new GatewayRejectedError('invalid_argument', `${part}: ${key} is not a finite number (${value})`);
+      }
+      return value;
+    });
   }
 }
 

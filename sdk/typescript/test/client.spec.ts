@@ -92,6 +92,22 @@ describe('check', () => {
     await expect(badKey).rejects.toBeInstanceOf(GatewayRejectedError);
     await expect(badKey).rejects.toMatchObject({ code: 'unauthenticated' });
   });
+
+  // JSON turns NaN and Infinity into null: the policy would judge a value the call never gets.
+  it.each([
+    ['gRPC', {}],
+    ['HTTP', { grpcAddress: '127.0.0.1:1' }],
+  ])('refuses an argument that is not a finite number, over %s, and guard does not run the call', async (_transport, options) => {
+    await putPolicy('big-refunds', 'name: big-refunds\nmatch: { plugin: RefundPlugin }\nrules:\n  - condition: args.amount > 1000\n    action: deny\n    reason: Too large\n');
+    const refunds = await client({ throwOnDenied: false, ...options });
+    for (const amount of [Infinity, -Infinity, NaN]) {
+      await expect(refunds.check('RefundPlugin', 'Refund', { amount })).rejects.toMatchObject({ code: 'invalid_argument', message: expect.stringContaining('amount') });
+    }
+    await expect(refunds.check('RefundPlugin', 'Refund', {}, { limits: [1, Infinity] })).rejects.toMatchObject({ code: 'invalid_argument' });
+    let ran = false;
+    await expect(refunds.guard('RefundPlugin', 'Refund', { amount: Infinity }, () => (ran = true))).rejects.toBeInstanceOf(GatewayRejectedError);
+    expect(ran).toBe(false);
+  });
 });
 
 describe('guard', () => {
