@@ -26,6 +26,9 @@ export class SoftDenial {
 /** After a Subscribe stream fails, wait this long before opening another. */
 const RESUBSCRIBE_AFTER_MS = 1000;
 const MAX_SUMMARY = 200;
+/** The longest resultSummary and durationMs POST /v1/audit takes. */
+const MAX_AUDIT_SUMMARY = 2048;
+const MAX_AUDIT_DURATION_MS = 86_400_000;
 
 /**
  * The agent-side adapter: asks the gateway's PDP before a tool call (check), records what the
@@ -89,7 +92,7 @@ export class GovernanceClient {
 
   /** Records what a call did; resolves with the event's id once it is in the write-ahead file. */
   audit(record: AuditRecord): Promise<string> {
-    return this.audits.record({ agentId: this.options.agentId, ...record });
+    return this.audits.record({ agentId: this.options.agentId, ...fitted(record) });
   }
 
   /** check(), then run `call` if allowed, then audit() its duration and outcome; a soft denial returns SoftDenial without running it. */
@@ -191,6 +194,16 @@ function refuseNonFinite(request: CheckRequest): void {
       return value;
     });
   }
+}
+
+/**
+ * The record cut to what POST /v1/audit takes: the gateway refuses a longer summary or a
+ * duration out of range as malformed, and a refused event is dropped, so audit() would have
+ * resolved for an event that never reaches the trail.
+ */
+function fitted(record: AuditRecord): AuditRecord {
+  const durationMs = Number.isNaN(record.durationMs) ? 0 : Math.min(Math.max(record.durationMs, 0), MAX_AUDIT_DURATION_MS);
+  return { ...record, durationMs, resultSummary: record.resultSummary?.slice(0, MAX_AUDIT_SUMMARY) };
 }
 
 function settle(result: CheckResult, call: CallOptions): CheckResult {

@@ -131,6 +131,20 @@ describe('guard', () => {
     expect(outcomes.find((entry) => entry.action === 'CrmPlugin.DeleteCustomer')).toMatchObject({ reason: 'error: Error: boom' });
     expect(outcomes).toHaveLength(2);
   });
+
+  it('records an event whose summary or duration exceeds what the gateway takes, cut to fit, rather than losing it', async () => {
+    const agentId = await gateway.createAgent('long-audit-agent');
+    const auditing = await client({ agentId });
+    await auditing.audit({ plugin: 'ReportPlugin', function: 'Render', decision: 'allow', durationMs: 5, resultSummary: 'x'.repeat(3000) });
+    await auditing.audit({ plugin: 'ReportPlugin', function: 'Export', decision: 'allow', durationMs: 90_000_000 });
+    await auditing.audit({ plugin: 'ReportPlugin', function: 'Undo', decision: 'allow', durationMs: -1 });
+    await auditing.flushAudit();
+    const outcomes = (await gateway.auditEntries(`agentId=${agentId}&source=check`, (found) => found.filter((entry) => entry.kind === 'outcome').length >= 3)).filter((entry) => entry.kind === 'outcome');
+    const byAction = new Map(outcomes.map((entry) => [entry.action, entry]));
+    expect(byAction.get('ReportPlugin.Render')!.reason).toBe('x'.repeat(2048));
+    expect(byAction.get('ReportPlugin.Export')!.details).toMatchObject({ durationMs: 86_400_000 });
+    expect(byAction.get('ReportPlugin.Undo')!.details).toMatchObject({ durationMs: 0 });
+  });
 });
 
 describe('decision cache', () => {
