@@ -151,12 +151,12 @@ export class GovernanceClient {
   }
 
   /**
-   * No decision came: a tripped rate limit is a denial; another refusal is thrown; a timeout
-   * proceeds when throwOnDenied is false; otherwise fail-open allows and fail-closed throws.
-   * Every call allowed without a decision leaves a failure-mode audit event.
+   * No decision came: a refusal (a tripped rate limit included: RESOURCE_EXHAUSTED is an error
+   * in proto/pdp.proto, and the Python SDK raises it too) is thrown; a timeout proceeds when
+   * throwOnDenied is false; otherwise fail-open allows and fail-closed throws. Every call
+   * allowed without a decision leaves a failure-mode audit event.
    */
   private async withoutDecision(error: unknown, request: CheckRequest, call: CallOptions): Promise<CheckResult> {
-    if (error instanceof GatewayRejectedError && error.code === 'resource_exhausted') return denialOf(error, this.transport.name);
     if (!(error instanceof GatewayUnavailableError || error instanceof GatewayTimeoutError)) throw error;
     const failOpen = this.options.failureMode === 'fail-open';
     if (!failOpen && !(error instanceof GatewayTimeoutError && !call.throwOnDenied)) throw error;
@@ -209,10 +209,6 @@ function fitted(record: AuditRecord): AuditRecord {
 function settle(result: CheckResult, call: CallOptions): CheckResult {
   if (!result.allowed && call.throwOnDenied) throw new PolicyDeniedError(result);
   return result;
-}
-
-function denialOf(error: GatewayRejectedError, via: 'grpc' | 'http'): CheckResult {
-  return { decision: 'deny', allowed: false, reason: error.message, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, via };
 }
 
 /** A short description of a result that does not copy its content (results may hold secrets). */

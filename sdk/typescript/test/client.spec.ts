@@ -93,6 +93,21 @@ describe('check', () => {
     await expect(badKey).rejects.toMatchObject({ code: 'unauthenticated' });
   });
 
+  // proto/pdp.proto: a tripped rate_limit is RESOURCE_EXHAUSTED, an error, as in the Python SDK.
+  it.each([
+    ['gRPC', {}],
+    ['HTTP', { grpcAddress: '127.0.0.1:1' }],
+  ])('refuses a check past a rate limit with GatewayRejectedError resource_exhausted, over %s, whatever throwOnDenied says', async (transport, options) => {
+    const plugin = `Limited${transport}Plugin`;
+    await putPolicy(`limit-${transport.toLowerCase()}`, `name: limit-${transport.toLowerCase()}\nmatch: { plugin: ${plugin} }\nrules:\n  - condition: rate_limit(per_agent, 1, 1m)\n    action: deny\n    reason: One a minute\n`);
+    const limited = await client({ throwOnDenied: false, ...options });
+    expect(await limited.check(plugin, 'Run')).toMatchObject({ allowed: true });
+    await expect(limited.check(plugin, 'Run')).rejects.toMatchObject({ name: 'GatewayRejectedError', code: 'resource_exhausted', message: expect.stringContaining('One a minute') });
+    let ran = false;
+    await expect(limited.guard(plugin, 'Run', {}, () => (ran = true))).rejects.toMatchObject({ code: 'resource_exhausted' });
+    expect(ran).toBe(false);
+  });
+
   // JSON turns NaN and Infinity into null: the policy would judge a value the call never gets.
   it.each([
     ['gRPC', {}],
