@@ -148,6 +148,8 @@ describe('ags errors', () => {
     ['a malformed email', ['orgs', 'create', '--name', 'x', '--email', 'not-an-email'], /--email/],
     ['a missing --name', ['orgs', 'create'], /--name/],
     ['a malformed --ttl', ['agents', 'token', 'agent_nope', '--ttl', 'forever'], /--ttl/],
+    ['a zero --ttl', ['agents', 'token', 'agent_nope', '--ttl', '0s'], /--ttl 0s/],
+    ['a --ttl under a second', ['agents', 'token', 'agent_nope', '--ttl', '0.4s'], /--ttl 0.4s/],
   ])('%s exits non-zero with a message on stderr', async (_case, args, message) => {
     const result = await ags(...args);
     expect(result.code).not.toBe(0);
