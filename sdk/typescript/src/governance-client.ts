@@ -162,7 +162,7 @@ export class GovernanceClient {
     if (!failOpen && !(error instanceof GatewayTimeoutError && !call.throwOnDenied)) throw error;
     const reason = `${failOpen ? 'fail-open' : 'timeout, throwOnDenied false'}: allowed without a decision (${errorText(error)})`;
     await this.audit({ plugin: request.plugin, function: request.function, decision: 'allow', durationMs: 0, resultSummary: reason });
-    return { decision: 'allow', allowed: true, reason, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, via: 'failure-mode' };
+    return { decision: 'allow', allowed: true, reason, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, enforced: false, via: 'failure-mode' };
   }
 
   /** Follows Subscribe from `version` so a change empties the cache at once. */

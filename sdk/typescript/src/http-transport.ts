@@ -39,6 +39,7 @@ export class HttpTransport implements Transport {
       decisionId: String(answer.decisionId ?? ''),
       cacheable: answer.cacheable === true,
       cacheTtlMs: Number(answer.cacheTtlMs ?? 0),
+      enforced: answer.enforced !== false,
     };
   }
 

@@ -242,6 +242,24 @@ describe('transports', () => {
   });
 });
 
+describe('audit mode (MODE=audit)', () => {
+  let auditing: SdkGateway;
+  beforeAll(async () => {
+    auditing = await SdkGateway.start({ MODE: 'audit' });
+  }, 120_000);
+  afterAll(() => auditing?.stop());
+
+  // The Python SDK's Decision.enforced: without it an allowed would-be denial looks like any allow.
+  it.each([
+    ['gRPC', {}],
+    ['HTTP', { grpcAddress: '127.0.0.1:1' }],
+  ])('says a would-be denial was let through (enforced false), over %s', async (_transport, options) => {
+    const shadow = await client({ gatewayUrl: auditing.url, grpcAddress: `127.0.0.1:${auditing.grpcPort}`, apiKey: auditing.apiKey, agentId: auditing.agents.reader, ...options });
+    expect(await shadow.check('FilePlugin', 'ReadFile', { path: '/etc/passwd' })).toMatchObject({ allowed: true, enforced: false, policy: 'block-sensitive-files' });
+    expect(await shadow.check('FilePlugin', 'ReadFile', { path: '/tmp/notes.txt' })).toMatchObject({ allowed: true, enforced: true });
+  });
+});
+
 describe('shared decision cases', () => {
   it.each(['grpc', 'http'])('every case gets its expected answer over %s', async (transport) => {
     const grpcAddress = transport === 'grpc' ? `127.0.0.1:${gateway.grpcPort}` : `127.0.0.1:${await freePort()}`;
