@@ -8,11 +8,14 @@ export interface AuditEvent extends AuditRecord {
   agentId: string;
 }
 
+/** As the Python SDK maps them: a body too large (413) or not JSON (415) is the request's fault, not an outage. */
 const REJECTIONS: Record<number, RejectionCode> = {
   400: 'invalid_argument',
   401: 'unauthenticated',
   403: 'permission_denied',
   404: 'not_found',
+  413: 'invalid_argument',
+  415: 'invalid_argument',
   429: 'resource_exhausted',
 };
 

@@ -108,6 +108,16 @@ describe('check', () => {
     expect(ran).toBe(false);
   });
 
+  // Python maps 413 to invalid_argument too; gRPC answers an oversized message RESOURCE_EXHAUSTED.
+  it('refuses a check too large for the gateway over HTTP (413) as invalid_argument, even under fail-open', async () => {
+    const open = await client({ grpcAddress: '127.0.0.1:1', failureMode: 'fail-open' });
+    let ran = false;
+    const huge = { text: 'x'.repeat(2 * 1024 * 1024) };
+    await expect(open.check('FilePlugin', 'WriteFile', huge)).rejects.toMatchObject({ name: 'GatewayRejectedError', code: 'invalid_argument' });
+    await expect(open.guard('FilePlugin', 'WriteFile', huge, () => (ran = true))).rejects.toMatchObject({ code: 'invalid_argument' });
+    expect(ran).toBe(false);
+  });
+
   // JSON turns NaN and Infinity into null: the policy would judge a value the call never gets.
   it.each([
     ['gRPC', {}],
