@@ -148,3 +148,16 @@ def test_a_tripped_rate_limit_is_a_gateway_error_whatever_throw_on_denied_says(m
         assert raised.value.code == "resource_exhausted"
         assert "One a minute" in str(raised.value)
     assert ran == []
+
+
+def test_audit_records_a_nan_duration_and_non_finite_arguments_rather_than_losing_the_event(make_client: MakeClient, gateway: Gateway, agent_id: str) -> None:
+    """JSON has no NaN or Infinity: sent as they were, the gateway refused the event and it was dropped."""
+    import math
+
+    client = make_client()
+    client.audit("MathPlugin", "Divide", decision="allow", duration_ms=math.nan, args={"ratio": math.inf, "rest": [math.nan, 1]})
+    assert client.flush(5)
+    [outcome] = gateway.wait_for_outcomes(agent_id, 1)
+    assert outcome["action"] == "MathPlugin.Divide"
+    assert outcome["details"]["durationMs"] == 0
+    assert outcome["input"]["args"] == {"ratio": "Infinity", "rest": ["NaN", 1]}
