@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { GatewayRejectedError, GovernanceClient, GovernanceOptions, PolicyDeniedError, SoftDenial } from '../src';
 import { AuditEntry, DECISION_CASES, freePort, SdkGateway, sleep, tempWal } from './support/sdk-gateway';
 import { TcpRelay } from '../../../test/support/tcp-relay';
@@ -249,6 +251,21 @@ describe('transports', () => {
     } finally {
       await relay.close();
     }
+  });
+});
+
+describe('lifecycle', () => {
+  it('lets Node exit once close() resolved, after following Subscribe', async () => {
+    const child = spawn(process.execPath, [path.join(__dirname, 'support', 'check-and-close.js')], {
+      env: { PATH: process.env.PATH ?? '', GATEWAY_URL: gateway.url, GRPC_ADDRESS: `127.0.0.1:${gateway.grpcPort}`, API_KEY: gateway.apiKey, AGENT_ID: gateway.agents.reader, WAL: tempWal() },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const outcome = await Promise.race([exited, sleep(8000).then(() => 'still running' as const)]);
+    child.kill('SIGKILL');
+    expect({ output, outcome }).toEqual({ output: 'closed\n', outcome: 0 });
   });
 });
 
