@@ -113,6 +113,14 @@ describe('ags policies test', () => {
     expect(run.stdout).toBe('');
   });
 
+  // As POST /admin/policies/simulate takes an object: anything else was decided as an empty input.
+  it.each(['[1]', 'null', '"read:etc/passwd"', '42'])('exits 1 for --input %s, JSON but not an object', async (input) => {
+    const run = await ags('policies', 'test', VALID, '--input', input);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('--input must be a JSON object');
+    expect(run.stdout).toBe('');
+  });
+
   it('exits 1 without --input', async () => {
     const run = await ags('policies', 'test', VALID);
     expect(run.code).toBe(1);

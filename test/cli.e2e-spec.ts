@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createLocalJWKSet, JSONWebKeySet, jwtVerify } from 'jose';
 import { call } from './support/http-client';
@@ -23,8 +25,12 @@ beforeAll(async () => {
 afterAll(() => gateway.close());
 
 function ags(...args: string[]): Promise<CliResult> {
+  return agsWith({}, ...args);
+}
+
+function agsWith(env: Record<string, string>, ...args: string[]): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...testEnv() }, timeout: 30_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...testEnv(env) }, timeout: 30_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
       resolve({ code, stdout, stderr });
     });
@@ -142,12 +148,34 @@ describe('ags errors', () => {
     ['a malformed email', ['orgs', 'create', '--name', 'x', '--email', 'not-an-email'], /--email/],
     ['a missing --name', ['orgs', 'create'], /--name/],
     ['a malformed --ttl', ['agents', 'token', 'agent_nope', '--ttl', 'forever'], /--ttl/],
+    ['a zero --ttl', ['agents', 'token', 'agent_nope', '--ttl', '0s'], /--ttl 0s/],
+    ['a --ttl under a second', ['agents', 'token', 'agent_nope', '--ttl', '0.4s'], /--ttl 0.4s/],
   ])('%s exits non-zero with a message on stderr', async (_case, args, message) => {
     const result = await ags(...args);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
     expect(result.stderr).toMatch(/\n$/);
     expect(result.stdout).not.toMatch(/adminToken:|token:/);
+  });
+
+  it('a PostgreSQL server it cannot reach exits 1 with the reason on stderr, leaving out the password', async () => {
+    const result = await agsWith({ DATABASE_URL: 'postgres://bob:hunter2secret@127.0.0.1:1/nodb' }, 'agents', 'list');
+    expect(result).toMatchObject({ code: 1, stdout: '' });
+    expect(result.stderr).toMatch(/^error: .*ECONNREFUSED.*\n$/);
+    expect(result.stderr).not.toContain('hunter2secret');
+  });
+
+  it('an embedded database in use by another process exits 1 saying so', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ags-busy-'));
+    // The lock a running gateway holds on its data directory: this (running) process's pid.
+    fs.writeFileSync(path.join(dataDir, 'embedded.lock'), String(process.pid));
+    try {
+      const result = await agsWith({ DATABASE_URL: '', DATA_DIR: dataDir }, 'agents', 'list');
+      expect(result).toMatchObject({ code: 1, stdout: '' });
+      expect(result.stderr).toBe(`error: the embedded database in ${dataDir} is in use by process ${process.pid}; stop it first, or set DATABASE_URL to share a PostgreSQL server\n`);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('creates nothing for an unknown tier', async () => {

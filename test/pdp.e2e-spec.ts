@@ -1,4 +1,5 @@
 import { ClientDuplexStream, ClientReadableStream, status as GrpcStatus, ServiceError } from '@grpc/grpc-js';
+import http from 'node:http';
 import http2 from 'node:http2';
 import { call } from './support/http-client';
 import { apiKeyMetadata, evaluate, freePort, PdpClient, pdpClient, struct } from './support/pdp-client';
@@ -490,6 +491,30 @@ describe('bad input', () => {
     expect((await call(gateway.url, 'POST', '/v1/check', { body: 'agentId=x', headers: { 'x-api-key': key, 'content-type': 'text/plain' } })).status).toBe(415);
     const huge = JSON.stringify({ agentId, plugin: 'A', function: 'b', arguments: { blob: 'x'.repeat(1_100_000) } });
     expect((await call(gateway.url, 'POST', '/v1/check', { body: huge, headers })).status).toBe(413);
+  });
+
+  // An SDK's HTTP fallback keeps its connection alive: after a 413 the body was left unread, and
+  // the next check on that connection never got an answer.
+  it.each(['/v1/check', '/api/v1/pdp/evaluate'])('keeps a kept-alive connection answering after an oversized body on %s (413)', async (path) => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (body: string) =>
+      new Promise<number | undefined>((resolve, reject) => {
+        const request = http.request(`${gateway.url}${path}`, { method: 'POST', agent, timeout: 5000, headers: { 'x-api-key': key, 'content-type': 'application/json' } }, (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.statusCode));
+        });
+        request.on('timeout', () => request.destroy(new Error('no answer within 5 s')));
+        request.on('error', reject);
+        request.end(body);
+      });
+    try {
+      expect(await post(JSON.stringify({ agentId, plugin: 'A', function: 'b', arguments: { blob: 'x'.repeat(3_000_000) } }))).toBe(413);
+      const small = JSON.stringify({ agentId, plugin: 'A', function: 'b' });
+      expect(await post(small)).toBe(200);
+      expect(await post(small)).toBe(200);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('answers gRPC INVALID_ARGUMENT for missing fields, and refuses an oversized message without a crash', async () => {

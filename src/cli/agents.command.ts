@@ -120,11 +120,15 @@ export class AgentsTokenCommand extends CliCommand {
 
   @Option({ flags: '--ttl <duration>', description: 'Lifetime, e.g. 90m or 7d (default AGENT_TOKEN_TTL)' })
   parseTtl(value: string): number {
+    let ms: number;
     try {
-      return parseDuration(value);
+      ms = parseDuration(value);
     } catch {
       throw new CliError(`--ttl ${value}: expected a duration like 90m, 24h or 7d`);
     }
+    // As AGENT_TOKEN_TTL refuses 0s: the token would be printed already expired (or nearly).
+    if (ms < 1000) throw new CliError(`--ttl ${value}: must be at least 1s`);
+    return ms;
   }
 }
 

@@ -21,6 +21,10 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 async function main(): Promise<void> {
   const options = {
     logger: false as const,
+    // Nest's default on a failed start (the database unreachable or in use) is process.exit(1)
+    // after logging through the logger, which is off here: the command failed without a word.
+    // Rethrown instead, it reaches main()'s catch, which prints it.
+    abortOnError: false,
     cliName: 'ags',
     errorHandler: (error: Error & { code?: string; exitCode?: number }) => {
       process.exit(error.code !== undefined && CLEAN_EXITS.has(error.code) ? 0 : (error.exitCode ?? 1) || 1);

@@ -39,7 +39,7 @@ export class PoliciesValidateCommand extends CliCommand {
 
 @SubCommand({ name: 'test', arguments: '<file>', description: 'Decide one input against a policies file and print the decision and the trace of every rule tried' })
 export class PoliciesTestCommand extends CliCommand {
-  async run([file]: string[], options: { input: unknown }): Promise<void> {
+  async run([file]: string[], options: { input: Record<string, unknown> }): Promise<void> {
     try {
       const set = compilePolicies(loadFile(file), { namespace: 'cli' });
       const explanation = await set.explain(completeInput(options.input, 'cli'), { limiter: new SlidingWindowLimiter(), nowMs: Date.now() });
@@ -51,12 +51,17 @@ export class PoliciesTestCommand extends CliCommand {
   }
 
   @Option({ flags: '--input <json>', description: 'Decision input as JSON, e.g. \'{"agent":{"trust_tier":"verified"},"action":"write:orders"}\'', required: true })
-  parseInput(value: string): unknown {
+  parseInput(value: string): Record<string, unknown> {
+    let input: unknown;
     try {
-      return JSON.parse(value) as unknown;
+      input = JSON.parse(value) as unknown;
     } catch {
       throw new CliError('--input must be JSON');
     }
+    // The decision input is an object (agent, action, args, ...): anything else would be decided
+    // as an empty input, and its answer taken for the one asked about.
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new CliError('--input must be a JSON object, e.g. {"action":"read:x"}');
+    return input as Record<string, unknown>;
   }
 }
 

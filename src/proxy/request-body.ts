@@ -20,15 +20,20 @@ export function readBody(incoming: IncomingMessage, limit: number): Promise<Buff
       settled = true;
       resolve(value);
     };
-    incoming.on('data', (chunk: Buffer) => {
+    const collect = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
+        // Paused until the caller answers; its resume() then drains the rest. Still listening,
+        // this would pause the stream again at the next chunk, the body would never be read
+        // to its end, and a kept-alive connection would answer nothing more.
+        incoming.off('data', collect);
         incoming.pause();
         settle('too_large');
         return;
       }
       chunks.push(chunk);
-    });
+    };
+    incoming.on('data', collect);
     incoming.on('end', () => settle(Buffer.concat(chunks, size)));
     incoming.on('error', () => settle('aborted'));
     incoming.on('close', () => settle(incoming.complete ? Buffer.concat(chunks, size) : 'aborted'));

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import logging
+import math
 import os
 import threading
 import time
@@ -88,8 +90,8 @@ class Client:
             raise ValueError("decision must be 'allow' or 'deny'")
         event: AuditEvent = {
             "eventId": uuid.uuid4().hex, "agentId": self.options.agent_id, "plugin": plugin, "function": function,
-            "arguments": json_values(args or {}), "decision": decision,
-            "durationMs": round(min(max(duration_ms, 0.0), MAX_DURATION_MS), 3),
+            "arguments": _recordable(args or {}), "decision": decision,
+            "durationMs": 0.0 if math.isnan(duration_ms) else round(min(max(duration_ms, 0.0), MAX_DURATION_MS), 3),
         }
         for name, value in (("resultSummary", (result_summary or "")[:MAX_SUMMARY]), ("decisionId", decision_id), ("traceId", trace_id)):
             if value:
@@ -315,6 +317,13 @@ def summary_of(result: Any) -> str:
 def default_wal_path(agent_id: str) -> str:
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.path.join(state, "agentgov", f"audit-{agent_id}.wal")
+
+
+def _recordable(args: Mapping[str, Any]) -> Dict[str, Any]:
+    """The call's arguments as JSON can carry them: JSON has no NaN or Infinity, and an event
+    holding one was refused by the gateway and dropped. The call already ran, so its record
+    keeps them, as the strings "NaN", "Infinity" and "-Infinity"."""
+    return cast(Dict[str, Any], json.loads(json.dumps(json_values(args)), parse_constant=str))
 
 
 def _flagged(decision: Decision, summary: str) -> str:

@@ -53,8 +53,12 @@ class ClientOptions:
         for plugin, overrides in self.plugins.items():
             if overrides.timeout_seconds is not None and overrides.timeout_seconds <= 0:
                 raise ValueError(f"plugins[{plugin!r}].timeout_seconds must be greater than 0")
-        if self.audit_batch_size < 1:
-            raise ValueError("audit_batch_size must be at least 1")
+        # Whole numbers: a batch of 1.5 events killed the sending thread (a slice of a float),
+        # and a negative cache size made every check raise KeyError.
+        if not _whole(self.audit_batch_size) or self.audit_batch_size < 1:
+            raise ValueError("audit_batch_size must be a whole number of at least 1")
+        if not _whole(self.cache_max_entries) or self.cache_max_entries < 0:
+            raise ValueError("cache_max_entries must be a whole number of at least 0")
         if self.audit_flush_interval_seconds <= 0:
             raise ValueError("audit_flush_interval_seconds must be greater than 0")
 
@@ -80,3 +84,7 @@ class EffectiveOptions:
     trust_tier: str
     timeout_seconds: float
     throw_on_denied: bool
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -113,7 +113,9 @@ def grpc_error(error: grpc.RpcError) -> GatewayError:
         return GatewayError(GRPC_STATUS_CODES[code], details)
     if code == grpc.StatusCode.UNAVAILABLE:
         return GatewayUnreachableError(f"gRPC: {details}")
-    return GatewayError("internal", f"gRPC {code.name}: {details}")
+    # INTERNAL and the rest are a gateway that could not decide, as an HTTP 5xx is: the HTTP
+    # fallback, then the failure mode apply (as in the TypeScript SDK), not a refusal.
+    return GatewayUnreachableError(f"gRPC {code.name}: {details}")
 
 
 class HttpTransport:

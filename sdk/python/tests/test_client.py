@@ -4,7 +4,7 @@ decorator, per-plugin overrides, and what guard() records."""
 from __future__ import annotations
 
 import asyncio
-from typing import List
+from typing import Callable, List
 
 import pytest
 
@@ -128,3 +128,36 @@ def test_an_unknown_agent_is_a_gateway_error_not_a_denial(make_client: MakeClien
     with pytest.raises(GatewayError) as raised:
         client.check("FilePlugin", "ReadFile", {"path": "/tmp/a"})
     assert raised.value.code == "not_found"
+
+
+@pytest.mark.parametrize("transport", ["grpc", "http"])
+def test_a_tripped_rate_limit_is_a_gateway_error_whatever_throw_on_denied_says(make_client: MakeClient, gateway: Gateway, transport: str) -> None:
+    """As in the TypeScript SDK (and proto/pdp.proto): RESOURCE_EXHAUSTED is an error, not a denial."""
+    from agentgov_sdk import GatewayError
+
+    plugin = f"PyLimited{transport}Plugin"
+    gateway.put_policy(f"py-limit-{transport}", f"name: py-limit-{transport}\nmatch: {{ plugin: {plugin} }}\nrules:\n"
+                       "  - condition: rate_limit(per_agent, 1, 1m)\n    action: deny\n    reason: One a minute\n")
+    client = make_client(throw_on_denied=False, **({"grpc_address": "127.0.0.1:1"} if transport == "http" else {}))
+    assert client.check(plugin, "Run").transport == transport
+    ran: List[bool] = []
+    attempts: List[Callable[[], object]] = [lambda: client.check(plugin, "Run"), lambda: client.guard(plugin, "Run", {}, lambda: ran.append(True))]
+    for attempt in attempts:
+        with pytest.raises(GatewayError) as raised:
+            attempt()
+        assert raised.value.code == "resource_exhausted"
+        assert "One a minute" in str(raised.value)
+    assert ran == []
+
+
+def test_audit_records_a_nan_duration_and_non_finite_arguments_rather_than_losing_the_event(make_client: MakeClient, gateway: Gateway, agent_id: str) -> None:
+    """JSON has no NaN or Infinity: sent as they were, the gateway refused the event and it was dropped."""
+    import math
+
+    client = make_client()
+    client.audit("MathPlugin", "Divide", decision="allow", duration_ms=math.nan, args={"ratio": math.inf, "rest": [math.nan, 1]})
+    assert client.flush(5)
+    [outcome] = gateway.wait_for_outcomes(agent_id, 1)
+    assert outcome["action"] == "MathPlugin.Divide"
+    assert outcome["details"]["durationMs"] == 0
+    assert outcome["input"]["args"] == {"ratio": "Infinity", "rest": ["NaN", 1]}

@@ -48,3 +48,11 @@ def test_per_plugin_overrides_replace_only_what_they_set() -> None:
 def test_options_refuse_an_unknown_failure_mode() -> None:
     with pytest.raises(ValueError, match="failure_mode"):
         ClientOptions(gateway_url="http://localhost:8080", api_key="k", agent_id="a", failure_mode="fail-sometimes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("name", "value"), [("audit_batch_size", 1.5), ("audit_batch_size", 0), ("cache_max_entries", -1), ("cache_max_entries", 2.5)])
+def test_options_refuse_counts_that_are_not_whole(name: str, value: float) -> None:
+    """audit_batch_size 1.5 killed the audit thread (events never sent); cache_max_entries -1 made
+    check() raise KeyError('dictionary is empty')."""
+    with pytest.raises(ValueError, match=name):
+        ClientOptions(gateway_url="http://localhost:8080", api_key="k", agent_id="a", **{name: value})  # type: ignore[arg-type]

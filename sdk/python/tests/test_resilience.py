@@ -137,3 +137,44 @@ def test_uncacheable_answers_are_asked_every_time(make_client: MakeClient) -> No
     assert not first.cacheable
     time.sleep(0.3)
     assert [client.check("SearchPlugin", "Query", {"q": "a"}).source for _ in range(3)] == ["gateway"] * 3
+
+
+class FailingPdp:
+    """A gRPC server whose every call fails INTERNAL: a gateway with an unexpected fault (the
+    gRPC face of an HTTP 500)."""
+
+    def __init__(self) -> None:
+        import grpc
+        from concurrent import futures
+
+        class Handler(grpc.GenericRpcHandler):  # type: ignore[misc]
+            def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+                def fail(request: bytes, context: grpc.ServicerContext) -> bytes:
+                    context.abort(grpc.StatusCode.INTERNAL, "Internal server error")
+                    raise AssertionError("abort raises")
+                return grpc.unary_unary_rpc_method_handler(fail)
+
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        self._server.add_generic_rpc_handlers((Handler(),))
+        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        self._server.start()
+
+    def close(self) -> None:
+        self._server.stop(0)
+
+
+@pytest.mark.parametrize("failure_mode", ["fail-open", "fail-closed"])
+def test_an_internal_error_on_both_transports_is_a_failure_not_a_refusal(make_client: MakeClient, failure_mode: str) -> None:
+    """As HTTP 5xx is (and as in the TypeScript SDK): fail-open allows, fail-closed raises GatewayUnreachableError."""
+    failing = FailingPdp()
+    try:
+        client = make_client(gateway_url=f"http://127.0.0.1:{free_port()}", grpc_address=f"127.0.0.1:{failing.port}",
+                             failure_mode=failure_mode, cache_enabled=False)
+        if failure_mode == "fail-open":
+            decision = client.check("FilePlugin", "ReadFile", {"path": "/tmp/a"})
+            assert (decision.allowed, decision.source) == (True, "fail-open")
+        else:
+            with pytest.raises(GatewayUnreachableError):
+                client.check("FilePlugin", "ReadFile", {"path": "/tmp/a"})
+    finally:
+        failing.close()

@@ -26,6 +26,9 @@ export class SoftDenial {
 /** After a Subscribe stream fails, wait this long before opening another. */
 const RESUBSCRIBE_AFTER_MS = 1000;
 const MAX_SUMMARY = 200;
+/** The longest resultSummary and durationMs POST /v1/audit takes. */
+const MAX_AUDIT_SUMMARY = 2048;
+const MAX_AUDIT_DURATION_MS = 86_400_000;
 
 /**
  * The agent-side adapter: asks the gateway's PDP before a tool call (check), records what the
@@ -70,6 +73,7 @@ export class GovernanceClient {
   async check(plugin: string, fn: string, args: Record<string, unknown> = {}, context: Record<string, unknown> = {}): Promise<CheckResult> {
     const call = callOptions(this.options, plugin);
     const request: CheckRequest = { agentId: this.options.agentId, plugin, function: fn, args, context, trustTier: call.trustTier };
+    refuseNonFinite(request);
     const hash = this.options.cache ? DecisionCache.hashOf(request) : '';
     const cached = this.stopSubscription !== null && hash !== '' ? this.cache.get(hash) : undefined;
     if (cached !== undefined) return settle({ ...cached, allowed: cached.decision === 'allow', via: 'cache' }, call);
@@ -88,7 +92,7 @@ export class GovernanceClient {
 
   /** Records what a call did; resolves with the event's id once it is in the write-ahead file. */
   audit(record: AuditRecord): Promise<string> {
-    return this.audits.record({ agentId: this.options.agentId, ...record });
+    return this.audits.record({ agentId: this.options.agentId, ...fitted(record) });
   }
 
   /** check(), then run `call` if allowed, then audit() its duration and outcome; a soft denial returns SoftDenial without running it. */
@@ -123,8 +127,11 @@ export class GovernanceClient {
     this.closed = true;
     this.stopSubscription?.();
     this.stopSubscription = null;
-    await this.audits.close();
+    // In the same turn as the cancel: a channel closed a moment after its Subscribe call was
+    // cancelled kept its connection open, and Node running, for good (grpc-js 1.14). Audit
+    // events go over HTTP, so the flush below does not need the channel.
     this.grpc.close();
+    await this.audits.close();
   }
 
   /**
@@ -147,18 +154,18 @@ export class GovernanceClient {
   }
 
   /**
-   * No decision came: a tripped rate limit is a denial; another refusal is thrown; a timeout
-   * proceeds when throwOnDenied is false; otherwise fail-open allows and fail-closed throws.
-   * Every call allowed without a decision leaves a failure-mode audit event.
+   * No decision came: a refusal (a tripped rate limit included: RESOURCE_EXHAUSTED is an error
+   * in proto/pdp.proto, and the Python SDK raises it too) is thrown; a timeout proceeds when
+   * throwOnDenied is false; otherwise fail-open allows and fail-closed throws. Every call
+   * allowed without a decision leaves a failure-mode audit event.
    */
   private async withoutDecision(error: unknown, request: CheckRequest, call: CallOptions): Promise<CheckResult> {
-    if (error instanceof GatewayRejectedError && error.code === 'resource_exhausted') return denialOf(error, this.transport.name);
     if (!(error instanceof GatewayUnavailableError || error instanceof GatewayTimeoutError)) throw error;
     const failOpen = this.options.failureMode === 'fail-open';
     if (!failOpen && !(error instanceof GatewayTimeoutError && !call.throwOnDenied)) throw error;
     const reason = `${failOpen ? 'fail-open' : 'timeout, throwOnDenied false'}: allowed without a decision (${errorText(error)})`;
     await this.audit({ plugin: request.plugin, function: request.function, decision: 'allow', durationMs: 0, resultSummary: reason });
-    return { decision: 'allow', allowed: true, reason, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, via: 'failure-mode' };
+    return { decision: 'allow', allowed: true, reason, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, enforced: false, via: 'failure-mode' };
   }
 
   /** Follows Subscribe from `version` so a change empties the cache at once. */
@@ -176,13 +183,35 @@ export class GovernanceClient {
   }
 }
 
+/**
+ * JSON, which both transports and the cache key are made of, turns NaN and ±Infinity into null:
+ * a policy would judge a value the call never gets (`args.amount > 1000` lets Infinity through).
+ * Refused as the gateway refuses such numbers, whatever the options.
+ */
+function refuseNonFinite(request: CheckRequest): void {
+  for (const part of ['args', 'context'] as const) {
+    JSON.stringify(request[part], (key, value: unknown) => {
+      if (typeof value === 'number' && !Number.isFinite(value)) {
+        throw new GatewayRejectedError('invalid_argument', `${part}: ${key} is not a finite number (${value})`);
+      }
+      return value;
+    });
+  }
+}
+
+/**
+ * The record cut to what POST /v1/audit takes: the gateway refuses a longer summary or a
+ * duration out of range as malformed, and a refused event is dropped, so audit() would have
+ * resolved for an event that never reaches the trail.
+ */
+function fitted(record: AuditRecord): AuditRecord {
+  const durationMs = Number.isNaN(record.durationMs) ? 0 : Math.min(Math.max(record.durationMs, 0), MAX_AUDIT_DURATION_MS);
+  return { ...record, durationMs, resultSummary: record.resultSummary?.slice(0, MAX_AUDIT_SUMMARY) };
+}
+
 function settle(result: CheckResult, call: CallOptions): CheckResult {
   if (!result.allowed && call.throwOnDenied) throw new PolicyDeniedError(result);
   return result;
-}
-
-function denialOf(error: GatewayRejectedError, via: 'grpc' | 'http'): CheckResult {
-  return { decision: 'deny', allowed: false, reason: error.message, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, via };
 }
 
 /** A short description of a result that does not copy its content (results may hold secrets). */

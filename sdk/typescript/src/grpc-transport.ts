@@ -80,6 +80,7 @@ function decisionOf(response: PolicyResponse): GatewayDecision {
     decisionId: response.decisionId,
     cacheable: response.cacheable,
     cacheTtlMs: response.cacheTtlMs,
+    enforced: response.enforced,
   };
 }
 

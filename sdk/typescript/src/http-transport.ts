@@ -8,11 +8,14 @@ export interface AuditEvent extends AuditRecord {
   agentId: string;
 }
 
+/** As the Python SDK maps them: a body too large (413) or not JSON (415) is the request's fault, not an outage. */
 const REJECTIONS: Record<number, RejectionCode> = {
   400: 'invalid_argument',
   401: 'unauthenticated',
   403: 'permission_denied',
   404: 'not_found',
+  413: 'invalid_argument',
+  415: 'invalid_argument',
   429: 'resource_exhausted',
 };
 
@@ -39,6 +42,7 @@ export class HttpTransport implements Transport {
       decisionId: String(answer.decisionId ?? ''),
       cacheable: answer.cacheable === true,
       cacheTtlMs: Number(answer.cacheTtlMs ?? 0),
+      enforced: answer.enforced !== false,
     };
   }
 

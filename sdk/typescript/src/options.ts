@@ -64,14 +64,14 @@ export function resolveOptions(options: GovernanceOptions): ResolvedOptions {
     agentId: options.agentId,
     defaultTrustTier: options.defaultTrustTier ?? 'standard',
     throwOnDenied: options.throwOnDenied ?? true,
-    timeoutSeconds: positive(options.timeoutSeconds, 'timeoutSeconds') ?? 5,
+    timeoutSeconds: positive(options.timeoutSeconds, 'timeoutSeconds', MAX_TIMER_MS / 1000) ?? 5,
     grpcAddress: options.grpcAddress ?? `${new URL(gatewayUrl).hostname}:50051`,
     failureMode: failureMode(options.failureMode),
     plugins: options.plugins ?? {},
     cache: options.cache ?? true,
     auditLogPath: options.auditLogPath ?? path.join(os.tmpdir(), 'agentgov-sdk', `audit-${options.agentId}.wal`),
-    auditBatchSize: positive(options.auditBatchSize, 'auditBatchSize') ?? 50,
-    auditFlushMs: positive(options.auditFlushMs, 'auditFlushMs') ?? 1000,
+    auditBatchSize: batchSize(options.auditBatchSize) ?? 50,
+    auditFlushMs: positive(options.auditFlushMs, 'auditFlushMs', MAX_TIMER_MS) ?? 1000,
     grpcRetrySeconds: positive(options.grpcRetrySeconds, 'grpcRetrySeconds') ?? 5,
   };
 }
@@ -81,14 +81,25 @@ export function callOptions(options: ResolvedOptions, plugin: string): CallOptio
   const override = Object.hasOwn(options.plugins, plugin) ? options.plugins[plugin] : {};
   return {
     trustTier: override.trustTier ?? options.defaultTrustTier,
-    timeoutMs: (positive(override.timeoutSeconds, `plugins.${plugin}.timeoutSeconds`) ?? options.timeoutSeconds) * 1000,
+    timeoutMs: (positive(override.timeoutSeconds, `plugins.${plugin}.timeoutSeconds`, MAX_TIMER_MS / 1000) ?? options.timeoutSeconds) * 1000,
     throwOnDenied: override.throwOnDenied ?? options.throwOnDenied,
   };
 }
 
-function positive(value: number | undefined, name: string): number | undefined {
+/** Node runs a timer set past this after 1 ms (TimeoutOverflowWarning): every call would time out at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function positive(value: number | undefined, name: string, max = Number.MAX_VALUE): number | undefined {
   if (value === undefined) return undefined;
   if (!Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number`);
+  if (value > max) throw new TypeError(`${name} must be at most ${max}`);
+  return value;
+}
+
+/** A batch takes whole events: one of 0.5 took none, and the sender looped on it without end. */
+function batchSize(value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < 1) throw new TypeError('auditBatchSize must be a whole number of at least 1');
   return value;
 }
 

@@ -19,6 +19,8 @@ export interface GatewayDecision {
   decisionId: string;
   cacheable: boolean;
   cacheTtlMs: number;
+  /** False when the gateway's MODE=audit let a denial through (decision allow, the denying policy and reason named). */
+  enforced: boolean;
 }
 
 /** Where a check's answer came from. */

@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { GatewayRejectedError, GovernanceClient, GovernanceOptions, PolicyDeniedError, SoftDenial } from '../src';
 import { AuditEntry, DECISION_CASES, freePort, SdkGateway, sleep, tempWal } from './support/sdk-gateway';
 import { TcpRelay } from '../../../test/support/tcp-relay';
@@ -92,6 +94,47 @@ describe('check', () => {
     await expect(badKey).rejects.toBeInstanceOf(GatewayRejectedError);
     await expect(badKey).rejects.toMatchObject({ code: 'unauthenticated' });
   });
+
+  // proto/pdp.proto: a tripped rate_limit is RESOURCE_EXHAUSTED, an error, as in the Python SDK.
+  it.each([
+    ['gRPC', {}],
+    ['HTTP', { grpcAddress: '127.0.0.1:1' }],
+  ])('refuses a check past a rate limit with GatewayRejectedError resource_exhausted, over %s, whatever throwOnDenied says', async (transport, options) => {
+    const plugin = `Limited${transport}Plugin`;
+    await putPolicy(`limit-${transport.toLowerCase()}`, `name: limit-${transport.toLowerCase()}\nmatch: { plugin: ${plugin} }\nrules:\n  - condition: rate_limit(per_agent, 1, 1m)\n    action: deny\n    reason: One a minute\n`);
+    const limited = await client({ throwOnDenied: false, ...options });
+    expect(await limited.check(plugin, 'Run')).toMatchObject({ allowed: true });
+    await expect(limited.check(plugin, 'Run')).rejects.toMatchObject({ name: 'GatewayRejectedError', code: 'resource_exhausted', message: expect.stringContaining('One a minute') });
+    let ran = false;
+    await expect(limited.guard(plugin, 'Run', {}, () => (ran = true))).rejects.toMatchObject({ code: 'resource_exhausted' });
+    expect(ran).toBe(false);
+  });
+
+  // Python maps 413 to invalid_argument too; gRPC answers an oversized message RESOURCE_EXHAUSTED.
+  it('refuses a check too large for the gateway over HTTP (413) as invalid_argument, even under fail-open', async () => {
+    const open = await client({ grpcAddress: '127.0.0.1:1', failureMode: 'fail-open' });
+    let ran = false;
+    const huge = { text: 'x'.repeat(2 * 1024 * 1024) };
+    await expect(open.check('FilePlugin', 'WriteFile', huge)).rejects.toMatchObject({ name: 'GatewayRejectedError', code: 'invalid_argument' });
+    await expect(open.guard('FilePlugin', 'WriteFile', huge, () => (ran = true))).rejects.toMatchObject({ code: 'invalid_argument' });
+    expect(ran).toBe(false);
+  });
+
+  // JSON turns NaN and Infinity into null: the policy would judge a value the call never gets.
+  it.each([
+    ['gRPC', {}],
+    ['HTTP', { grpcAddress: '127.0.0.1:1' }],
+  ])('refuses an argument that is not a finite number, over %s, and guard does not run the call', async (_transport, options) => {
+    await putPolicy('big-refunds', 'name: big-refunds\nmatch: { plugin: RefundPlugin }\nrules:\n  - condition: args.amount > 1000\n    action: deny\n    reason: Too large\n');
+    const refunds = await client({ throwOnDenied: false, ...options });
+    for (const amount of [Infinity, -Infinity, NaN]) {
+      await expect(refunds.check('RefundPlugin', 'Refund', { amount })).rejects.toMatchObject({ code: 'invalid_argument', message: expect.stringContaining('amount') });
+    }
+    await expect(refunds.check('RefundPlugin', 'Refund', {}, { limits: [1, Infinity] })).rejects.toMatchObject({ code: 'invalid_argument' });
+    let ran = false;
+    await expect(refunds.guard('RefundPlugin', 'Refund', { amount: Infinity }, () => (ran = true))).rejects.toBeInstanceOf(GatewayRejectedError);
+    expect(ran).toBe(false);
+  });
 });
 
 describe('guard', () => {
@@ -114,6 +157,20 @@ describe('guard', () => {
     expect(read.details!.durationMs as number).toBeGreaterThanOrEqual(25);
     expect(outcomes.find((entry) => entry.action === 'CrmPlugin.DeleteCustomer')).toMatchObject({ reason: 'error: Error: boom' });
     expect(outcomes).toHaveLength(2);
+  });
+
+  it('records an event whose summary or duration exceeds what the gateway takes, cut to fit, rather than losing it', async () => {
+    const agentId = await gateway.createAgent('long-audit-agent');
+    const auditing = await client({ agentId });
+    await auditing.audit({ plugin: 'ReportPlugin', function: 'Render', decision: 'allow', durationMs: 5, resultSummary: 'x'.repeat(3000) });
+    await auditing.audit({ plugin: 'ReportPlugin', function: 'Export', decision: 'allow', durationMs: 90_000_000 });
+    await auditing.audit({ plugin: 'ReportPlugin', function: 'Undo', decision: 'allow', durationMs: -1 });
+    await auditing.flushAudit();
+    const outcomes = (await gateway.auditEntries(`agentId=${agentId}&source=check`, (found) => found.filter((entry) => entry.kind === 'outcome').length >= 3)).filter((entry) => entry.kind === 'outcome');
+    const byAction = new Map(outcomes.map((entry) => [entry.action, entry]));
+    expect(byAction.get('ReportPlugin.Render')!.reason).toBe('x'.repeat(2048));
+    expect(byAction.get('ReportPlugin.Export')!.details).toMatchObject({ durationMs: 86_400_000 });
+    expect(byAction.get('ReportPlugin.Undo')!.details).toMatchObject({ durationMs: 0 });
   });
 });
 
@@ -194,6 +251,39 @@ describe('transports', () => {
     } finally {
       await relay.close();
     }
+  });
+});
+
+describe('lifecycle', () => {
+  it('lets Node exit once close() resolved, after following Subscribe', async () => {
+    const child = spawn(process.execPath, [path.join(__dirname, 'support', 'check-and-close.js')], {
+      env: { PATH: process.env.PATH ?? '', GATEWAY_URL: gateway.url, GRPC_ADDRESS: `127.0.0.1:${gateway.grpcPort}`, API_KEY: gateway.apiKey, AGENT_ID: gateway.agents.reader, WAL: tempWal() },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const outcome = await Promise.race([exited, sleep(8000).then(() => 'still running' as const)]);
+    child.kill('SIGKILL');
+    expect({ output, outcome }).toEqual({ output: 'closed\n', outcome: 0 });
+  });
+});
+
+describe('audit mode (MODE=audit)', () => {
+  let auditing: SdkGateway;
+  beforeAll(async () => {
+    auditing = await SdkGateway.start({ MODE: 'audit' });
+  }, 120_000);
+  afterAll(() => auditing?.stop());
+
+  // The Python SDK's Decision.enforced: without it an allowed would-be denial looks like any allow.
+  it.each([
+    ['gRPC', {}],
+    ['HTTP', { grpcAddress: '127.0.0.1:1' }],
+  ])('says a would-be denial was let through (enforced false), over %s', async (_transport, options) => {
+    const shadow = await client({ gatewayUrl: auditing.url, grpcAddress: `127.0.0.1:${auditing.grpcPort}`, apiKey: auditing.apiKey, agentId: auditing.agents.reader, ...options });
+    expect(await shadow.check('FilePlugin', 'ReadFile', { path: '/etc/passwd' })).toMatchObject({ allowed: true, enforced: false, policy: 'block-sensitive-files' });
+    expect(await shadow.check('FilePlugin', 'ReadFile', { path: '/tmp/notes.txt' })).toMatchObject({ allowed: true, enforced: true });
   });
 });
 

@@ -28,6 +28,18 @@ describe('options', () => {
     expect(() => resolveOptions({ ...REQUIRED, timeoutSeconds: 0 })).toThrow('timeoutSeconds must be a positive number');
   });
 
+  // A batch of 0.5 events took none and looped without yielding (the event loop starved); a
+  // timer past 2^31-1 ms fires after 1 ms in Node, so every HTTP check timed out at once.
+  it('refuses a batch size that is not a whole number and durations Node timers cannot hold', () => {
+    expect(() => resolveOptions({ ...REQUIRED, auditBatchSize: 0.5 })).toThrow('auditBatchSize must be a whole number of at least 1');
+    expect(() => resolveOptions({ ...REQUIRED, auditBatchSize: 2.5 })).toThrow('auditBatchSize must be a whole number of at least 1');
+    expect(() => resolveOptions({ ...REQUIRED, timeoutSeconds: 30 * 86_400 })).toThrow('timeoutSeconds must be at most 2147483.647');
+    expect(() => resolveOptions({ ...REQUIRED, auditFlushMs: 2 ** 31 })).toThrow('auditFlushMs must be at most 2147483647');
+    const options = resolveOptions({ ...REQUIRED, plugins: { SlowPlugin: { timeoutSeconds: 30 * 86_400 } } });
+    expect(() => callOptions(options, 'SlowPlugin')).toThrow('plugins.SlowPlugin.timeoutSeconds must be at most 2147483.647');
+    expect(resolveOptions({ ...REQUIRED, auditBatchSize: 1, timeoutSeconds: 2_147_483.647, auditFlushMs: 2 ** 31 - 1 })).toMatchObject({ auditBatchSize: 1 });
+  });
+
   it('applies a plugin override over the client-wide values, and only to that plugin', () => {
     const options = resolveOptions({ ...REQUIRED, defaultTrustTier: 'elevated', plugins: { FilePlugin: { trustTier: 'restricted', timeoutSeconds: 0.5, throwOnDenied: false } } });
     expect(callOptions(options, 'FilePlugin')).toEqual({ trustTier: 'restricted', timeoutMs: 500, throwOnDenied: false });
@@ -39,7 +51,7 @@ describe('options', () => {
 describe('DecisionCache', () => {
   const request: CheckRequest = { agentId: 'agent_1', plugin: 'P', function: 'f', args: { a: 1 }, context: {}, trustTier: 'standard' };
   const decision = (overrides: Partial<GatewayDecision> = {}): GatewayDecision => ({
-    decision: 'allow', reason: '', policy: 'p', rule: '', policyVersion: 3, traceId: 't', decisionId: 'aud_1', cacheable: true, cacheTtlMs: 60_000, ...overrides,
+    decision: 'allow', reason: '', policy: 'p', rule: '', policyVersion: 3, traceId: 't', decisionId: 'aud_1', cacheable: true, cacheTtlMs: 60_000, enforced: true, ...overrides,
   });
 
   it('hashes every part of the question', () => {

@@ -49,8 +49,8 @@ export class SdkGateway {
     return this.process.url;
   }
 
-  /** Starts the gateway and creates the fixture agents and an API key. */
-  static async start(): Promise<SdkGateway> {
+  /** Starts the gateway (with `env` over the defaults) and creates the fixture agents and an API key. */
+  static async start(env: Record<string, string> = {}): Promise<SdkGateway> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-sdk-gw-'));
     const database = await ownDatabase(dataDir);
     const grpcPort = await freePort();
@@ -61,6 +61,7 @@ export class SdkGateway {
       POLICIES_FILE: path.join(FIXTURES, 'policies.yaml'),
       AUDIT_FLUSH_MS: '10',
       LOG_LEVEL: 'error',
+      ...env,
     });
     const cleanup = async () => {
       await killGateway(gateway);
