@@ -28,6 +28,16 @@ export class WriteAheadLog {
   /** Opens (creating) the file and returns it with the events it holds that were never acknowledged. */
   static async openFile(file: string): Promise<{ log: WriteAheadLog; unacknowledged: AuditEvent[] }> {
     await fs.promises.mkdir(path.dirname(file), { recursive: true });
+    await takeLock(file);
+    try {
+      return await WriteAheadLog.read(file);
+    } catch (error) {
+      await fs.promises.rm(lockOf(file), { force: true });
+      throw error;
+    }
+  }
+
+  private static async read(file: string): Promise<{ log: WriteAheadLog; unacknowledged: AuditEvent[] }> {
     const text = await fs.promises.readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? '' : Promise.reject(error)));
     const log = new WriteAheadLog(file, await fs.promises.open(file, 'a'));
     for (const record of parseRecords(text)) {
@@ -67,9 +77,10 @@ export class WriteAheadLog {
     });
   }
 
-  /** Closes the file after the writes already asked for. */
+  /** Closes the file after the writes already asked for, and lets another client open it. */
   async close(): Promise<void> {
     await this.serially(() => this.handle.close());
+    await fs.promises.rm(lockOf(this.file), { force: true });
   }
 
   /**
@@ -99,6 +110,43 @@ export class WriteAheadLog {
     const run = this.tail.then(work);
     this.tail = run.catch(() => undefined);
     return run;
+  }
+}
+
+function lockOf(file: string): string {
+  return `${file}.lock`;
+}
+
+/**
+ * Takes `<file>.lock` for this client, or throws naming the process that holds it. Two clients
+ * on one file each resent the other's events on start and, compacting the file when their own
+ * were acknowledged, dropped the other's unacknowledged ones. A lock left by a process that
+ * has ended is taken over.
+ */
+async function takeLock(file: string): Promise<void> {
+  const lock = lockOf(file);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await fs.promises.writeFile(lock, String(process.pid), { flag: 'wx' });
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const owner = Number(await fs.promises.readFile(lock, 'utf8').catch(() => ''));
+    if (isRunning(owner)) throw new Error(`the audit write-ahead file ${file} is in use by process ${owner}; give each client its own auditLogPath`);
+    await fs.promises.rm(lock, { force: true });
+  }
+  throw new Error(`could not lock the audit write-ahead file ${file}`);
+}
+
+/** Whether `pid` is a live process (this one included: another client of it holds the file). */
+function isRunning(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

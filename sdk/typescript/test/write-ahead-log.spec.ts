@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +14,27 @@ describe('WriteAheadLog', () => {
   let dir: string;
   beforeEach(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sdk-wal-'))));
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses a second client on the same file while the first has it, and hands it over on close', async () => {
+    const file = path.join(dir, 'audit.wal');
+    const first = await WriteAheadLog.openFile(file);
+    await first.log.append(event(1));
+    await expect(WriteAheadLog.openFile(file)).rejects.toThrow(`the audit write-ahead file ${file} is in use by process ${process.pid}; give each client its own auditLogPath`);
+    await first.log.close();
+    const second = await WriteAheadLog.openFile(file);
+    expect(second.unacknowledged.map((pending) => pending.eventId)).toEqual(['ev_1']);
+    await second.log.close();
+  });
+
+  it('takes over the lock of a process that has ended', async () => {
+    const file = path.join(dir, 'audit.wal');
+    const ended = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']);
+    fs.writeFileSync(`${file}.lock`, ended.stdout.toString());
+    const { log } = await WriteAheadLog.openFile(file);
+    expect(fs.readFileSync(`${file}.lock`, 'utf8')).toBe(String(process.pid));
+    await log.close();
+    expect(fs.existsSync(`${file}.lock`)).toBe(false);
+  });
 
   it('stays small while events keep arriving as earlier ones are acknowledged, and loses none', async () => {
     const file = path.join(dir, 'audit.wal');
