@@ -78,6 +78,12 @@ class DecisionCache:
             for stale in [key for key in self._entries if key[0] < policy_version]:
                 del self._entries[stale]
 
+    def restart(self) -> None:
+        """Forgets every entry and the versions seen: the gateway's went backwards."""
+        with self._lock:
+            self._entries.clear()
+            self._known_version = 0
+
     def set_live(self, live: bool) -> None:
         with self._lock:
             self._live = live

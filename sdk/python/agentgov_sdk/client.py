@@ -16,6 +16,8 @@ from types import TracebackType
 from typing import Any, Awaitable, Callable, Coroutine, Dict, Mapping, Optional, ParamSpec, Type, TypeVar, Union, cast, overload
 from urllib.parse import urlsplit
 
+import grpc
+
 from .audit import AuditBatcher, AuditEvent, WriteAheadLog
 from .cache import DecisionCache, request_hash
 from .decision import CheckRequest, Decision, SoftDenial
@@ -245,7 +247,14 @@ class Client:
                 for version in self._stream:
                     self._cache.changed(version)
                     backoff = 0.2
-            except Exception as error:  # the stream ended: the gateway went away or we closed it
+            except grpc.RpcError as error:  # the stream ended: the gateway went away or we closed it
+                logger.debug("change stream ended: %s", error)
+                if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    # The version we resume from is ahead of the organization's (its database
+                    # was restored from a backup): resuming from it is refused every time, and
+                    # answers below it were never cached. Start again from nothing.
+                    self._cache.restart()
+            except Exception as error:
                 logger.debug("change stream ended: %s", error)
             self._cache.set_live(False)
             if self._closed.wait(backoff):

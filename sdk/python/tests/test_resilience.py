@@ -131,6 +131,23 @@ def test_a_policy_change_ends_cached_decisions(make_client: MakeClient, gateway:
         gateway.admin("DELETE", "/admin/policies/notes-closed")
 
 
+def test_the_cache_comes_back_after_the_gateways_versions_went_backwards(make_client: MakeClient) -> None:
+    client = make_client()
+
+    def ask() -> Decision:
+        return client.check("FilePlugin", "ReadFile", {"path": "/tmp/restored"})
+
+    wait_for_live_cache(ask)
+    # What a gateway restored from an older backup leaves a client with: a newest version seen
+    # that the organization has not reached. Resuming from it was refused every few seconds, and
+    # no answer (all below it) was cached again until the organization passed it.
+    client._cache._known_version = 10_000
+    assert client._stream is not None
+    client._stream.cancel()
+    wait_for_live_cache(ask, timeout=15.0)
+    assert client._cache.known_version < 10_000
+
+
 def test_uncacheable_answers_are_asked_every_time(make_client: MakeClient) -> None:
     client = make_client()
     first = client.check("SearchPlugin", "Query", {"q": "a"})

@@ -54,6 +54,18 @@ export class DecisionCache {
     this.currentVersion = Math.max(this.currentVersion, version);
   }
 
+  /**
+   * A Subscribe stream is opened from `version`, an answer's. Below the newest seen, the
+   * gateway's versions went backwards (its database restored from a backup): every answer
+   * would stay below the newest seen, and none was cached again until the organization passed
+   * it. The cache starts again from `version`; the stream replays whatever came after it.
+   */
+  resumeFrom(version: number): void {
+    if (version >= this.currentVersion) return;
+    this.entries.clear();
+    this.currentVersion = version;
+  }
+
   /** How many entries it holds. */
   get size(): number {
     return this.entries.size;

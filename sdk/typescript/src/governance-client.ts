@@ -171,6 +171,7 @@ export class GovernanceClient {
   /** Follows Subscribe from `version` so a change empties the cache at once. */
   private follow(version: number): void {
     if (this.stopSubscription !== null || this.closed || Date.now() < this.resubscribeAt) return;
+    this.cache.resumeFrom(version);
     this.stopSubscription = this.grpc.subscribe(
       version,
       (event) => this.cache.invalidate(event.policyVersion),

@@ -88,4 +88,18 @@ describe('DecisionCache', () => {
     expect(cache.version).toBe(5);
     expect(cache.get('h')).toMatchObject({ decisionId: 'aud_5' });
   });
+
+  it('starts again from the version a stream resumes from when it is below the newest seen (a restored gateway)', () => {
+    const cache = new DecisionCache();
+    cache.invalidate(10_000);
+    cache.put('h', decision({ policyVersion: 15 }));
+    expect(cache.get('h')).toBeUndefined();
+    cache.resumeFrom(15);
+    expect(cache.version).toBe(15);
+    cache.put('h', decision({ policyVersion: 15, decisionId: 'aud_15' }));
+    expect(cache.get('h')).toMatchObject({ decisionId: 'aud_15' });
+    cache.resumeFrom(20);
+    expect(cache.version).toBe(15);
+    expect(cache.get('h')).toMatchObject({ decisionId: 'aud_15' });
+  });
 });
