@@ -602,6 +602,8 @@ describe('rate limits', () => {
     expect([viaFallback.status, viaFallback.headers.get('retry-after')]).toEqual([429, String(viaFallback.body.retry_after)]);
     const viaGrpc = await grpcError(evaluate(client, key, { agentId: searcher, plugin: 'SearchPlugin', function: 'Query' }));
     expect(viaGrpc.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
+    // The same wait as a trailer: gRPC had only the message, so SDKs could not tell when to retry.
+    expect(Number(viaGrpc.metadata.get('retry-after')[0])).toBeGreaterThan(0);
     const decisions = (found: AuditEntry[]) => found.filter((entry) => entry.kind === 'decision');
     const entries = decisions(await auditEntries(`agentId=${searcher}`, (found) => decisions(found).length >= 6));
     expect(entries.map((entry) => [entry.source, entry.status]).sort()).toEqual([["check", 200], ["check", 200], ["check", 200], ["check", 429], ["pdp", 429], ["pdp", 429]]);

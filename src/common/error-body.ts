@@ -1,4 +1,4 @@
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import { Metadata, status as GrpcStatus } from '@grpc/grpc-js';
 import { AppError } from './app-error';
 import { ErrorCode, grpcStatusOf } from './error-code';
 import { ServiceHeader } from './service-header';
@@ -37,15 +37,31 @@ export function errorHeaders(body: Record<string, unknown>): Record<string, stri
   return typeof body.retry_after === 'number' ? { [ServiceHeader.RetryAfter]: String(body.retry_after) } : {};
 }
 
+/** A gRPC call's failure: its status, message and trailers. */
+export interface GrpcErrorStatus {
+  code: GrpcStatus;
+  message: string;
+  details: string;
+  /** `retry-after` (seconds) when the error says when to retry, as the HTTP answer's header does. */
+  metadata?: Metadata;
+  unexpected: boolean;
+}
+
 /**
  * The gRPC face of the same error: the status of the code errorBody gives it (a value the
  * database refuses is INVALID_ARGUMENT, as it is a 400; an unreachable database UNAVAILABLE, as
  * it is a 503), else INTERNAL.
  */
-export function grpcErrorOf(error: unknown): { code: GrpcStatus; message: string; unexpected: boolean } {
+export function grpcErrorOf(error: unknown): GrpcErrorStatus {
   const { body, unexpected } = errorBody(error);
   const known = knownError(error);
-  return { code: known ? grpcStatusOf(known.code) : GrpcStatus.INTERNAL, message: String(body.message), unexpected };
+  const message = String(body.message);
+  const status: GrpcErrorStatus = { code: known ? grpcStatusOf(known.code) : GrpcStatus.INTERNAL, message, details: message, unexpected };
+  const headers = errorHeaders(body);
+  if (headers[ServiceHeader.RetryAfter] === undefined) return status;
+  status.metadata = new Metadata();
+  status.metadata.set('retry-after', headers[ServiceHeader.RetryAfter]);
+  return status;
 }
 
 function knownError(error: unknown): AppError | null {

@@ -60,9 +60,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
    */
   private grpc(exception: unknown, host: ArgumentsHost): Observable<never> | Observable<undefined> {
     const error = exception instanceof HttpException ? new AppError(CODE_BY_STATUS[exception.getStatus()] ?? ErrorCode.InvalidRequest, messageOf(exception)) : exception;
-    const { code, message, unexpected } = grpcErrorOf(error);
+    const { unexpected, ...status } = grpcErrorOf(error);
     if (unexpected) this.logger.error({ err: exception }, 'unhandled gRPC error');
-    const status = { code, message, details: message };
     const streamCall = rawStreamCall(host);
     this.reportGrpcFailure(host, streamCall, error);
     if (streamCall === null) return throwError(() => status);

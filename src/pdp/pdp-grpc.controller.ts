@@ -1,13 +1,13 @@
 import { Controller } from '@nestjs/common';
 import { GrpcMethod, GrpcStreamCall } from '@nestjs/microservices';
-import { Metadata, ServerDuplexStream, ServerWritableStream, status as GrpcStatus } from '@grpc/grpc-js';
+import { Metadata, ServerDuplexStream, ServerWritableStream } from '@grpc/grpc-js';
 import { once } from 'node:events';
 import { Observable } from 'rxjs';
 import { AdapterAuthenticator, grpcAdapterCredentials } from '../api-keys/adapter-authenticator';
 import type { AdapterPrincipal } from '../api-keys/api-keys.service';
 import { AppError } from '../common/app-error';
 import { AdapterAuth } from '../common/auth-decorators';
-import { errorBody, grpcErrorOf } from '../common/error-body';
+import { errorBody, GrpcErrorStatus, grpcErrorOf } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { grpcPrincipal } from '../common/grpc-principal';
 import { callTrace } from '../common/grpc-trace';
@@ -148,7 +148,7 @@ function fromGrpc(request: DecodedPolicyRequest, trace: () => string): PdpReques
   return question.traceId === '' ? traced(question, trace()) : question;
 }
 
-function grpcError(error: unknown): { code: GrpcStatus; details: string; message: string } {
-  const { code, message } = grpcErrorOf(error);
-  return { code, details: message, message };
+function grpcError(error: unknown): Omit<GrpcErrorStatus, 'unexpected'> {
+  const { unexpected: _unexpected, ...status } = grpcErrorOf(error);
+  return status;
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional
 
 from .decision import Decision
 
@@ -29,12 +29,26 @@ class PolicyDeniedError(AgentGovError):
 
 class GatewayError(AgentGovError):
     """The gateway refused the request (bad key, unknown or revoked agent, rate limit, bad input)
-    or could not be reached. `code` names which; `status` is the HTTP status when there was one."""
+    or could not be reached. `code` names which; `status` is the HTTP status when there was one;
+    `retry_after` the seconds until a retry can pass, for a tripped rate limit."""
 
-    def __init__(self, code: ErrorCode, message: str, status: int = 0) -> None:
+    def __init__(self, code: ErrorCode, message: str, status: int = 0, retry_after: Optional[int] = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code: ErrorCode = code
         self.status = status
+        self.retry_after = retry_after
+
+
+def retry_after_of(value: object) -> Optional[int]:
+    """Whole seconds from a `retry-after` trailer (text) or a body's `retry_after` (number)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, (str, bytes)):
+        text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+        return int(text) if text.isascii() and text.isdigit() else None
+    return None
 
 
 class GatewayUnreachableError(GatewayError):

@@ -14,7 +14,7 @@ from google.protobuf import struct_pb2
 
 from ._generated import pdp_pb2, pdp_pb2_grpc
 from .decision import CheckRequest, Decision
-from .errors import HTTP_STATUS_CODES, ErrorCode, GatewayError, GatewayTimeoutError, GatewayUnreachableError
+from .errors import HTTP_STATUS_CODES, ErrorCode, GatewayError, GatewayTimeoutError, GatewayUnreachableError, retry_after_of
 
 GRPC_STATUS_CODES: Dict[grpc.StatusCode, ErrorCode] = {
     grpc.StatusCode.UNAUTHENTICATED: "unauthenticated",
@@ -110,7 +110,8 @@ def grpc_error(error: grpc.RpcError) -> GatewayError:
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return GatewayTimeoutError(f"gRPC: {details}")
     if code in GRPC_STATUS_CODES:
-        return GatewayError(GRPC_STATUS_CODES[code], details)
+        trailers = dict(error.trailing_metadata() or ()) if hasattr(error, "trailing_metadata") else {}
+        return GatewayError(GRPC_STATUS_CODES[code], details, retry_after=retry_after_of(trailers.get("retry-after")))
     if code == grpc.StatusCode.UNAVAILABLE:
         return GatewayUnreachableError(f"gRPC: {details}")
     # INTERNAL and the rest are a gateway that could not decide, as an HTTP 5xx is: the HTTP
@@ -149,7 +150,7 @@ class HttpTransport:
             return payload
         message = str(payload.get("message") or payload.get("error") or f"HTTP {status}")
         if status in HTTP_STATUS_CODES:
-            raise GatewayError(HTTP_STATUS_CODES[status], message, status)
+            raise GatewayError(HTTP_STATUS_CODES[status], message, status, retry_after_of(payload.get("retry_after")))
         raise GatewayUnreachableError(f"HTTP {status}: {message}", status)
 
     def _exchange(self, path: str, data: bytes, timeout: float) -> Tuple[int, Dict[str, Any]]:

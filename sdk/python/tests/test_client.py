@@ -147,6 +147,8 @@ def test_a_tripped_rate_limit_is_a_gateway_error_whatever_throw_on_denied_says(m
             attempt()
         assert raised.value.code == "resource_exhausted"
         assert "One a minute" in str(raised.value)
+        # When to try again, over either transport (gRPC: the retry-after trailer).
+        assert raised.value.retry_after is not None and raised.value.retry_after > 0
     assert ran == []
 
 

@@ -37,7 +37,15 @@ export class GatewayRejectedError extends Error {
   constructor(
     readonly code: RejectionCode,
     message: string,
+    /** For resource_exhausted from a tripped rate limit: seconds until a retry can pass. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(`${code}: ${message}`);
   }
+}
+
+/** A whole number of seconds from a `retry-after` header or trailer, or from a body's `retry_after`. */
+export function retryAfterOf(value: unknown): number | undefined {
+  const seconds = typeof value === 'number' ? value : typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : NaN;
+  return Number.isSafeInteger(seconds) ? seconds : undefined;
 }

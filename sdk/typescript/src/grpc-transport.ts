@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, RejectionCode } from './errors';
+import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, RejectionCode, retryAfterOf } from './errors';
 import type { PolicyChangeEvent__Output as PolicyChangeEvent } from './generated/agentgov/pdp/v1/PolicyChangeEvent';
 import type { PolicyDecisionPointClient } from './generated/agentgov/pdp/v1/PolicyDecisionPoint';
 import type { PolicyResponse__Output as PolicyResponse } from './generated/agentgov/pdp/v1/PolicyResponse';
@@ -86,7 +86,7 @@ function decisionOf(response: PolicyResponse): GatewayDecision {
 
 function transportError(error: grpc.ServiceError): Error {
   const rejection = REJECTIONS[error.code];
-  if (rejection !== undefined) return new GatewayRejectedError(rejection, error.details);
+  if (rejection !== undefined) return new GatewayRejectedError(rejection, error.details, retryAfterOf(error.metadata?.get('retry-after')[0]));
   if (error.code === grpc.status.DEADLINE_EXCEEDED) return new GatewayTimeoutError(`gRPC: ${error.details}`);
   return new GatewayUnavailableError(`gRPC ${grpc.status[error.code]}: ${error.details}`, error.code === grpc.status.UNAVAILABLE);
 }

@@ -1,4 +1,4 @@
-import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, RejectionCode } from './errors';
+import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, RejectionCode, retryAfterOf } from './errors';
 import type { CheckRequest, GatewayDecision, Transport } from './transport';
 import type { AuditRecord } from './governance-client';
 
@@ -71,7 +71,7 @@ export class HttpTransport implements Transport {
     if (response.ok) return answer;
     const message = String(answer.message ?? response.statusText);
     const rejection = REJECTIONS[response.status];
-    if (rejection !== undefined) throw new GatewayRejectedError(rejection, message);
+    if (rejection !== undefined) throw new GatewayRejectedError(rejection, message, retryAfterOf(answer.retry_after));
     throw new GatewayUnavailableError(`HTTP ${path}: ${response.status} ${message}`);
   }
 }

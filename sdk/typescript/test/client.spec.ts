@@ -104,7 +104,10 @@ describe('check', () => {
     await putPolicy(`limit-${transport.toLowerCase()}`, `name: limit-${transport.toLowerCase()}\nmatch: { plugin: ${plugin} }\nrules:\n  - condition: rate_limit(per_agent, 1, 1m)\n    action: deny\n    reason: One a minute\n`);
     const limited = await client({ throwOnDenied: false, ...options });
     expect(await limited.check(plugin, 'Run')).toMatchObject({ allowed: true });
-    await expect(limited.check(plugin, 'Run')).rejects.toMatchObject({ name: 'GatewayRejectedError', code: 'resource_exhausted', message: expect.stringContaining('One a minute') });
+    const refused = await limited.check(plugin, 'Run').catch((error: unknown) => error);
+    expect(refused).toMatchObject({ name: 'GatewayRejectedError', code: 'resource_exhausted', message: expect.stringContaining('One a minute') });
+    // When to try again, over either transport (gRPC: the retry-after trailer).
+    expect((refused as GatewayRejectedError).retryAfterSeconds).toBeGreaterThan(0);
     let ran = false;
     await expect(limited.guard(plugin, 'Run', {}, () => (ran = true))).rejects.toMatchObject({ code: 'resource_exhausted' });
     expect(ran).toBe(false);
