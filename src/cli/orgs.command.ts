@@ -3,6 +3,7 @@ import { OrganizationsService } from '../organizations/organizations.service';
 import { PLAN_IDS, PlanId } from '../organizations/plans';
 import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields } from './cli-output';
+import { isDisplayName } from '../common/validation';
 
 interface CreateOptions {
   name: string;
@@ -27,8 +28,9 @@ export class OrgsCreateCommand extends CliCommand {
 
   @Option({ flags: '--name <name>', description: 'Display name', required: true })
   parseName(value: string): string {
-    if (value.trim() === '') throw new CliError('--name must not be empty');
-    return value.trim();
+    const name = value.trim();
+    if (name.length > 200 || !isDisplayName(name)) throw new CliError('--name must be 1-200 characters with a visible one, and no control characters');
+    return name;
   }
 
   @Option({ flags: '--email <email>', description: 'Billing email' })

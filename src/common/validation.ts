@@ -45,6 +45,8 @@ const DISPLAY_NAME = /^[^\p{Cc}\p{Cs}]*[^\p{Cc}\p{Cs}\s][^\p{Cc}\p{Cs}]*$/u;
  * forges a line in a log or an alert), no lone surrogate (UTF-8 cannot carry one: it was
  * stored as U+FFFD, so the name read back was not the name sent).
  */
+export const isDisplayName = (value: string): boolean => DISPLAY_NAME.test(value);
+
 export const IsDisplayName = () =>
   Matches(DISPLAY_NAME, { message: ({ property }) => `${property} must have a visible character and no control characters or lone surrogates` });
 
