@@ -460,6 +460,16 @@ describe('denials', () => {
     expect(received.headers['content-type']).toBe('application/json');
   });
 
+  it('reads the JSON body whatever the case of its media type: Application/JSON is JSON to any upstream', async () => {
+    const { agent } = await setup([{ name: 'big-payments', action: 'write:payments*', condition: 'args.amount > 100', reason: 'Amount over 100' }]);
+    for (const type of ['Application/JSON', 'APPLICATION/JSON; charset=utf-8', 'application/Vnd.Api+JSON']) {
+      const trace = traceId();
+      const response = await proxy(agent, 'POST', '/payments', { headers: { 'content-type': type, 'x-trace-id': trace }, body: '{"amount": 500}' });
+      expect({ type, status: response.status }).toEqual({ type, status: 403 });
+      expect(receivedWithTrace(trace)).toHaveLength(0);
+    }
+  });
+
   it('answers 400 invalid_json when a policy must read a body that is not JSON', async () => {
     const { agent } = await setup([{ name: 'big-payments', action: 'write:payments*', condition: 'args.amount > 100' }]);
     const trace = traceId();

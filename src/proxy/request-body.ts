@@ -54,8 +54,12 @@ export function parseJsonBody(body: Buffer): unknown {
 
 /** True when the request says its body is JSON. */
 export function isJsonRequest(incoming: IncomingMessage): boolean {
-  const type = incoming.headers['content-type'];
-  return type !== undefined && (type.startsWith('application/json') || /^application\/[^;]*\+json/.test(type));
+  const header = incoming.headers['content-type'];
+  if (header === undefined) return false;
+  // Media types are case-insensitive (RFC 9110 8.3.1): an upstream parses `Application/JSON` as
+  // JSON, so a policy on its fields must see them too.
+  const type = header.toLowerCase();
+  return type.startsWith('application/json') || /^application\/[^;]*\+json/.test(type);
 }
 
 /**
