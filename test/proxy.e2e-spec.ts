@@ -404,6 +404,27 @@ describe('authentication', () => {
     expect(receivedWithTrace(trace)).toHaveLength(0);
     expect((await proxy(agent, 'GET', '/others-unaffected')).status).toBe(200);
   });
+
+  it('answers 401 when the agent is revoked while the body a policy reads is still arriving', async () => {
+    const { org: bodyOrg, agent: slow } = await setup([{ name: 'big-payments', action: 'write:payments*', condition: 'args.amount > 100' }]);
+    const trace = traceId();
+    const { hostname, port } = new URL(gateway.url);
+    const headers = { authorization: `Bearer ${slow.token}`, 'content-type': 'application/json', 'x-trace-id': trace };
+    const request = http.request({ hostname, port, method: 'POST', path: '/proxy/payments', headers, agent: false });
+    const answered = new Promise<number>((resolve, reject) => {
+      request.on('response', (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      request.on('error', reject);
+    });
+    request.write('{"amount": ');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await call(gateway.url, 'DELETE', `/admin/agents/${slow.id}`, { adminToken: bodyOrg.adminToken })).status).toBe(200);
+    request.end('5}');
+    expect(await answered).toBe(401);
+    expect(receivedWithTrace(trace)).toHaveLength(0);
+  });
 });
 
 describe('denials', () => {

@@ -111,10 +111,19 @@ export class ProxyHandler implements OnApplicationShutdown {
       fullArgs: isJsonRequest(request)
         ? async () => {
             body.read = await this.readInspectedBody(request);
+            await this.stillAuthenticated(request);
             return proxyArgs(target.path, method, target.query, parseJsonBody(body.read));
           }
         : undefined,
     };
+  }
+
+  /**
+   * A body can take minutes to arrive after the token was checked: an agent revoked (or a token
+   * expired) meanwhile is refused 401, as its next request would be, not decided and forwarded.
+   */
+  private async stillAuthenticated(request: IncomingMessage): Promise<void> {
+    await this.authenticator.authenticate(request.headers.authorization);
   }
 
   /** The JSON body a policy inspects, bounded by MAX_JSON_BYTES. */
