@@ -285,6 +285,9 @@ describe('POST /admin/policies/simulate on the stored policies', () => {
     ['missing input', {}, 'input'],
     ['an unknown field', { input: { action: 'read:x' }, extra: true }, 'extra'],
     ['a non-boolean replace', { input: { action: 'read:x' }, replace: 'yes' }, 'replace'],
+    ['an input that is a list', { input: [] }, 'input'],
+    ['an input.agent that is a list', { input: { action: 'read:x', agent: [] } }, 'input.agent'],
+    ['an input.delegation that is a list', { input: { action: 'read:x', delegation: [] } }, 'input.delegation'],
   ])('answers 400 invalid_request for %s', async (_what, body, field) => {
     const response = await admin<ErrorBody>(org, 'POST', '/admin/policies/simulate', body);
     expect(response.status).toBe(400);

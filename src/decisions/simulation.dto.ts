@@ -38,6 +38,7 @@ export class SimulationInputDto {
 
   @ApiPropertyOptional({ type: SimulationAgentDto })
   @IsOptional()
+  @IsObject()
   @ValidateNested()
   @Type(() => SimulationAgentDto)
   agent?: SimulationAgentDto;
@@ -51,14 +52,18 @@ export class SimulationInputDto {
 
   @ApiPropertyOptional({ type: SimulationDelegationDto })
   @IsOptional()
+  @IsObject()
   @ValidateNested()
   @Type(() => SimulationDelegationDto)
   delegation?: SimulationDelegationDto;
 }
 
 export class SimulateRequestDto {
+  // @IsObject on nested inputs: @ValidateNested checks a list element by element (an empty one
+  // not at all), so `[]` passed as an input, an agent or a delegation and was simulated as `{}`.
   @ApiProperty({ type: SimulationInputDto })
   @IsDefined()
+  @IsObject()
   @ValidateNested()
   @Type(() => SimulationInputDto)
   input: SimulationInputDto;
