@@ -594,6 +594,16 @@ describe('upstream failures', () => {
     }
   });
 
+  it('answers 502 naming an upstream answer it cannot relay (headers over 16 KiB), not an unreachable upstream', async () => {
+    const { org, agent } = await setup();
+    const response = await proxy(agent, 'GET', '/big-header/20000');
+    expect(response.status).toBe(502);
+    expect(response.body).toEqual({ error: 'bad_gateway', message: expect.stringContaining('invalid response') });
+    expect(response.body.message).not.toContain('could not be reached');
+    expectDecisionHeaders(response, 'allow', 'default', agent);
+    expect(await auditEntries(org, 'source=proxy', 1)).toEqual([expect.objectContaining({ decision: 'allow', status: 502, upstreamStatus: null })]);
+  });
+
   it('answers 504 when the upstream is slower than UPSTREAM_TIMEOUT_MS', async () => {
     const instance = await startGateway({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: '200' });
     try {

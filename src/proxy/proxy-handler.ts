@@ -205,6 +205,10 @@ export class ProxyHandler implements OnApplicationShutdown {
       case 'timeout':
         sendJson(response, 504, errorBody(new AppError(ErrorCode.GatewayTimeout, `The upstream did not answer within ${this.config.proxy.timeoutMs} ms`), traceId).body, headers);
         return this.record(exchange, 504, null);
+      case 'invalid-response':
+        this.logger.warn({ traceId, problem: outcome.problem }, 'upstream answer not relayable');
+        sendJson(response, 502, errorBody(new AppError(ErrorCode.BadGateway, `The upstream sent an invalid response: ${outcome.problem}`), traceId).body, headers);
+        return this.record(exchange, 502, null);
       case 'unreachable':
         if (tooLargeBody) {
           sendJson(response, 413, errorBody(tooLarge(this.config.proxy.maxBodyBytes, 'proxied'), traceId).body, headers);

@@ -33,6 +33,8 @@ const ADDED_RESPONSE_HEADERS = new Set([ServiceHeader.Decision, ServiceHeader.Po
 export type UpstreamOutcome =
   | { kind: 'response'; status: number }
   | { kind: 'unreachable' }
+  /** The upstream answered something that is not relayable HTTP (headers over 16 KiB, a malformed message); `problem` says what. */
+  | { kind: 'invalid-response'; problem: string }
   | { kind: 'timeout' }
   | { kind: 'failed-after-headers'; status: number }
   /** The client went away before its answer was complete; the upstream call was stopped. */
@@ -178,7 +180,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
       this.response.destroy();
       return this.done({ kind: 'failed-after-headers', status: this.status });
     }
-    this.done(isTimeout(error) ? { kind: 'timeout' } : { kind: 'unreachable' });
+    if (isTimeout(error)) return this.done({ kind: 'timeout' });
+    this.done(isInvalidResponse(error) ? { kind: 'invalid-response', problem: error.message } : { kind: 'unreachable' });
   }
 }
 
@@ -208,6 +211,12 @@ function withoutNames(headers: string[], names: Set<string>): string[] {
 function connectionTokens(connection: string | undefined): Set<string> | null {
   if (connection === undefined || connection === 'keep-alive' || connection === 'close') return null;
   return new Set(connection.split(',').map((token) => token.trim().toLowerCase()));
+}
+
+/** undici's errors for an answer that came but cannot be parsed or relayed: the upstream was reached. */
+function isInvalidResponse(error: Error): boolean {
+  const code = (error as { code?: string }).code;
+  return error.name === 'HTTPParserError' || code === 'UND_ERR_HEADERS_OVERFLOW' || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH';
 }
 
 function isTimeout(error: unknown): boolean {

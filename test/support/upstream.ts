@@ -102,6 +102,10 @@ function answer(request: IncomingMessage, response: ServerResponse, recorded: Up
     case 'slow':
       setTimeout(() => echo(response, recorded), Number(argument)).unref();
       return;
+    case 'big-header':
+      response.writeHead(200, { 'x-big': 'a'.repeat(Number(argument)) });
+      response.end('ok');
+      return;
     case 'headers':
       response.writeHead(200, {
         'content-type': 'text/plain',
