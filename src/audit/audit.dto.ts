@@ -118,7 +118,7 @@ export class AuditStats {
 export class ChainBreak {
   @ApiProperty() seq: number;
   @ApiProperty({ nullable: true, type: String }) id: string | null;
-  @ApiProperty({ enum: ['hash_mismatch', 'prev_hash_mismatch', 'missing_entries', 'head_mismatch'] }) problem: string;
+  @ApiProperty({ enum: ['hash_mismatch', 'prev_hash_mismatch', 'missing_entries', 'duplicate_entry', 'head_mismatch'] }) problem: string;
   @ApiProperty() message: string;
 }
 
