@@ -397,6 +397,24 @@ describe('redaction', () => {
     expect(text).toContain('visible-nested');
   });
 
+  it('redacts URL passwords and secret-named query parameters inside argument values', async () => {
+    const org = await createOrganization(gateway, 'enterprise', 'Audit URL redaction org');
+    await putPolicy(org, VAULT_LIMIT);
+    const agent = await createAgent(org);
+    const next = encodeURIComponent('https://app.example/cb?access_token=url-s3cret-query&page=2');
+    const response = await proxy(agent, 'POST', `/vault/store?next=${next}`, {
+      body: { amount: 5, targets: [{ db: 'postgres://app:url-s3cret-password@db:5432/x' }] },
+    });
+    expect(response.status).toBe(200);
+    const [entry] = await entriesOf(org, 'source=proxy', 1);
+    expect(entry.input?.args).toMatchObject({
+      next: 'https://app.example/cb?access_token=[redacted]&page=2',
+      targets: [{ db: 'postgres://app:[redacted]@db:5432/x' }],
+    });
+    const text = (await audit(org, '/admin/audit?limit=1000')).text;
+    for (const secret of ['url-s3cret-query', 'url-s3cret-password']) expect(text).not.toContain(secret);
+  });
+
   it('AUDIT_REDACT replaces the list of redacted names', async () => {
     const custom = await startGateway({ UPSTREAM_URL: upstream.url, AUDIT_REDACT: 'ssn,PIN' });
     try {
