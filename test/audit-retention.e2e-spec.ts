@@ -157,6 +157,28 @@ describe('audit retention', () => {
     expect(report).toEqual({ droppedPartitions: [], deletedEntries: 3 });
   });
 
+  it('keeps verifying the entries before one a sidecar sent late with an expired time', async () => {
+    const free = await party('free');
+    await traffic(free, 3);
+    await written(free, 4);
+    // A sidecar offline for 8 days forwards what it buffered: seq 5, its time past the 7 days.
+    const late = await call(gateway.url, 'POST', '/api/v1/audit/ingest', {
+      adminToken: free.org.adminToken,
+      headers: { 'x-sidecar-id': 'sc-late' },
+      body: { sidecarId: 'sc-late', entries: [{ seq: 1, id: 'aud_0123456789abcdef01234567', ts: Date.now() - 8 * DAY_MS, action: 'read:x', decision: 'allow', enforced: true, rateLimited: false }] },
+    });
+    expect(late.status).toBe(200);
+    await traffic(free, 2);
+    await written(free, 7);
+    await sql(`UPDATE audit_entries SET reason = 'nothing to see' WHERE org_id = $1 AND seq = 2`, [free.org.id]);
+
+    await enforce(Date.now());
+    expect(await verify(free)).toMatchObject({ ok: false, brokenAt: { seq: 2, problem: 'hash_mismatch' } });
+    // Once the entries before it expire, it goes with them.
+    await enforce(Date.now() + 10 * DAY_MS);
+    expect(await entryCount(free)).toBe(0);
+  });
+
   it('does not report tampering for an organization whose entries retention removed entirely', async () => {
     expect(await verify(lone)).toMatchObject({ ok: true, checked: 0, brokenAt: null });
   });

@@ -51,7 +51,7 @@ interface Verification {
   checked: number;
   firstSeq: number | null;
   lastSeq: number | null;
-  brokenAt: { seq: number; problem: string; message: string } | null;
+  brokenAt: { seq: number; id: string | null; problem: string; message: string } | null;
 }
 
 let upstream: TestUpstream;
@@ -397,6 +397,24 @@ describe('redaction', () => {
     expect(text).toContain('visible-nested');
   });
 
+  it('redacts URL passwords and secret-named query parameters inside argument values', async () => {
+    const org = await createOrganization(gateway, 'enterprise', 'Audit URL redaction org');
+    await putPolicy(org, VAULT_LIMIT);
+    const agent = await createAgent(org);
+    const next = encodeURIComponent('https://app.example/cb?access_token=url-s3cret-query&page=2');
+    const response = await proxy(agent, 'POST', `/vault/store?next=${next}`, {
+      body: { amount: 5, targets: [{ db: 'postgres://app:url-s3cret-password@db:5432/x' }] },
+    });
+    expect(response.status).toBe(200);
+    const [entry] = await entriesOf(org, 'source=proxy', 1);
+    expect(entry.input?.args).toMatchObject({
+      next: 'https://app.example/cb?access_token=[redacted]&page=2',
+      targets: [{ db: 'postgres://app:[redacted]@db:5432/x' }],
+    });
+    const text = (await audit(org, '/admin/audit?limit=1000')).text;
+    for (const secret of ['url-s3cret-query', 'url-s3cret-password']) expect(text).not.toContain(secret);
+  });
+
   it('AUDIT_REDACT replaces the list of redacted names', async () => {
     const custom = await startGateway({ UPSTREAM_URL: upstream.url, AUDIT_REDACT: 'ssn,PIN' });
     try {
@@ -444,6 +462,9 @@ describe('tamper evidence', () => {
     // The organization keeps its entries forever (enterprise): nothing may remove its first one.
     ['a deleted oldest entry', 'DELETE FROM audit_entries WHERE org_id = $1 AND seq = 1', { seq: 1, problem: 'missing_entries' }],
     ['a deleted newest entry', 'DELETE FROM audit_entries WHERE org_id = $1 AND seq = 5', { seq: 5, problem: 'head_mismatch' }],
+    ['a copied entry', 'INSERT INTO audit_entries SELECT * FROM audit_entries WHERE org_id = $1 AND seq = 3', { seq: 3, problem: 'duplicate_entry' }],
+    ['a forged entry under a taken number', `INSERT INTO audit_entries SELECT 'aud_forged', ts, org_id, seq, source, kind, trace_id, agent_id, agent_name, trust_tier, action, method, path, 'deny', enforced, rate_limited, policy_name, rule, reason, decision_latency_ms, latency_ms, status, upstream_status, delegation_chain, input, details, prev_hash, hash FROM audit_entries WHERE org_id = $1 AND seq = 3`, { seq: 3, problem: 'duplicate_entry' }],
+    ['a copied newest entry', 'INSERT INTO audit_entries SELECT * FROM audit_entries WHERE org_id = $1 AND seq = 5', { seq: 5, problem: 'duplicate_entry' }],
   ])('reports %s', async (_what, statement, brokenAt) => {
     const org = await chainedOrg();
     await sql(statement, [org.id]);
@@ -451,6 +472,30 @@ describe('tamper evidence', () => {
     expect(response.status).toBe(200);
     expect(response.body.ok).toBe(false);
     expect(response.body.brokenAt).toMatchObject({ ...brokenAt, message: expect.any(String) });
+  });
+
+  it('names a forged entry whose sequence number another entry already has', async () => {
+    const org = await chainedOrg();
+    await sql(`INSERT INTO audit_entries SELECT 'aud_forged', ts, org_id, seq, source, kind, trace_id, agent_id, agent_name, trust_tier, action, method, path, decision, enforced, rate_limited, policy_name, rule, reason, decision_latency_ms, latency_ms, status, upstream_status, delegation_chain, input, details, prev_hash, hash FROM audit_entries WHERE org_id = $1 AND seq = 2`, [org.id]);
+    const response = await audit<Verification>(org, '/admin/audit/verify');
+    expect(response.body.brokenAt).toMatchObject({ seq: 2, id: 'aud_forged', problem: 'duplicate_entry', message: expect.stringContaining('aud_forged') });
+  });
+
+  it('finds a copied entry where verification reads its next page of entries', async () => {
+    const org = await chainedOrg();
+    const key = await call<{ key: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'bulk' } });
+    const agentId = (await entriesOf(org, 'source=proxy', 4))[0].agentId;
+    // 2000 more decisions (seq 7 to 2006, after the key's creation): verification reads 2000 entries at a time.
+    for (let i = 0; i < 20; i++) {
+      await Promise.all(Array.from({ length: 100 }, () => call(gateway.url, 'POST', '/v1/check', { headers: { 'x-api-key': key.body.key }, body: { agentId, plugin: 'P', function: 'F' } })));
+    }
+    const deadline = Date.now() + 10_000;
+    const headSeq = async () => Number(((await sql('SELECT seq FROM audit_chain_heads WHERE org_id = $1', [org.id])) as Array<{ seq: string }>)[0].seq);
+    while ((await headSeq()) < 2006 && Date.now() < deadline) await sleep(25);
+    expect(await headSeq()).toBe(2006);
+    await sql('INSERT INTO audit_entries SELECT * FROM audit_entries WHERE org_id = $1 AND seq = 2000', [org.id]);
+    const response = await audit<Verification>(org, '/admin/audit/verify');
+    expect(response.body).toMatchObject({ ok: false, brokenAt: { seq: 2000, problem: 'duplicate_entry' } });
   });
 
   it('keeps writing when a chain head row is deleted, and reports the break', async () => {

@@ -47,6 +47,7 @@ export class AuditRetention {
   /** Applies retention as of `nowMs`: an entry expires when older than its organization's retention. */
   async enforce(nowMs: number): Promise<RetentionReport> {
     const retention = await this.retentionByOrg();
+    const keptFrom = await this.keptFrom(retention, nowMs);
     const report: RetentionReport = { droppedPartitions: [], deletedEntries: 0 };
     const today = dayStart(nowMs);
     for (const partition of await this.partitions.list()) {
@@ -54,12 +55,12 @@ export class AuditRetention {
       const partitionEnd = partition.startMs + DAY_MS;
       const orgIds: Array<{ org_id: string }> = await this.dataSource.query(`SELECT DISTINCT org_id FROM ${partition.name}`);
       const expired = orgIds.map((row) => row.org_id).filter((orgId) => isExpired(retention.get(orgId), partitionEnd, nowMs));
-      if (expired.length === orgIds.length) {
+      if (expired.length === orgIds.length && !(await this.holdsKeptChain(partition.name, keptFrom))) {
         await this.dropPartition(partition);
         report.droppedPartitions.push(partition.name);
         continue;
       }
-      report.deletedEntries += await this.deleteExpiredRows(partition.name, retention, nowMs);
+      report.deletedEntries += await this.deleteExpiredRows(partition.name, retention, keptFrom, nowMs);
     }
     await this.pruneRollups(retention, nowMs);
     return report;
@@ -84,6 +85,35 @@ export class AuditRetention {
     });
   }
 
+  /**
+   * Per organization with a limited retention, the first sequence number it keeps: that of its
+   * oldest-numbered entry still within retention. Only the entries numbered below it are
+   * removed, so what is removed is always the start of the chain, which the pruning mark
+   * stands for. An entry written late with an expired time (a sidecar's, forwarded after days
+   * offline) is numbered after entries still kept: removing it would move the mark past them,
+   * and verification would no longer cover them. It goes with them instead.
+   */
+  private async keptFrom(retention: Map<string, number>, nowMs: number): Promise<Map<string, number>> {
+    const limited = [...retention].filter(([, days]) => days !== UNLIMITED);
+    if (limited.length === 0) return new Map();
+    const rows: Array<{ org_id: string; seq: string | null }> = await this.dataSource.query(
+      `SELECT c.org_id, (SELECT e.seq FROM audit_entries e WHERE e.org_id = c.org_id AND e.ts >= c.cutoff ORDER BY e.seq LIMIT 1) AS seq
+       FROM unnest($1::text[], $2::timestamptz[]) AS c(org_id, cutoff)`,
+      [limited.map(([orgId]) => orgId), limited.map(([, days]) => new Date(nowMs - days * DAY_MS))],
+    );
+    return new Map(rows.flatMap((row) => (row.seq === null ? [] : [[row.org_id, Number(row.seq)]])));
+  }
+
+  /** Whether a partition holds an entry numbered at or after where its organization's kept chain starts. */
+  private async holdsKeptChain(partition: string, keptFrom: Map<string, number>): Promise<boolean> {
+    if (keptFrom.size === 0) return false;
+    const rows: unknown[] = await this.dataSource.query(
+      `SELECT 1 FROM ${partition} t, unnest($1::text[], $2::bigint[]) AS k(org_id, seq) WHERE t.org_id = k.org_id AND t.seq >= k.seq LIMIT 1`,
+      [[...keptFrom.keys()], [...keptFrom.values()]],
+    );
+    return rows.length > 0;
+  }
+
   /** Drops a whole day, first recording in each chain head how far its chain was pruned. */
   private async dropPartition(partition: AuditPartition): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
@@ -94,11 +124,16 @@ export class AuditRetention {
   }
 
   /** Rows of a shared day whose organization's cut-off has passed. */
-  private async deleteExpiredRows(partition: string, retention: Map<string, number>, nowMs: number): Promise<number> {
+  private async deleteExpiredRows(partition: string, retention: Map<string, number>, keptFrom: Map<string, number>, nowMs: number): Promise<number> {
     const limited = [...retention].filter(([, days]) => days !== UNLIMITED);
     if (limited.length === 0) return 0;
-    const cutoffs = [limited.map(([orgId]) => orgId), limited.map(([, days]) => new Date(nowMs - days * DAY_MS))];
-    const expiredRows = `${partition} t, unnest($1::text[], $2::timestamptz[]) AS c(org_id, cutoff) WHERE t.org_id = c.org_id AND t.ts < c.cutoff`;
+    const cutoffs = [
+      limited.map(([orgId]) => orgId),
+      limited.map(([, days]) => new Date(nowMs - days * DAY_MS)),
+      limited.map(([orgId]) => keptFrom.get(orgId) ?? null),
+    ];
+    const expiredRows = `${partition} t, unnest($1::text[], $2::timestamptz[], $3::bigint[]) AS c(org_id, cutoff, kept_from)
+      WHERE t.org_id = c.org_id AND t.ts < c.cutoff AND (c.kept_from IS NULL OR t.seq < c.kept_from)`;
     return this.dataSource.transaction(async (manager) => {
       const last: Array<Record<string, unknown>> = await manager.query(
         `SELECT DISTINCT ON (t.org_id) ${auditSelectList(TAIL_FIELDS, 't')} FROM ${expiredRows} ORDER BY t.org_id, t.seq DESC`,
@@ -107,8 +142,8 @@ export class AuditRetention {
       if (last.length === 0) return 0;
       await markPruned(manager, last.map(readTail));
       const deleted: Array<{ count: string }> = await manager.query(
-        `WITH d AS (DELETE FROM ${partition} t USING unnest($1::text[], $2::timestamptz[]) AS c(org_id, cutoff)
-           WHERE t.org_id = c.org_id AND t.ts < c.cutoff RETURNING 1)
+        `WITH d AS (DELETE FROM ${partition} t USING unnest($1::text[], $2::timestamptz[], $3::bigint[]) AS c(org_id, cutoff, kept_from)
+           WHERE t.org_id = c.org_id AND t.ts < c.cutoff AND (c.kept_from IS NULL OR t.seq < c.kept_from) RETURNING 1)
          SELECT count(*) AS count FROM d`,
         cutoffs,
       );

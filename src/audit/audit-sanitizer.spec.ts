@@ -152,3 +152,26 @@ describe('AuditSanitizer.serialize', () => {
     expect(JSON.stringify(stored)).toContain('[truncated]');
   });
 });
+
+describe('AuditSanitizer URLs in values', () => {
+  it.each([
+    ['a secret-named query parameter', 'https://h/cb?token=K1&a=1', 'https://h/cb?token=[redacted]&a=1'],
+    ['every one of several', 'https://h/?a=1&access_token=K1&api-key=K2#top', 'https://h/?a=1&access_token=[redacted]&api-key=[redacted]#top'],
+    ['a percent-encoded name', 'https://h/?tok%65n=K1', 'https://h/?tok%65n=[redacted]'],
+    ['a password in the authority', 'postgres://app:K1@db:5432/x', 'postgres://app:[redacted]@db:5432/x'],
+    ['a bare query string', 'token=K1&page=2', 'token=[redacted]&page=2'],
+    ['a relative URL', '/login?next=%2F&password=K1', '/login?next=%2F&password=[redacted]'],
+  ])('redacts %s', (_what, raw, stored) => {
+    expect(sanitizer.json({ url: raw })).toEqual({ url: stored });
+    expect(JSON.parse(sanitizer.serialize({ args: [{ url: raw }] })!)).toEqual({ args: [{ url: stored }] });
+    // Cleaning again (a sidecar's entry at the ingest) changes nothing.
+    expect(sanitizer.json({ url: stored })).toEqual({ url: stored });
+  });
+
+  it('leaves URLs without secrets, and prose, as they are', () => {
+    for (const value of ['https://user@h/?page=2&q=token', 'https://h/a:b@c', 'my password is hunter2', 'a = b', 'mailto:x@y.z']) {
+      expect(sanitizer.json({ value })).toEqual({ value });
+      expect(JSON.parse(sanitizer.serialize({ value })!)).toEqual({ value });
+    }
+  });
+});

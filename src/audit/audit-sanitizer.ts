@@ -5,20 +5,29 @@ const MAX_KEYS = 100;
 const MAX_DEPTH = 6;
 export const REDACTED = '[redacted]';
 
+/** The password of a URL's authority (`scheme://user:password@host`). */
+const URL_PASSWORD = /(:\/\/[^/?#@\s:]*:)[^/?#@\s]*@/g;
+/** A `name=value` pair of a query string: after `?` or `&`, or opening the string. */
+const QUERY_PARAM = /(^|[?&])([^=&?#\s]+)=[^&#\s]*/g;
+
 /**
  * Prepares values for storage: redacts arguments whose names contain a configured word
- * (AUDIT_REDACT), bounds size, and makes strings storable in PostgreSQL (no NUL, no lone
+ * (AUDIT_REDACT), and in string values the URL passwords and query parameters so named, bounds size, and makes strings storable in PostgreSQL (no NUL, no lone
  * surrogates), so that no request can produce an entry the database refuses.
  */
 export class AuditSanitizer {
-  /** Matches serialised JSON that may need work: a redaction word in any ASCII case, a NUL or a lone surrogate escape. */
+  /**
+   * Matches serialised JSON that may need work: a redaction word in any ASCII case, a NUL or a
+   * lone surrogate escape, a URL password, or a percent escape (which may spell a query parameter's name).
+   */
   private readonly suspicious: RegExp;
   /** Matches a lower-cased name that contains a redaction word; null when there are none. */
   private readonly secretName: RegExp | null;
 
   constructor(redactedNames: readonly string[]) {
     const words = redactedNames.map(wordPattern);
-    this.suspicious = new RegExp([...words, '\\\\u0000', '\\\\ud[89a-f]'].join('|'), 'i');
+    const urlHints = words.length === 0 ? [] : ['://[^/"@]*:[^/"@]*@', '%[0-9a-f]{2}'];
+    this.suspicious = new RegExp([...words, '\\\\u0000', '\\\\ud[89a-f]', ...urlHints].join('|'), 'i');
     this.secretName = words.length === 0 ? null : new RegExp(words.join('|'));
   }
 
@@ -43,7 +52,7 @@ export class AuditSanitizer {
   /** Cleans a JSON value, redacting by key name at every depth. */
   json(value: unknown, depth = 0): unknown {
     if (value === null || value === undefined) return null;
-    if (typeof value === 'string') return cleanString(value);
+    if (typeof value === 'string') return cleanString(this.redactUrl(value));
     if (typeof value === 'number') return Number.isFinite(value) ? value : null;
     if (typeof value === 'boolean') return value;
     if (typeof value !== 'object') return null;
@@ -74,6 +83,18 @@ export class AuditSanitizer {
     return Buffer.byteLength(text) !== text.length && this.isSecret(text);
   }
 
+  /**
+   * A URL's password and the values of its secret-named query parameters, as `[redacted]`: a
+   * callback URL or a connection string passed as an argument carries them as the proxied
+   * request's own query string does. Prose is left alone (no `name=value` after `?` or `&`).
+   */
+  private redactUrl(value: string): string {
+    if (this.secretName === null || !(value.includes('=') || value.includes('@'))) return value;
+    return value
+      .replace(URL_PASSWORD, `$1${REDACTED}@`)
+      .replace(QUERY_PARAM, (param, start: string, name: string) => (this.isSecret(decodedName(name)) ? `${start}${name}=${REDACTED}` : param));
+  }
+
   private isSecret(name: string): boolean {
     return this.secretName !== null && this.secretName.test(name.toLowerCase());
   }
@@ -85,6 +106,14 @@ export class AuditSanitizer {
  */
 function wordPattern(word: string): string {
   return word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/[-_]/g, '[-_]?');
+}
+
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name.replaceAll('+', ' '));
+  } catch {
+    return name;
+  }
 }
 
 function defineMember(target: Record<string, unknown>, key: string, value: unknown): void {

@@ -21,12 +21,12 @@ export class AuditQueryDto {
   @IsIn(['allow', 'deny'])
   decision?: 'allow' | 'deny';
 
-  @ApiPropertyOptional({ description: 'Earliest timestamp, ISO 8601 (inclusive)', example: '2026-11-20T00:00:00.000Z' })
+  @ApiPropertyOptional({ description: 'Earliest timestamp, ISO 8601 (inclusive; without a zone: UTC)', example: '2026-11-20T00:00:00.000Z' })
   @IsOptional()
   @IsTimestamp()
   from?: string;
 
-  @ApiPropertyOptional({ description: 'Latest timestamp, ISO 8601 (exclusive)', example: '2026-11-21T00:00:00.000Z' })
+  @ApiPropertyOptional({ description: 'Latest timestamp, ISO 8601 (exclusive; without a zone: UTC)', example: '2026-11-21T00:00:00.000Z' })
   @IsOptional()
   @IsTimestamp()
   to?: string;
@@ -63,12 +63,12 @@ export class AuditStatsQueryDto {
 }
 
 export class AuditVerifyQueryDto {
-  @ApiPropertyOptional({ description: 'Verify entries from this timestamp (ISO 8601); default: the oldest kept' })
+  @ApiPropertyOptional({ description: 'Verify entries from this timestamp (ISO 8601, without a zone: UTC); default: the oldest kept' })
   @IsOptional()
   @IsTimestamp()
   from?: string;
 
-  @ApiPropertyOptional({ description: 'Verify entries before this timestamp (ISO 8601); default: up to the chain head' })
+  @ApiPropertyOptional({ description: 'Verify entries before this timestamp (ISO 8601, without a zone: UTC); default: up to the chain head' })
   @IsOptional()
   @IsTimestamp()
   to?: string;
@@ -118,7 +118,7 @@ export class AuditStats {
 export class ChainBreak {
   @ApiProperty() seq: number;
   @ApiProperty({ nullable: true, type: String }) id: string | null;
-  @ApiProperty({ enum: ['hash_mismatch', 'prev_hash_mismatch', 'missing_entries', 'head_mismatch'] }) problem: string;
+  @ApiProperty({ enum: ['hash_mismatch', 'prev_hash_mismatch', 'missing_entries', 'duplicate_entry', 'head_mismatch'] }) problem: string;
   @ApiProperty() message: string;
 }
 

@@ -116,18 +116,22 @@ export class AuditService {
     let expectedSeq = first;
     // The predecessor's hash is known when the walk starts right after the pruning mark.
     let previousHash: string | null = first === head.prunedSeq + 1 ? head.prunedHash : null;
+    let previousId: string | null = null;
     let checked = 0;
-    while (expectedSeq <= last) {
+    for (let skip = 0; ; skip = 1) {
+      // Each page after the first starts again at the last entry checked (skipped), so a second
+      // entry under that number, which the page limit may have cut off, is still read.
       const rows: Array<Record<string, unknown>> = await this.dataSource.query(
-        `SELECT ${ENTRY_COLUMNS} FROM audit_entries WHERE org_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
-        [principal.orgId, expectedSeq, last, VERIFY_PAGE],
+        `SELECT ${ENTRY_COLUMNS} FROM audit_entries WHERE org_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq, id LIMIT $4`,
+        [principal.orgId, expectedSeq - skip, last, VERIFY_PAGE],
       );
-      if (rows.length === 0) break;
-      for (const row of rows) {
+      if (rows.length <= skip) break;
+      for (const row of rows.slice(skip)) {
         const entry = readAudit(row, ALL_AUDIT_FIELDS);
-        const problem = checkLink(entry, expectedSeq, previousHash);
+        const problem = checkLink(entry, expectedSeq, previousHash, previousId);
         if (problem) return result(checked, first, last, problem);
         previousHash = entry.hash;
+        previousId = entry.id;
         expectedSeq = entry.seq + 1;
         checked++;
       }
@@ -174,8 +178,10 @@ interface ChainHeadRow {
   prunedHash: string;
 }
 
-function checkLink(entry: ChainedAudit, expectedSeq: number, previousHash: string | null): ChainBreak | null {
+function checkLink(entry: ChainedAudit, expectedSeq: number, previousHash: string | null, previousId: string | null): ChainBreak | null {
   const { seq, id } = entry;
+  // Entries come in sequence order, so a number below the expected one is the previous entry's.
+  if (seq < expectedSeq) return breakAt(seq, id, 'duplicate_entry', `entry ${id} has number ${seq}, which entry ${previousId} already has`);
   if (seq !== expectedSeq) return breakAt(expectedSeq, null, 'missing_entries', `entries ${expectedSeq} to ${seq - 1} are missing`);
   if (previousHash !== null && entry.prevHash !== previousHash) {
     return breakAt(seq, id, 'prev_hash_mismatch', `entry ${seq} does not follow entry ${seq - 1}`);

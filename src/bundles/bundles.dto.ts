@@ -10,6 +10,7 @@ import {
   IsOptional,
   IsString,
   Matches,
+  Max,
   MaxLength,
   Min,
   ValidateNested,
@@ -26,6 +27,12 @@ export const AUDIT_ENTRY_ID_PROBLEM = 'must be an audit entry id (aud_…)';
 export const SHORT_TEXT_MAX = 4096;
 export const LONG_TEXT_MAX = 65536;
 
+/**
+ * The last millisecond of the year 9999: the trail's day partitions are named by the date, which
+ * a later year cannot give (such an entry was answered 503, try again, at every retry).
+ */
+export const MAX_ENTRY_TS = 253_402_300_799_999;
+
 /** One buffered decision of a sidecar: its sequence number and the audit entry's fields. */
 export class IngestedEntryDto {
   @ApiProperty({ description: 'Per-sidecar sequence number, from 1, never reused', example: 1041 })
@@ -38,9 +45,10 @@ export class IngestedEntryDto {
   @Matches(AUDIT_ENTRY_ID, { message: `id ${AUDIT_ENTRY_ID_PROBLEM}` })
   id: string;
 
-  @ApiProperty({ description: 'Time of the decision, milliseconds since the epoch' })
+  @ApiProperty({ description: 'Time of the decision, milliseconds since the epoch', maximum: MAX_ENTRY_TS })
   @IsInt()
   @Min(0)
+  @Max(MAX_ENTRY_TS)
   ts: number;
 
   @ApiPropertyOptional({ description: 'Ignored: entries join the organization of the admin token' })

@@ -75,6 +75,7 @@ describe('ingestBatchOf', () => {
     ['nulls where a field is optional', batch(entry({ traceId: null, kind: null, delegationChain: null, status: null, latencyMs: null, input: null, details: null }))],
     ['an outcome with details', batch(entry({ kind: 'outcome', details: { eventId: 'ev_1', nested: { any: ['thing'] } } }))],
     ['no entries', batch()],
+    ['the last millisecond of the year 9999', batch(entry({ ts: 253_402_300_799_999 }))],
     ['texts at their limits', batch(entry({ action: 'a'.repeat(65536), traceId: 't'.repeat(4096), reason: 'r'.repeat(65536) }))],
   ];
 
@@ -85,6 +86,9 @@ describe('ingestBatchOf', () => {
     ['a missing seq', batch(without('seq'))],
     ['an id that is not an audit id', batch(entry({ id: 'agent_1' }))],
     ['a negative ts', batch(entry({ ts: -1 }))],
+    // The audit trail partitions by day, named by the date: a year past 9999 has no such name.
+    ['a ts past the year 9999', batch(entry({ ts: 253_402_300_800_000 }))],
+    ['a ts past what a date can hold', batch(entry({ ts: 9_000_000_000_000_000 }))],
     ['an unknown kind', batch(entry({ kind: 'admin' }))],
     ['an action over 64 KiB', batch(entry({ action: 'a'.repeat(65537) }))],
     ['a missing action', batch(without('action'))],

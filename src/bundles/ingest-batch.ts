@@ -5,6 +5,7 @@ import {
   AuditIngestDto,
   IngestedEntryDto,
   LONG_TEXT_MAX,
+  MAX_ENTRY_TS,
   MAX_INGEST_ENTRIES,
   SHORT_TEXT_MAX,
   SIDECAR_ID_MESSAGE,
@@ -26,10 +27,11 @@ function text(maxLength: number): Check {
   };
 }
 
-function integer(min = -Infinity): Check {
+function integer(min = -Infinity, max = Infinity): Check {
   return (value) => {
     if (typeof value !== 'number' || !Number.isInteger(value)) return 'must be an integer number';
-    return value >= min ? null : `must not be less than ${min}`;
+    if (value < min) return `must not be less than ${min}`;
+    return value <= max ? null : `must not be greater than ${max}`;
   };
 }
 
@@ -48,7 +50,7 @@ const stringArray: Check = (value) => (Array.isArray(value) && value.every((item
 const ENTRY_CHECKS: Readonly<Record<keyof IngestedEntryDto, Check>> = {
   seq: integer(1),
   id: (value) => (typeof value === 'string' && AUDIT_ENTRY_ID.test(value) ? null : AUDIT_ENTRY_ID_PROBLEM),
-  ts: integer(0),
+  ts: integer(0, MAX_ENTRY_TS),
   orgId: optional(isString),
   source: optional(isString),
   kind: optional(oneOf(['decision', 'outcome'])),

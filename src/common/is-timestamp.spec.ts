@@ -1,5 +1,6 @@
 import { validateSync } from 'class-validator';
 import { IsTimestamp } from './is-timestamp';
+import { createValidationPipe } from './validation';
 
 class Query {
   @IsTimestamp()
@@ -22,4 +23,20 @@ describe('IsTimestamp', () => {
       expect(problems(value)).toEqual(['from must be an ISO 8601 timestamp such as 2026-11-20T00:00:00Z']);
     },
   );
+});
+
+describe('IsTimestamp without a time zone', () => {
+  // Date-only forms are UTC to `new Date`; date-times without an offset were the server's local
+  // time (TZ), so two instances in different zones answered the same query differently.
+  it.each([
+    ['2026-11-20T10:15', '2026-11-20T10:15Z'],
+    ['2026-11-20T10:15:30', '2026-11-20T10:15:30Z'],
+    ['2026-11-20T10:15:30.123', '2026-11-20T10:15:30.123Z'],
+    ['2026-11-20', '2026-11-20'],
+    ['2026-11-20T10:15:30+05:30', '2026-11-20T10:15:30+05:30'],
+    ['2026-11-20T10:15:30z', '2026-11-20T10:15:30z'],
+  ])('reads %s as UTC, whatever the server time zone', async (value, read) => {
+    const query = (await createValidationPipe().transform({ from: value }, { type: 'query', metatype: Query })) as Query;
+    expect(query.from).toBe(read);
+  });
 });
