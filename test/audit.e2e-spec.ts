@@ -256,6 +256,14 @@ describe('GET /admin/audit', () => {
     expect(response.body).toMatchObject({ error: 'invalid_request', message: expect.stringContaining(`${query.split('=')[0]} must`) });
   });
 
+  it.each(['/admin/audit', '/admin/audit/verify'])('answers 400 to %s with from later than to, and takes from equal to to', async (path) => {
+    // Answered 200 with nothing found, a reversed range read as an empty (or verified) trail.
+    const reversed = await audit(org, `${path}?from=2026-11-25T10:00:00Z&to=2026-11-25T09:00:00Z`);
+    expect(reversed.status).toBe(400);
+    expect(reversed.body).toMatchObject({ error: 'invalid_request', message: 'from (2026-11-25T10:00:00Z) is later than to (2026-11-25T09:00:00Z)' });
+    expect((await audit(org, `${path}?from=2026-11-25T10:00:00Z&to=2026-11-25T10:00:00Z`)).status).toBe(200);
+  });
+
   it('accepts limit=1000', async () => {
     const response = await audit(org, '/admin/audit?limit=1000');
     expect(response.status).toBe(200);

@@ -21,7 +21,7 @@ export class AuditQueryDto {
   @IsIn(['allow', 'deny'])
   decision?: 'allow' | 'deny';
 
-  @ApiPropertyOptional({ description: 'Earliest timestamp, ISO 8601 (inclusive; without a zone: UTC)', example: '2026-11-20T00:00:00.000Z' })
+  @ApiPropertyOptional({ description: 'Earliest timestamp, ISO 8601 (inclusive; without a zone: UTC); not later than to (400)', example: '2026-11-20T00:00:00.000Z' })
   @IsOptional()
   @IsTimestamp()
   from?: string;
@@ -63,7 +63,7 @@ export class AuditStatsQueryDto {
 }
 
 export class AuditVerifyQueryDto {
-  @ApiPropertyOptional({ description: 'Verify entries from this timestamp (ISO 8601, without a zone: UTC); default: the oldest kept' })
+  @ApiPropertyOptional({ description: 'Verify entries from this timestamp (ISO 8601, without a zone: UTC; not later than to, else 400); default: the oldest kept' })
   @IsOptional()
   @IsTimestamp()
   from?: string;

@@ -66,6 +66,7 @@ export class AuditService {
 
   /** A page of entries, newest first. */
   async list(principal: AdminPrincipal, query: AuditQueryDto): Promise<AuditPage> {
+    refuseReversedRange(query.from, query.to);
     const limit = query.limit ?? 50;
     const where = ['org_id = $1'];
     const params: unknown[] = [principal.orgId];
@@ -108,6 +109,7 @@ export class AuditService {
    * `from`/`to`, only the entries of that time range are walked.
    */
   async verify(principal: AdminPrincipal, from?: string, to?: string): Promise<AuditVerification> {
+    refuseReversedRange(from, to);
     const head = await this.chainHead(principal.orgId);
     if (head === null) return result(0, null, null, null);
     const range = await this.seqRange(principal.orgId, head, from, to);
@@ -244,4 +246,10 @@ function decodeCursor(cursor: string): [Date, string] {
   const date = new Date(ts ?? '');
   if (!id || Number.isNaN(date.getTime())) throw AppError.invalid('cursor must be a nextCursor value returned by this endpoint');
   return [date, id];
+}
+
+/** `from` after `to` is a mistake in the query: answered as nothing found, it read as an empty or verified trail. */
+function refuseReversedRange(from: string | undefined, to: string | undefined): void {
+  if (from === undefined || to === undefined || new Date(from).getTime() <= new Date(to).getTime()) return;
+  throw AppError.invalid(`from (${from}) is later than to (${to})`);
 }
