@@ -47,7 +47,8 @@ export class AuditRetention {
   /** Applies retention as of `nowMs`: an entry expires when older than its organization's retention. */
   async enforce(nowMs: number): Promise<RetentionReport> {
     const retention = await this.retentionByOrg();
-    const keptFrom = await this.keptFrom(retention, nowMs);
+    const cutoffs = cutoffsOf(retention, nowMs);
+    const keptFrom = await this.keptFrom(cutoffs);
     const report: RetentionReport = { droppedPartitions: [], deletedEntries: 0 };
     const today = dayStart(nowMs);
     for (const partition of await this.partitions.list()) {
@@ -60,9 +61,9 @@ export class AuditRetention {
         report.droppedPartitions.push(partition.name);
         continue;
       }
-      report.deletedEntries += await this.deleteExpiredRows(partition.name, retention, keptFrom, nowMs);
+      report.deletedEntries += await this.deleteExpiredRows(partition.name, cutoffs, keptFrom);
     }
-    await this.pruneRollups(retention, nowMs);
+    await this.pruneRollups([...retention.keys()], cutoffs);
     return report;
   }
 
@@ -71,9 +72,8 @@ export class AuditRetention {
    * organizations that no longer exist. The hour a cut-off falls in goes on a later run, once
    * it has passed entirely, so rollups never drop counts of entries still kept.
    */
-  private async pruneRollups(retention: Map<string, number>, nowMs: number): Promise<void> {
-    const limited = [...retention].filter(([, days]) => days !== UNLIMITED);
-    const params = [[...retention.keys()], limited.map(([orgId]) => orgId), limited.map(([, days]) => new Date(nowMs - days * DAY_MS))];
+  private async pruneRollups(orgIds: string[], cutoffs: Cutoffs): Promise<void> {
+    const params = [orgIds, cutoffs.orgIds, cutoffs.times];
     await this.dataSource.transaction(async (manager) => {
       for (const table of ROLLUP_TABLES) {
         await manager.query(
@@ -93,13 +93,12 @@ export class AuditRetention {
    * offline) is numbered after entries still kept: removing it would move the mark past them,
    * and verification would no longer cover them. It goes with them instead.
    */
-  private async keptFrom(retention: Map<string, number>, nowMs: number): Promise<Map<string, number>> {
-    const limited = [...retention].filter(([, days]) => days !== UNLIMITED);
-    if (limited.length === 0) return new Map();
+  private async keptFrom(cutoffs: Cutoffs): Promise<Map<string, number>> {
+    if (cutoffs.orgIds.length === 0) return new Map();
     const rows: Array<{ org_id: string; seq: string | null }> = await this.dataSource.query(
       `SELECT c.org_id, (SELECT e.seq FROM audit_entries e WHERE e.org_id = c.org_id AND e.ts >= c.cutoff ORDER BY e.seq LIMIT 1) AS seq
        FROM unnest($1::text[], $2::timestamptz[]) AS c(org_id, cutoff)`,
-      [limited.map(([orgId]) => orgId), limited.map(([, days]) => new Date(nowMs - days * DAY_MS))],
+      [cutoffs.orgIds, cutoffs.times],
     );
     return new Map(rows.flatMap((row) => (row.seq === null ? [] : [[row.org_id, Number(row.seq)]])));
   }
@@ -124,20 +123,15 @@ export class AuditRetention {
   }
 
   /** Rows of a shared day whose organization's cut-off has passed. */
-  private async deleteExpiredRows(partition: string, retention: Map<string, number>, keptFrom: Map<string, number>, nowMs: number): Promise<number> {
-    const limited = [...retention].filter(([, days]) => days !== UNLIMITED);
-    if (limited.length === 0) return 0;
-    const cutoffs = [
-      limited.map(([orgId]) => orgId),
-      limited.map(([, days]) => new Date(nowMs - days * DAY_MS)),
-      limited.map(([orgId]) => keptFrom.get(orgId) ?? null),
-    ];
+  private async deleteExpiredRows(partition: string, cutoffs: Cutoffs, keptFrom: Map<string, number>): Promise<number> {
+    if (cutoffs.orgIds.length === 0) return 0;
+    const params = [cutoffs.orgIds, cutoffs.times, cutoffs.orgIds.map((orgId) => keptFrom.get(orgId) ?? null)];
     const expiredRows = `${partition} t, unnest($1::text[], $2::timestamptz[], $3::bigint[]) AS c(org_id, cutoff, kept_from)
       WHERE t.org_id = c.org_id AND t.ts < c.cutoff AND (c.kept_from IS NULL OR t.seq < c.kept_from)`;
     return this.dataSource.transaction(async (manager) => {
       const last: Array<Record<string, unknown>> = await manager.query(
         `SELECT DISTINCT ON (t.org_id) ${auditSelectList(TAIL_FIELDS, 't')} FROM ${expiredRows} ORDER BY t.org_id, t.seq DESC`,
-        cutoffs,
+        params,
       );
       if (last.length === 0) return 0;
       await markPruned(manager, last.map(readTail));
@@ -145,7 +139,7 @@ export class AuditRetention {
         `WITH d AS (DELETE FROM ${partition} t USING unnest($1::text[], $2::timestamptz[], $3::bigint[]) AS c(org_id, cutoff, kept_from)
            WHERE t.org_id = c.org_id AND t.ts < c.cutoff AND (c.kept_from IS NULL OR t.seq < c.kept_from) RETURNING 1)
          SELECT count(*) AS count FROM d`,
-        cutoffs,
+        params,
       );
       return Number(deleted[0].count);
     });
@@ -180,6 +174,17 @@ async function markPruned(manager: EntityManager, tails: PrunedTail[]): Promise<
      WHERE h.org_id = u.org_id AND h.pruned_seq < u.seq`,
     [orgIds, tails.map((tail) => tail.seq), tails.map((tail) => tail.hash)],
   );
+}
+
+/** Organizations with a limited retention, and the time before which their entries expire. */
+interface Cutoffs {
+  orgIds: string[];
+  times: Date[];
+}
+
+function cutoffsOf(retention: Map<string, number>, nowMs: number): Cutoffs {
+  const limited = [...retention].filter(([, days]) => days !== UNLIMITED);
+  return { orgIds: limited.map(([orgId]) => orgId), times: limited.map(([, days]) => new Date(nowMs - days * DAY_MS)) };
 }
 
 function isExpired(retentionDays: number | undefined, partitionEndMs: number, nowMs: number): boolean {

@@ -74,11 +74,24 @@ function knownError(error: unknown): AppError | null {
  * server fault; 23505 (unique violation) is a conflict.
  */
 function databaseRefusal(error: unknown): AppError | null {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string' || !(error instanceof Error) || error.name !== 'QueryFailedError') return null;
+  const code = sqlStateOf(error);
+  if (code === null) return null;
   if (code.startsWith('22')) return AppError.invalid('A value in the request cannot be stored (for example a NUL character or an out-of-range number)');
-  if (code === '23505') return new AppError(ErrorCode.Conflict, 'A resource with the same identity already exists');
+  if (code === UNIQUE_VIOLATION) return new AppError(ErrorCode.Conflict, 'A resource with the same identity already exists');
   return null;
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+/** Whether a query failed because a row with the same key exists (SQLSTATE 23505). */
+export function isUniqueViolation(error: unknown): boolean {
+  return sqlStateOf(error) === UNIQUE_VIOLATION;
+}
+
+/** The SQLSTATE of a failed query; null for any other error. */
+function sqlStateOf(error: unknown): string | null {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && error instanceof Error && error.name === 'QueryFailedError' ? code : null;
 }
 
 /** Socket failures of the database connection (pg passes them on as they are). */

@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { QueryFailedError, Repository } from 'typeorm';
+import { Repository } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
+import { isUniqueViolation } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { OidcClientView, RegisterOidcClientDto } from './identity.dto';
 import { OidcClient } from './oidc-client.entity';
@@ -44,10 +45,6 @@ export class OidcClientsService {
     this.audit.recordAdminEvent(admin, { action: 'oidc-client.remove', details: { previous: { clientId, description: row.description } } });
     return toView(row);
   }
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  return error instanceof QueryFailedError && (error as QueryFailedError & { code?: unknown }).code === '23505';
 }
 
 function toView(row: OidcClient): OidcClientView {

@@ -155,9 +155,7 @@ export class PoliciesService {
   private async commit(actor: PolicyActor, apply: (manager: EntityManager, version: number) => Promise<Change[]>): Promise<number | null> {
     const orgId = actor.orgId;
     const committed = await this.dataSource.transaction(async (manager) => {
-      const locked: unknown[] = await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId]);
-      if (locked.length === 0) throw AppError.notFound('organization', orgId);
-      const version = (await versionOf(manager, orgId)) + 1;
+      const version = await lockNextVersion(manager, orgId);
       const changes = await apply(manager, version);
       if (changes.length > 0) {
         await manager.getRepository(PolicyVersion).insert(
@@ -186,6 +184,17 @@ export class PoliciesService {
     const rows: Array<{ position: string | null }> = await manager.query('SELECT max(position) AS position FROM policies WHERE org_id = $1', [orgId]);
     await repository.insert({ orgId, name: definition.name, ...fields, position: Number(rows[0]?.position ?? 0) + 1 });
   }
+}
+
+/**
+ * The organization's next policy version, with its row locked until the transaction ends:
+ * every change that takes a version (policies, agents, API keys) holds it, so versions are
+ * taken one after another.
+ */
+export async function lockNextVersion(manager: EntityManager, orgId: string): Promise<number> {
+  const locked: unknown[] = await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId]);
+  if (locked.length === 0) throw AppError.notFound('organization', orgId);
+  return (await versionOf(manager, orgId)) + 1;
 }
 
 /** The organization's current policy version (0 before its first change). */

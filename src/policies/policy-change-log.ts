@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import type { PolicyChangeKind } from '../cluster/cluster-event';
-import { versionOf } from './policies.service';
+import { lockNextVersion } from './policies.service';
 import { PolicyChangeEvents } from './policy-change-events';
 import { PolicyVersion } from './policy-version.entity';
 
@@ -23,8 +23,7 @@ export class PolicyChangeLog {
    * done, so `policy_version` never moved and SDK caches kept the revoked agent's allows.
    */
   async recordIn(manager: EntityManager, orgId: string, kind: RecordedKind, subjectId: string, actor: string): Promise<number> {
-    await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId]);
-    const next = (await versionOf(manager, orgId)) + 1;
+    const next = await lockNextVersion(manager, orgId);
     await manager.getRepository(PolicyVersion).insert({ orgId, version: next, policyName: subjectId, kind, source: null, actor });
     return next;
   }
