@@ -1,8 +1,22 @@
 /** IPC between the bench process and the helper servers it forks. */
+
+/** What the alert receiver found in the requests it has verified: alerts, distinct ids, signatures checked, valid, and valid with a fresh timestamp. */
+export interface AlertCounts {
+  alerts: number;
+  ids: number;
+  checked: number;
+  signed: number;
+  fresh: number;
+}
+
 export type ChildMessage =
   | { type: 'listening'; port: number }
   | { type: 'count'; served: number }
-  /** The alert receiver's counts: alerts received, distinct alert ids, signatures checked and found valid. */
-  | { type: 'alerts'; alerts: number; ids: number; checked: number; signed: number };
+  /** The alert receiver's requests received so far (framed and answered, not yet verified). */
+  | { type: 'received'; requests: number }
+  /** The alert receiver has received the requests it was asked to `await`, at `atMs` (its clock, ms since the epoch). */
+  | { type: 'reached'; requests: number; atMs: number }
+  | ({ type: 'alerts' } & AlertCounts);
 
-export type ParentMessage = { type: 'count' } | { type: 'reset' };
+/** `await`: answer once `count` requests have been received (`reached`), or after `timeoutMs` (`received`). */
+export type ParentMessage = { type: 'count' } | { type: 'reset' } | { type: 'verify' } | { type: 'await'; count: number; timeoutMs: number };

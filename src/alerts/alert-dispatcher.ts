@@ -6,12 +6,23 @@ import type { AlertsConfig } from '../config/app-config';
 
 /** Messages between the AlertDispatcher and the alert worker. */
 /** `alerts`: a batch of raised alerts as raiseAlerts lays them out (alert-triggers.ts). */
-export type AlertWorkerRequest = { type: 'alerts'; alerts: unknown[] } | { type: 'drain'; withinMs: number };
+export type AlertWorkerRequest = { type: 'alerts'; alerts: unknown[]; count: number } | { type: 'drain'; withinMs: number };
 export type AlertWorkerReply = { type: 'log'; level: 'warn' | 'error'; message: string; fields: Record<string, unknown> } | { type: 'drained' };
 export interface AlertWorkerData {
   config: AlertsConfig;
   redisUrl?: string;
+  /** Alerts handed over and not yet taken by the worker (one Int32, shared): it takes each batch's count off as it takes the batch. */
+  backlog: SharedArrayBuffer;
 }
+
+/**
+ * Most alerts handed over and not yet taken by the worker. It runs at the lowest CPU priority
+ * (alert-worker.ts), so on cores saturated by decisions it may fall behind, and the batches
+ * waiting in its port would grow without bound; past this they are dropped, with a warning.
+ */
+export const MAX_BACKLOG = 100_000;
+/** The shortest time between two warnings of alerts dropped here. */
+const WARN_INTERVAL_MS = 1000;
 
 /**
  * Hands batches of alerts to the alert worker thread (alert-worker.ts), which delivers them;
@@ -20,16 +31,23 @@ export interface AlertWorkerData {
  */
 export class AlertDispatcher {
   private worker: Worker | null = null;
+  private backlog = new Int32Array(new SharedArrayBuffer(4));
+  /** Alerts dropped since the last warning, and when that was. */
+  private dropped = 0;
+  private warnedAt = -Infinity;
 
   constructor(
-    private readonly data: AlertWorkerData,
+    private readonly data: Omit<AlertWorkerData, 'backlog'>,
     private readonly logger: Logger,
+    private readonly maxBacklog = MAX_BACKLOG,
   ) {}
 
-  /** Hands over a batch of raised alerts (raiseAlerts's layout). */
-  dispatch(alerts: unknown[]): void {
+  /** Hands over a batch of `count` raised alerts (raiseAlerts's layout), or drops it when the worker is too far behind. */
+  dispatch(alerts: unknown[], count: number): void {
     const worker = this.worker ?? this.start();
-    worker.postMessage({ type: 'alerts', alerts } satisfies AlertWorkerRequest);
+    if (Atomics.load(this.backlog, 0) + count > this.maxBacklog) return this.drop(count);
+    Atomics.add(this.backlog, 0, count);
+    worker.postMessage({ type: 'alerts', alerts, count } satisfies AlertWorkerRequest);
   }
 
   /** Lets the worker finish what it is sending, for at most `drainMs` (retries included), then stops it. */
@@ -52,8 +70,19 @@ export class AlertDispatcher {
     await worker.terminate();
   }
 
+  private drop(count: number): void {
+    this.dropped += count;
+    const now = Date.now();
+    if (now - this.warnedAt < WARN_INTERVAL_MS) return;
+    this.logger.warn({ dropped: this.dropped, backlog: Atomics.load(this.backlog, 0) }, `the alert worker is more than ${this.maxBacklog} alerts behind (the cores are busy with requests): alerts dropped`);
+    this.dropped = 0;
+    this.warnedAt = now;
+  }
+
   private start(): Worker {
-    const worker = new Worker(alertWorkerScript(), { workerData: this.data satisfies AlertWorkerData });
+    const backlog = new SharedArrayBuffer(4);
+    this.backlog = new Int32Array(backlog);
+    const worker = new Worker(alertWorkerScript(), { workerData: { ...this.data, backlog } satisfies AlertWorkerData });
     worker.on('message', (reply: AlertWorkerReply) => {
       if (reply.type === 'log') this.logger[reply.level](reply.fields, reply.message);
     });

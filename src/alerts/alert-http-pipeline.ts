@@ -11,9 +11,8 @@ export interface ExchangeListener {
 
 /** One request (head and body) waiting for its response. */
 interface Exchange {
-  bytes: string;
-  /** Only ASCII characters in `bytes`: written as latin1, a copy, rather than encoded to UTF-8. */
-  ascii: boolean;
+  /** The whole request, head and body. */
+  bytes: Buffer;
   listener: ExchangeListener;
   /** When its answer is overdue (ms since the epoch): the attempt's time runs from when it is handed over. */
   deadline: number;
@@ -81,14 +80,14 @@ export class HttpPipeline {
   post(path: string, headers: readonly string[], body: string): Promise<number> {
     let head = `POST ${path} HTTP/1.1\r\nhost: ${this.origin.host}\r\n`;
     for (const line of headers) head += `${line}\r\n`;
-    return new Promise((resolve, reject) => this.send(`${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, false, { answered: resolve, failed: reject }));
+    return new Promise((resolve, reject) => this.send(Buffer.from(`${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`), { answered: resolve, failed: reject }));
   }
 
-  /** Sends a whole request (its head and body) and tells `listener` how it went; `ascii` when it is all ASCII. */
-  send(request: string, ascii: boolean, listener: ExchangeListener): void {
+  /** Sends a whole request (its head and body) and tells `listener` how it went. */
+  send(request: Buffer, listener: ExchangeListener): void {
     const connection = this.connections[this.next];
     this.next = (this.next + 1) % this.connections.length;
-    connection.send({ bytes: request, ascii, listener, deadline: Date.now() + this.timeoutMs });
+    connection.send({ bytes: request, listener, deadline: Date.now() + this.timeoutMs });
   }
 
   close(): void {
@@ -174,16 +173,17 @@ class PipelinedConnection {
     this.writeScheduled = false;
     const socket = this.socket;
     if (socket === null || !this.connected || this.closeAfter) return;
-    let out = '';
-    let ascii = true;
     const most = this.keepsAlive ? MAX_PIPELINED : 1;
+    const out: Buffer[] = [];
+    let length = 0;
     while (this.queued.length > 0 && this.inFlight.length < most) {
       const exchange = this.queued.shift()!;
       this.inFlight.push(exchange);
-      out += exchange.bytes;
-      ascii &&= exchange.ascii;
+      out.push(exchange.bytes);
+      length += exchange.bytes.length;
     }
-    if (out !== '') socket.write(out, ascii ? 'latin1' : 'utf8');
+    // One block, one write: a string of the requests cost a third of the alert worker's time to flatten and encode.
+    if (out.length > 0) socket.write(out.length === 1 ? out[0] : Buffer.concat(out, length));
   }
 
   // A deadline per request, not an idle timer: a receiver that trickles bytes, or a stream of new requests, must not keep an exchange alive.

@@ -15,15 +15,12 @@ export class AlertHttpClient {
   post(url: URL, headers: readonly string[], body: string, attempt: AttemptListener): void {
     let head = requestLine(url);
     for (const line of headers) head += `${line}\r\n`;
-    this.send(url, `${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, false, attempt);
+    this.send(url, Buffer.from(`${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`), attempt);
   }
 
-  /**
-   * Sends a whole POST request to `url`, as `requestLine(url)` starts it: head, empty line and
-   * body. `ascii`: the caller knows it holds only ASCII characters (written without UTF-8 encoding).
-   */
-  send(url: URL, request: string, ascii: boolean, attempt: AttemptListener): void {
-    this.pipelineFor(url).send(request, ascii, new StatusCheck(url, attempt));
+  /** Sends a whole POST request to `url`, as `requestLine(url)` starts it: head, empty line and body. */
+  send(url: URL, request: Buffer, attempt: AttemptListener): void {
+    this.pipelineFor(url).send(request, new StatusCheck(url, attempt));
   }
 
   close(): void {

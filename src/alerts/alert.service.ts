@@ -105,7 +105,7 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
     const batch = this.pending;
     this.pending = [];
     try {
-      this.dispatcher.dispatch(batch);
+      this.dispatcher.dispatch(batch, batch.length / RAISED_FIELDS);
     } catch (error) {
       this.logger.error({ err: error, alerts: batch.length / RAISED_FIELDS }, 'alerts could not be handed to the alert worker');
     }

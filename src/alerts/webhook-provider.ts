@@ -2,6 +2,7 @@ import { createHmac, createSecretKey, KeyObject } from 'node:crypto';
 import type { Alert, AlertOrigin } from './alert';
 import { jsonString } from '../common/json-text';
 import { AlertHttpClient, headerLines, requestLine, safeUrl } from './alert-http';
+import { HmacSha256 } from './hmac-sha256';
 import type { AlertProvider, AttemptListener } from './alert-provider';
 
 /** Headers of the generic webhook (SPEC.md "Webhook request headers", plus the replay-proof pair). */
@@ -15,9 +16,6 @@ export enum AlertHeader {
   /** `sha256=<hex>`: HMAC-SHA256 of `<timestamp>.<raw body>`, so a receiver can refuse old or replayed requests. */
   SignatureV2 = 'X-Service-Signature-V2',
 }
-
-// Anything but printable ASCII, CR and LF (conservative: other control characters take the UTF-8 path too).
-const NON_ASCII = /[^\x20-\x7e\r\n]/;
 
 /**
  * SPEC.md's webhook payload as the JSON text that is sent and signed: exactly what
@@ -67,12 +65,9 @@ export function webhookHeaders(alert: Alert, body: string, secret: string | unde
   return headers;
 }
 
-/** `sha256=<hex>`: HMAC-SHA256 of `prefix` and `text` (UTF-8; `ascii` when both are ASCII, so they are hashed without encoding). */
-function signature(key: KeyObject, text: string, prefix = '', ascii = false): string {
-  const encoding = ascii ? 'latin1' : 'utf8';
-  const hmac = createHmac('sha256', key);
-  if (prefix !== '') hmac.update(prefix, encoding);
-  return `sha256=${hmac.update(text, encoding).digest('hex')}`;
+/** `sha256=<hex>`: HMAC-SHA256 of `prefix` and `text`, both UTF-8. */
+function signature(key: KeyObject, text: string, prefix = ''): string {
+  return `sha256=${createHmac('sha256', key).update(prefix).update(text).digest('hex')}`;
 }
 
 /** The generic webhook: SPEC.md's JSON payload, signed when ALERT_WEBHOOK_SECRET is set. */
@@ -81,12 +76,10 @@ export class WebhookProvider implements AlertProvider {
   readonly target: string;
   private readonly parsed: URL;
   private readonly body: WebhookBody;
-  /** The secret as a key object, prepared once rather than per signature. */
-  private readonly key: KeyObject | null;
-  /** Request line and the headers every alert carries, rendered once. */
+  /** The secret's signer, prepared once rather than per signature. */
+  private readonly hmac: HmacSha256 | null;
+  /** Request line and the headers every alert carries, rendered once: ASCII, as the URL parser encodes hosts and paths. */
   private readonly head: string;
-  /** `head` is ASCII (the URL parser encodes hosts and paths so; checked once); the other headers always are. */
-  private readonly headAscii: boolean;
 
   constructor(
     url: string,
@@ -97,23 +90,23 @@ export class WebhookProvider implements AlertProvider {
     this.target = `${safeUrl(url)} (${secret === undefined ? 'unsigned' : 'signed'})`;
     this.parsed = new URL(url);
     this.body = new WebhookBody(origin);
-    this.key = secret === undefined ? null : createSecretKey(Buffer.from(secret));
+    this.hmac = secret === undefined ? null : new HmacSha256(Buffer.from(secret));
     this.head = requestLine(this.parsed) + headerLines({ 'content-type': 'application/json', 'user-agent': 'Service/1.0', [AlertHeader.Event]: 'alert' }).join('\r\n') + '\r\n';
-    this.headAscii = !NON_ASCII.test(this.head);
   }
 
   /** The request webhookHeaders describes, header for header in its order, then content-length and the body. */
   send(alert: Alert, attempt: AttemptListener): void {
-    const body = this.body.render(alert);
-    // Usually all ASCII: then the body's characters are its bytes, and neither the signatures nor the write need encode it.
-    const ascii = !NON_ASCII.test(body);
+    const body = Buffer.from(this.body.render(alert));
     const timestamp = String(Math.floor(Date.now() / 1000));
     let head = `${this.head}${AlertHeader.Trigger}: ${alert.trigger}\r\n${AlertHeader.Timestamp}: ${timestamp}\r\n`;
-    if (this.key !== null) {
-      head += `${AlertHeader.Signature}: ${signature(this.key, body, '', ascii)}\r\n${AlertHeader.SignatureV2}: ${signature(this.key, body, `${timestamp}.`, ascii)}\r\n`;
+    if (this.hmac !== null) {
+      head += `${AlertHeader.Signature}: sha256=${this.hmac.hex(body)}\r\n${AlertHeader.SignatureV2}: sha256=${this.hmac.hex(body, `${timestamp}.`)}\r\n`;
     }
-    const length = ascii ? body.length : Buffer.byteLength(body);
-    this.http.send(this.parsed, `${head}content-length: ${length}\r\n\r\n${body}`, ascii && this.headAscii, attempt);
+    head += `content-length: ${body.length}\r\n\r\n`;
+    const request = Buffer.allocUnsafe(head.length + body.length);
+    request.write(head, 0, 'latin1');
+    body.copy(request, head.length);
+    this.http.send(this.parsed, request, attempt);
   }
 
   async close(): Promise<void> {
