@@ -8,6 +8,8 @@ const ATTEMPT_TIMEOUT_MS = 10_000;
 /** The HTTP side of the alert providers: a pipeline per origin, shared by the providers of one process. */
 export class AlertHttpClient {
   private readonly pipelines = new Map<string, HttpPipeline>();
+  /** The pipeline of each URL object seen: providers parse their URL once, and a URL's `origin` is computed anew at every read. */
+  private byUrl = new WeakMap<URL, HttpPipeline>();
 
   constructor(private readonly options: { timeoutMs?: number; tls?: ConnectionOptions } = {}) {}
 
@@ -26,14 +28,18 @@ export class AlertHttpClient {
   close(): void {
     for (const pipeline of this.pipelines.values()) pipeline.close();
     this.pipelines.clear();
+    this.byUrl = new WeakMap();
   }
 
   private pipelineFor(url: URL): HttpPipeline {
+    const known = this.byUrl.get(url);
+    if (known !== undefined) return known;
     let pipeline = this.pipelines.get(url.origin);
     if (pipeline === undefined) {
       pipeline = new HttpPipeline(new URL(url.origin), { timeoutMs: this.options.timeoutMs ?? ATTEMPT_TIMEOUT_MS, tls: this.options.tls });
       this.pipelines.set(url.origin, pipeline);
     }
+    this.byUrl.set(url, pipeline);
     return pipeline;
   }
 }

@@ -15,6 +15,11 @@ export function jsonString(value: string | null): string {
   return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
 }
 
+/** Whether JSON.stringify escapes anything in `text` (any surrogate counts): one test over several values joined costs less than one each. */
+export function needsEscape(text: string): boolean {
+  return NEEDS_ESCAPE.test(text);
+}
+
 /** A number (or null) as JSON.stringify writes it: null for NaN and infinities. */
 export function jsonNumber(value: number | null): string {
   return value !== null && Number.isFinite(value) ? String(value) : 'null';
