@@ -193,8 +193,12 @@ async function load(gateway: Gateway, headers: Record<string, string>, seconds: 
   const cpuAfter = cpuSeconds(pid);
   const mainAfter = threadCpuSeconds(pid);
   const receiverAfter = cpuSeconds(receiverPid);
-  // Alerts of requests answered after autocannon stopped counting: in before the next round starts.
-  if (receiver !== null) await settle(receiver);
+  if (receiver !== null) {
+    // Alerts of requests answered after autocannon stopped counting arrive before the next round starts,
+    // and the round's alerts are checked then (their timestamps are minutes old at the end of a long run).
+    await settle(receiver);
+    await ask(receiver, { type: 'verify' }, SETTLE_TIMEOUT_MS);
+  }
   return {
     opsPerSec: Math.round(completed / (result.duration + drainMs / 1000)),
     drainMs,
