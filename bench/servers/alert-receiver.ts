@@ -8,15 +8,15 @@
  * gateway being measured. Checking inline cost about 12 µs of CPU per alert on a 2-core machine
  * whose every request the gateway spends about 50 µs on, most of it the HMAC and the id set.
  *
- * It runs at the lowest CPU priority (nice 19): on its own machine it would take none of the
- * gateway's cores. The bench charges any lag to the alerting gateway anyway: a round ends when
- * the last of its alerts has arrived here (`await`).
+ * It runs at the gateway's priority, so what it takes counts against the alerting gateway's
+ * throughput (at nice 19 it was starved on the saturated cores until the gateway had 10,000
+ * deliveries waiting for answers and dropped alerts, which a receiver on a machine of its own
+ * would not have caused). A round ends when the last of its alerts has arrived here (`await`).
  *
  * Runs as its own process (child_process.fork); IPC: `count`, `await`, `verify`, `reset`.
  */
 import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import net from 'node:net';
-import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { AlertCounts, ChildMessage, ParentMessage } from './messages';
 
@@ -33,10 +33,10 @@ interface Connection {
 }
 
 function main(): void {
-  os.setPriority(19);
   const key = createSecretKey(Buffer.from(process.env.BENCH_ALERT_SECRET ?? ''));
   const connections = new Set<Connection>();
   let requests = 0;
+  let lastAtMs = 0;
   let awaited: { count: number; timer: NodeJS.Timeout } | null = null;
   const verified: AlertCounts = { alerts: 0, ids: 0, checked: 0, signed: 0, fresh: 0 };
   const ids = new Set<string>();
@@ -58,6 +58,7 @@ function main(): void {
       connection.rest = framed.end < input.length ? input.subarray(framed.end) : null;
       if (framed.count === 0) return;
       requests += framed.count;
+      lastAtMs = Date.now();
       socket.write(framed.count === 1 ? RESPONSE : Buffer.concat(Array<Buffer>(framed.count).fill(RESPONSE)));
       reached();
     });
@@ -104,10 +105,10 @@ function main(): void {
   process.on('message', (message: ParentMessage) => {
     switch (message.type) {
       case 'count':
-        return send({ type: 'received', requests });
+        return send({ type: 'received', requests, lastAtMs });
       case 'await':
         if (awaited !== null) clearTimeout(awaited.timer);
-        awaited = { count: message.count, timer: setTimeout(() => ((awaited = null), send({ type: 'received', requests })), message.timeoutMs) };
+        awaited = { count: message.count, timer: setTimeout(() => ((awaited = null), send({ type: 'received', requests, lastAtMs })), message.timeoutMs) };
         return reached();
       case 'verify':
         return send({ type: 'alerts', ...verify() });
@@ -116,7 +117,7 @@ function main(): void {
         requests = 0;
         Object.assign(verified, { alerts: 0, ids: 0, checked: 0, signed: 0, fresh: 0 });
         ids.clear();
-        return send({ type: 'received', requests });
+        return send({ type: 'received', requests, lastAtMs });
     }
   });
   process.on('disconnect', () => process.exit(0));

@@ -12,8 +12,8 @@ export interface AlertCounts {
 export type ChildMessage =
   | { type: 'listening'; port: number }
   | { type: 'count'; served: number }
-  /** The alert receiver's requests received so far (framed and answered, not yet verified). */
-  | { type: 'received'; requests: number }
+  /** The alert receiver's requests received so far (framed and answered, not yet verified), and when the last one came (ms since the epoch, its clock). */
+  | { type: 'received'; requests: number; lastAtMs: number }
   /** The alert receiver has received the requests it was asked to `await`, at `atMs` (its clock, ms since the epoch). */
   | { type: 'reached'; requests: number; atMs: number }
   | ({ type: 'alerts' } & AlertCounts);
