@@ -126,7 +126,6 @@ export async function runAlertsBench(): Promise<BenchReport> {
   }
 }
 
-
 function report(rounds: Record<'off' | 'on', Round[]>, received: AlertCounts, decisions: number, drops: string[]): BenchReport {
   const total = (list: Round[]) => list.reduce((sum, round) => sum + round.opsPerSec, 0);
   const ratio = total(rounds.on) / total(rounds.off);
@@ -184,7 +183,7 @@ async function startGateway(children: ChildSet, name: 'off' | 'on', env: Record<
 async function load(gateway: Gateway, headers: Record<string, string>, seconds: number, receiver: Child | null): Promise<Round> {
   const pid = gateway.child.process.pid;
   const receiverPid = receiver?.process.pid;
-  const before = receiver === null ? 0 : await receivedCount(receiver);
+  const before = receiver === null ? 0 : (await receiverProgress(receiver)).requests;
   const cpuBefore = cpuSeconds(pid);
   const mainBefore = threadCpuSeconds(pid);
   const receiverBefore = cpuSeconds(receiverPid);
@@ -226,15 +225,15 @@ async function lastAlertAfter(receiver: Child, count: number, loadEnd: number): 
   const answer = await ask(receiver, { type: 'await', count, timeoutMs: ROUND_ALERTS_TIMEOUT_MS }, ROUND_ALERTS_TIMEOUT_MS + 5000);
   if (answer.type === 'reached') return { drainMs: Math.max(0, answer.atMs - loadEnd), missing: 0 };
   await settle(receiver);
-  const last = await ask(receiver, { type: 'count' });
-  if (last.type !== 'received') throw new Error(`alert receiver answered ${last.type}`);
+  const last = await receiverProgress(receiver);
   return { drainMs: Math.max(0, last.lastAtMs - loadEnd), missing: Math.max(0, count - last.requests) };
 }
 
-async function receivedCount(receiver: Child): Promise<number> {
+/** The requests the receiver has had so far, and when the last came. */
+async function receiverProgress(receiver: Child): Promise<{ requests: number; lastAtMs: number }> {
   const answer = await ask(receiver, { type: 'count' });
   if (answer.type !== 'received') throw new Error(`alert receiver answered ${answer.type}`);
-  return answer.requests;
+  return answer;
 }
 
 /** Waits until the receiver's count stops growing for a while (the last alerts delivered). */
@@ -242,7 +241,7 @@ async function settle(receiver: Child): Promise<void> {
   const deadline = Date.now() + SETTLE_TIMEOUT_MS;
   let last = -1;
   for (;;) {
-    const count = await receivedCount(receiver);
+    const { requests: count } = await receiverProgress(receiver);
     if (count === last || Date.now() > deadline) return;
     last = count;
     await sleep(300);

@@ -38,7 +38,7 @@ function main(): void {
   let requests = 0;
   let lastAtMs = 0;
   let awaited: { count: number; timer: NodeJS.Timeout } | null = null;
-  const verified: AlertCounts = { alerts: 0, ids: 0, checked: 0, signed: 0, fresh: 0 };
+  const verified = noCounts();
   const ids = new Set<string>();
 
   const reached = (): void => {
@@ -71,16 +71,7 @@ function main(): void {
     for (const connection of connections) {
       const input = Buffer.concat(connection.kept);
       connection.kept = connection.rest === null ? [] : [connection.rest];
-      let at = 0;
-      for (;;) {
-        const head = input.indexOf(HEAD_END, at);
-        if (head < 0) break;
-        const length = contentLength(input, at, head);
-        const end = head + 4 + length;
-        if (end > input.length) break;
-        check(input.toString('latin1', at, head), input.subarray(head + 4, end), nowSeconds);
-        at = end;
-      }
+      frame(input, (start, head, end) => check(input.toString('latin1', start, head), input.subarray(head + 4, end), nowSeconds));
     }
     verified.ids = ids.size;
     return { ...verified };
@@ -115,7 +106,7 @@ function main(): void {
       case 'reset':
         verify();
         requests = 0;
-        Object.assign(verified, { alerts: 0, ids: 0, checked: 0, signed: 0, fresh: 0 });
+        Object.assign(verified, noCounts());
         ids.clear();
         return send({ type: 'received', requests, lastAtMs });
     }
@@ -123,8 +114,8 @@ function main(): void {
   process.on('disconnect', () => process.exit(0));
 }
 
-/** The whole requests at the start of `input`: how many, and where the last one ends. */
-function frame(input: Buffer): { count: number; end: number } {
+/** The whole requests at the start of `input`: how many, and where the last one ends; `each` is shown where each starts, its head ends and it ends. */
+function frame(input: Buffer, each?: (start: number, head: number, end: number) => void): { count: number; end: number } {
   let count = 0;
   let at = 0;
   for (;;) {
@@ -132,6 +123,7 @@ function frame(input: Buffer): { count: number; end: number } {
     if (head < 0) break;
     const end = head + 4 + contentLength(input, at, head);
     if (end > input.length) break;
+    each?.(at, head, end);
     count++;
     at = end;
   }
@@ -150,6 +142,10 @@ function contentLength(input: Buffer, start: number, end: number): number {
   let length = 0;
   for (let digit = input[at] - 0x30; digit >= 0 && digit <= 9; digit = input[++at] - 0x30) length = length * 10 + digit;
   return length;
+}
+
+function noCounts(): AlertCounts {
+  return { alerts: 0, ids: 0, checked: 0, signed: 0, fresh: 0 };
 }
 
 function header(head: string, name: string): string {

@@ -1,25 +1,20 @@
-import { createHmac, createSecretKey, KeyObject } from "node:crypto";
-import type { Alert, AlertOrigin } from "./alert";
-import { jsonString, needsEscape } from "../common/json-text";
-import {
-  AlertHttpClient,
-  headerLines,
-  requestLine,
-  safeUrl,
-} from "./alert-http";
-import { HmacSha256 } from "./hmac-sha256";
-import type { AlertProvider, AttemptListener } from "./alert-provider";
+import { createHmac, createSecretKey, KeyObject } from 'node:crypto';
+import type { Alert, AlertOrigin } from './alert';
+import { jsonString, needsEscape } from '../common/json-text';
+import { AlertHttpClient, headerLines, requestLine, safeUrl } from './alert-http';
+import { HmacSha256 } from './hmac-sha256';
+import type { AlertProvider, AttemptListener } from './alert-provider';
 
 /** Headers of the generic webhook (SPEC.md "Webhook request headers", plus the replay-proof pair). */
 export enum AlertHeader {
-  Event = "X-Service-Event",
-  Trigger = "X-Service-Trigger",
+  Event = 'X-Service-Event',
+  Trigger = 'X-Service-Trigger',
   /** `sha256=<hex>`: HMAC-SHA256 of the raw body (SPEC.md). */
-  Signature = "X-Service-Signature",
+  Signature = 'X-Service-Signature',
   /** Unix seconds when the request was signed. */
-  Timestamp = "X-Service-Timestamp",
+  Timestamp = 'X-Service-Timestamp',
   /** `sha256=<hex>`: HMAC-SHA256 of `<timestamp>.<raw body>`, so a receiver can refuse old or replayed requests. */
-  SignatureV2 = "X-Service-Signature-V2",
+  SignatureV2 = 'X-Service-Signature-V2',
 }
 
 /**
@@ -39,22 +34,8 @@ export class WebhookBody {
     const entry = alert.entry;
     // Nearly always no value needs escaping: then one test over them all (and each is quoted as it is) instead of one per value.
     const values =
-      alert.id +
-      alert.timestamp +
-      alert.severity +
-      alert.trigger +
-      alert.title +
-      alert.message +
-      entry.traceId +
-      entry.agentId +
-      entry.agentName +
-      entry.trustTier +
-      entry.action +
-      entry.method +
-      entry.path +
-      entry.decision +
-      entry.policyName +
-      entry.reason;
+      alert.id + alert.timestamp + alert.severity + alert.trigger + alert.title + alert.message + entry.traceId + entry.agentId + entry.agentName +
+      entry.trustTier + entry.action + entry.method + entry.path + entry.decision + entry.policyName + entry.reason;
     const json = needsEscape(values) ? jsonString : quoted;
     return (
       `{"event":"service.alert","version":"1.0","id":${json(alert.id)},"timestamp":${json(alert.timestamp)},` +
@@ -78,17 +59,12 @@ export function webhookBody(alert: Alert, origin: AlertOrigin): string {
 }
 
 /** The request headers for `body`; signatures only with a secret. */
-export function webhookHeaders(
-  alert: Alert,
-  body: string,
-  secret: string | undefined,
-  nowSeconds: number,
-): Record<string, string> {
+export function webhookHeaders(alert: Alert, body: string, secret: string | undefined, nowSeconds: number): Record<string, string> {
   const timestamp = String(nowSeconds);
   const headers: Record<string, string> = {
-    "content-type": "application/json",
-    "user-agent": "Service/1.0",
-    [AlertHeader.Event]: "alert",
+    'content-type': 'application/json',
+    'user-agent': 'Service/1.0',
+    [AlertHeader.Event]: 'alert',
     [AlertHeader.Trigger]: alert.trigger,
     [AlertHeader.Timestamp]: timestamp,
   };
@@ -100,13 +76,13 @@ export function webhookHeaders(
 }
 
 /** `sha256=<hex>`: HMAC-SHA256 of `prefix` and `text`, both UTF-8. */
-function signature(key: KeyObject, text: string, prefix = ""): string {
-  return `sha256=${createHmac("sha256", key).update(prefix).update(text).digest("hex")}`;
+function signature(key: KeyObject, text: string, prefix = ''): string {
+  return `sha256=${createHmac('sha256', key).update(prefix).update(text).digest('hex')}`;
 }
 
 /** The generic webhook: SPEC.md's JSON payload, signed when ALERT_WEBHOOK_SECRET is set. */
 export class WebhookProvider implements AlertProvider {
-  readonly name = "webhook";
+  readonly name = 'webhook';
   readonly target: string;
   private readonly parsed: URL;
   private readonly body: WebhookBody;
@@ -121,19 +97,11 @@ export class WebhookProvider implements AlertProvider {
     origin: AlertOrigin,
     private readonly http: AlertHttpClient,
   ) {
-    this.target = `${safeUrl(url)} (${secret === undefined ? "unsigned" : "signed"})`;
+    this.target = `${safeUrl(url)} (${secret === undefined ? 'unsigned' : 'signed'})`;
     this.parsed = new URL(url);
     this.body = new WebhookBody(origin);
-    this.hmac =
-      secret === undefined ? null : new HmacSha256(Buffer.from(secret));
-    this.head =
-      requestLine(this.parsed) +
-      headerLines({
-        "content-type": "application/json",
-        "user-agent": "Service/1.0",
-        [AlertHeader.Event]: "alert",
-      }).join("\r\n") +
-      "\r\n";
+    this.hmac = secret === undefined ? null : new HmacSha256(Buffer.from(secret));
+    this.head = requestLine(this.parsed) + headerLines({ 'content-type': 'application/json', 'user-agent': 'Service/1.0', [AlertHeader.Event]: 'alert' }).join('\r\n') + '\r\n';
   }
 
   /** The request webhookHeaders describes, header for header in its order, then content-length and the body. */
@@ -146,7 +114,7 @@ export class WebhookProvider implements AlertProvider {
     }
     head += `content-length: ${body.length}\r\n\r\n`;
     const request = Buffer.allocUnsafe(head.length + body.length);
-    request.write(head, 0, "latin1");
+    request.write(head, 0, 'latin1');
     body.copy(request, head.length);
     this.http.send(this.parsed, request, attempt);
   }
