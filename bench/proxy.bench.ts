@@ -27,7 +27,7 @@
  * `node dist/bench/proxy.bench.js` runs it alone. Environment: BENCH_PROXY_SECONDS (10),
  * BENCH_PROXY_WARMUP_SECONDS (2), BENCH_PROXY_SINGLE_SECONDS (5), BENCH_PROXY_PACED_RATE (2000),
  * BENCH_PROXY_PACED_SECONDS (5), BENCH_PROXY_ROUNDS (8), BENCH_PROXY_ROUND_SECONDS (5),
- * BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432/postgres),
+ * BENCH_POSTGRES_URL (the URL of scripts/services.sh env),
  * BENCH_CPU_PROFILE_DIR (profile the gateway runs; slows them down, numbers not comparable).
  */
 import autocannon from 'autocannon';
@@ -57,7 +57,7 @@ const PACED_RATE = positiveNumber('BENCH_PROXY_PACED_RATE', 2000);
 const PACED_SECONDS = positiveNumber('BENCH_PROXY_PACED_SECONDS', 5);
 const ROUNDS = positiveNumber('BENCH_PROXY_ROUNDS', 8);
 const ROUND_SECONDS = positiveNumber('BENCH_PROXY_ROUND_SECONDS', 5);
-export const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://agentgov:agentgov@127.0.0.1:5432/postgres';
 const PROFILE_DIR = process.env.BENCH_CPU_PROFILE_DIR;
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const UPSTREAM_PATH = '/api/items?limit=10';
