@@ -33,6 +33,8 @@ export async function createGateway(config: AppConfig, logger: Logger = createLo
   });
   app.disable('x-powered-by');
   app.set('query parser', 'extended');
+  // The client address (the billing rate limit's key) is read from X-Forwarded-For only when it comes from a configured proxy.
+  if (config.http.trustedProxies.length > 0) app.set('trust proxy', config.http.trustedProxies);
   app.use(requestContext(logger));
   app.useBodyParser('json', { limit: config.http.maxJsonBytes, type: ['application/json', 'application/*+json'] });
   app.useBodyParser('text', { limit: config.http.maxJsonBytes, type: YAML_MEDIA_TYPES });

@@ -28,14 +28,33 @@ import { startUpstream, TestUpstream } from './support/upstream';
 
 /** Delegation (issue #11 "Identity, trust and delegation"): RFC 8693 chains, lifetime and scope narrowing, revocation. */
 
-interface Delegated {
-  token: string;
+/** A delegation's grant, as the delegator receives it. */
+interface Grant {
+  grant: string;
   expiresAt: string;
   agentId: string;
   delegatedBy: string;
   delegation: { depth: number; chain: string[] };
   scope: string[] | null;
 }
+
+/** RFC 8693's answer to the delegate that redeems a grant. */
+interface Exchanged {
+  access_token: string;
+  issued_token_type: string;
+  token_type: string;
+  expires_in: number;
+  expiresAt: string;
+  agentId: string;
+  trustTier: string;
+  delegation: { depth: number; chain: string[] };
+  scope: string[] | null;
+}
+
+/** A grant redeemed by its delegate: the grant's facts and the delegated token. */
+type Delegated = Grant & { token: string; tokenExpiresAt: string; trustTier: string };
+
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
 let upstream: TestUpstream;
 let gateway: TestGateway;
@@ -49,17 +68,24 @@ afterAll(async () => {
   await upstream.close();
 });
 
-/** A delegation's answer: the token, or an error body. */
-type DelegateAnswer = Delegated & { error?: string; message?: string };
+/** A delegation's answer: the grant, or an error body. */
+type DelegateAnswer = Grant & { error?: string; message?: string };
 
 function delegate(token: string | undefined, body: Record<string, unknown>): Promise<TestResponse<DelegateAnswer>> {
   return call<DelegateAnswer>(gateway.url, 'POST', '/api/v1/identity/delegate', { bearer: token, body });
 }
 
-async function delegated(token: string, body: Record<string, unknown>): Promise<Delegated> {
-  const response = await delegate(token, body);
-  expect(response.status).toBe(201);
-  return response.body;
+function redeem(grant: string, actorToken: string, extra: Record<string, unknown> = {}): Promise<TestResponse<Exchanged & { error?: string; message?: string }>> {
+  return call(gateway.url, 'POST', '/api/v1/identity/token', { body: { grant_type: TOKEN_EXCHANGE, subject_token: grant, actor_token: actorToken, ...extra } });
+}
+
+/** `token` delegates to `to`, which redeems the grant with its own token. */
+async function delegated(token: string, to: TestAgent, body: Record<string, unknown> = {}): Promise<Delegated> {
+  const granted = await delegate(token, { agentId: to.id, ...body });
+  expect(granted.status).toBe(201);
+  const exchanged = await redeem(granted.body.grant, to.token);
+  expect(exchanged.status).toBe(200);
+  return { ...granted.body, token: exchanged.body.access_token, tokenExpiresAt: exchanged.body.expiresAt, trustTier: exchanged.body.trustTier };
 }
 
 /** An organization with these agents (by name) and policies. */
@@ -80,14 +106,14 @@ describe('delegation chains', () => {
       { name: 'no-delete-for-planner', action: 'delete:*', condition: `delegation.chain contains "${a.id}"`, reason: 'nobody deletes on behalf of the planner' },
     ]);
 
-    const toB = await delegated(a.token, { agentId: b.id });
+    const toB = await delegated(a.token, b);
     expect(toB).toMatchObject({ agentId: b.id, delegatedBy: a.id, delegation: { depth: 2, chain: [a.id, b.id] }, scope: null });
     const claimsB = decodeJwt(toB.token);
     expect(claimsB.sub).toBe(b.id);
     expect(claimsB.act).toEqual({ sub: a.id });
     expect(claimsB.scope).toBeUndefined();
 
-    const toC = await delegated(toB.token, { agentId: c.id });
+    const toC = await delegated(toB.token, c);
     expect(toC.delegation).toEqual({ depth: 3, chain: [a.id, b.id, c.id] });
     const claimsC = decodeJwt(toC.token);
     expect(claimsC.sub).toBe(c.id);
@@ -119,7 +145,7 @@ describe('delegation chains', () => {
   it('records each delegation in the audit trail with its chain', async () => {
     const { org, agents } = await organization(['lead', 'helper']);
     const [a, b] = agents;
-    const toB = await delegated(a.token, { agentId: b.id, scope: ['read:*'], ttl: '1h' });
+    const toB = await delegated(a.token, b, { scope: ['read:*'], ttl: '1h' });
     const [event] = await auditEntries(gateway, org, `action=admin:identity.delegate`, 1);
     expect(event).toMatchObject({ source: 'admin', agentId: b.id });
     expect(event.details).toEqual({ actor: `agent:${a.id}`, delegatedBy: a.id, chain: [a.id, b.id], scope: ['read:*'], expiresAt: toB.expiresAt });
@@ -134,7 +160,7 @@ describe('delegation chains', () => {
     expect(self.status).toBe(400);
     expect(self.body.message).toBe(`agent ${a.id} is already in the delegation chain (${a.id})`);
 
-    const toB = await delegated(a.token, { agentId: b.id });
+    const toB = await delegated(a.token, b);
     const cycle = await delegate(toB.token, { agentId: a.id });
     expect(cycle.status).toBe(400);
     expect(cycle.body.message).toBe(`agent ${a.id} is already in the delegation chain (${a.id} > ${b.id})`);
@@ -150,7 +176,7 @@ describe('delegation chains', () => {
 
     const long = await organization(['n0', 'n1', 'n2', 'n3', 'n4', 'n5', 'n6', 'n7', 'n8']);
     let token = long.agents[0].token;
-    for (const next of long.agents.slice(1, 8)) token = (await delegated(token, { agentId: next.id })).token;
+    for (const next of long.agents.slice(1, 8)) token = (await delegated(token, next)).token;
     const ninth = await delegate(token, { agentId: long.agents[8].id });
     expect(ninth.status).toBe(400);
     expect(ninth.body.message).toBe('a delegation chain holds at most 8 agents');
@@ -180,6 +206,68 @@ describe('delegation chains', () => {
   });
 });
 
+describe('rights (RFC 8693 token exchange)', () => {
+  it('hands the delegator a grant, never a token acting as its delegate: only the delegate redeems it, with its own token', async () => {
+    const { org } = await organization([]);
+    const low = await createAgent(gateway, org, { name: 'intern', trustTier: 'unverified' });
+    const high = await createAgent(gateway, org, { name: 'admin-bot', trustTier: 'privileged' });
+    const other = await createAgent(gateway, org, { name: 'bystander', trustTier: 'privileged' });
+
+    const granted = await delegate(low.token, { agentId: high.id });
+    expect(granted.status).toBe(201);
+    expect(granted.body).not.toHaveProperty('token');
+    // The grant is no agent token: the proxy refuses it.
+    expect((await proxy(gateway, granted.body.grant, 'GET', '/admin/users')).status).toBe(401);
+    // Neither the delegator nor a third agent can redeem it.
+    for (const intruder of [low, other]) {
+      const stolen = await redeem(granted.body.grant, intruder.token);
+      expect(stolen.status).toBe(403);
+      expect(stolen.body.message).toBe('The grant names another agent: only the delegate it names can redeem it, with its own token');
+    }
+    const asDelegator = await redeem(granted.body.grant, granted.body.grant);
+    expect(asDelegator.status).toBe(400);
+    expect(asDelegator.body.message).toMatch(/^actor_token is not a valid agent token/);
+    expect((await redeem(granted.body.grant, high.token, { grant_type: 'client_credentials' })).body.message).toBe(`grant_type must be ${TOKEN_EXCHANGE}`);
+    expect((await redeem(`${granted.body.grant}x`, high.token)).body.message).toBe('subject_token is not a valid delegation grant');
+
+    const exchanged = await redeem(granted.body.grant, high.token);
+    expect(exchanged.status).toBe(200);
+    expect(exchanged.body).toMatchObject({ issued_token_type: 'urn:ietf:params:oauth:token-type:jwt', token_type: 'Bearer', agentId: high.id, trustTier: 'unverified', delegation: { depth: 2, chain: [low.id, high.id] } });
+    expect(decodeJwt(exchanged.body.access_token)).toMatchObject({ sub: high.id, act: { sub: low.id }, tier: 'unverified' });
+    // A delegated token cannot serve as the actor of another exchange either.
+    const viaDelegated = await redeem((await delegate(low.token, { agentId: high.id })).body.grant, exchanged.body.access_token);
+    expect(viaDelegated.body.message).toBe('actor_token must be the delegate’s own agent token, not a delegated one');
+  });
+
+  it('decides a delegated token with the lowest tier of its chain and for every agent of it, at the proxy', async () => {
+    const { org } = await organization([]);
+    const low = await createAgent(gateway, org, { name: 'intern', trustTier: 'unverified', tags: ['quarantined'] });
+    const high = await createAgent(gateway, org, { name: 'admin-bot', trustTier: 'privileged' });
+    await putPolicies(gateway, org, [
+      { name: 'admins-only', action: '*:admin/*', condition: 'agent.trust_tier < privileged', reason: 'admin paths need a privileged agent' },
+      { name: 'quarantine', action: 'write:*', condition: '"quarantined" in agent.tags', reason: 'quarantined agents cannot write' },
+    ]);
+    expect((await proxy(gateway, high.token, 'GET', '/admin/users')).status).toBe(200);
+    expect((await proxy(gateway, high.token, 'POST', '/reports/1')).status).toBe(200);
+
+    const onBehalf = await delegated(low.token, high);
+    expect(onBehalf.trustTier).toBe('unverified');
+    const admin = await proxy(gateway, onBehalf.token, 'GET', '/admin/users');
+    expect(admin.status).toBe(403);
+    expect(admin.body.policy).toBe('admins-only');
+    // The delegator's tag holds too: the delegate writes nothing the delegator could not.
+    const write = await proxy(gateway, onBehalf.token, 'POST', '/reports/1');
+    expect(write.status).toBe(403);
+    expect(write.body.policy).toBe('quarantine');
+    const [entry] = await auditEntries(gateway, org, `agentId=${high.id}&source=proxy&decision=deny`, 2);
+    expect(entry).toMatchObject({ trustTier: 'unverified', delegationChain: [low.id, high.id] });
+
+    // Raising the delegator later raises the token with it; the delegate's own tier is the ceiling.
+    await call(gateway.url, 'PATCH', `/admin/agents/${low.id}`, { adminToken: org.adminToken, body: { trustTier: 'privileged', tags: [] } });
+    expect((await proxy(gateway, onBehalf.token, 'GET', '/admin/users')).status).toBe(200);
+  });
+});
+
 describe('lifetime', () => {
   it('never outlives its parent: a ttl past the parent’s expiry is refused, the default is the parent’s expiry', async () => {
     const { agents } = await organization(['a', 'b', 'c']);
@@ -188,19 +276,21 @@ describe('lifetime', () => {
     expect(beyondRoot.status).toBe(400);
     expect(beyondRoot.body.message).toMatch(/^ttl 25h would outlive the delegating token, which expires at \d{4}-\d\d-\d\dT/);
 
-    const toB = await delegated(a.token, { agentId: b.id, ttl: '1h' });
+    const toB = await delegated(a.token, b, { ttl: '1h' });
     const parentExp = decodeJwt(toB.token).exp!;
-    expect(parentExp - decodeJwt(toB.token).iat!).toBe(3600);
+    expect(new Date(parentExp * 1000).toISOString()).toBe(toB.expiresAt);
+    expect(Math.abs(Date.parse(toB.expiresAt) - Date.now() - 3_600_000)).toBeLessThan(60_000);
 
     const outliving = await delegate(toB.token, { agentId: c.id, ttl: '2h' });
     expect(outliving.status).toBe(400);
     expect(outliving.body.message).toBe(`ttl 2h would outlive the delegating token, which expires at ${new Date(parentExp * 1000).toISOString()}`);
 
-    const shorter = await delegated(toB.token, { agentId: c.id, ttl: '30m' });
+    const shorter = await delegated(toB.token, c, { ttl: '30m' });
     expect(decodeJwt(shorter.token).exp).toBeLessThanOrEqual(parentExp);
-    const inherited = await delegated(toB.token, { agentId: c.id });
+    const inherited = await delegated(toB.token, c);
     expect(decodeJwt(inherited.token).exp).toBe(parentExp);
     expect(inherited.expiresAt).toBe(new Date(parentExp * 1000).toISOString());
+    expect(inherited.tokenExpiresAt).toBe(inherited.expiresAt);
   });
 });
 
@@ -210,7 +300,7 @@ describe('scope', () => {
     const [a, b] = agents;
     // Counts every request it is consulted for: one slot a minute.
     await putPolicies(gateway, org, [{ name: 'one-a-minute', condition: 'rate_limit(per_agent, 1, 1m)', reason: 'one request a minute' }]);
-    const toB = await delegated(a.token, { agentId: b.id, scope: ['read:*'] });
+    const toB = await delegated(a.token, b, { scope: ['read:*'] });
     expect(toB.scope).toEqual(['read:*']);
     expect(decodeJwt(toB.token).scope).toEqual(['read:*']);
     const before = upstream.requests.length;
@@ -247,7 +337,7 @@ describe('scope', () => {
   it('narrows at each hop, refuses widening, and a hop without a scope keeps its parent’s', async () => {
     const { agents } = await organization(['a', 'b', 'c']);
     const [a, b, c] = agents;
-    const toB = await delegated(a.token, { agentId: b.id, scope: ['read:*', 'write:drafts/*'] });
+    const toB = await delegated(a.token, b, { scope: ['read:*', 'write:drafts/*'] });
 
     const widened = await delegate(toB.token, { agentId: c.id, scope: ['read:*', 'write:*'] });
     expect(widened.status).toBe(400);
@@ -257,10 +347,10 @@ describe('scope', () => {
     });
     expect((await delegate(toB.token, { agentId: c.id, scope: ['*'] })).status).toBe(400);
 
-    const kept = await delegated(toB.token, { agentId: c.id });
+    const kept = await delegated(toB.token, c);
     expect(kept.scope).toEqual(['read:*', 'write:drafts/*']);
 
-    const narrowed = await delegated(toB.token, { agentId: c.id, scope: ['read:reports/*'] });
+    const narrowed = await delegated(toB.token, c, { scope: ['read:reports/*'] });
     expect(narrowed.scope).toEqual(['read:reports/*']);
     expect((await proxy(gateway, narrowed.token, 'GET', '/reports/1')).status).toBe(200);
     const outside = await proxy(gateway, narrowed.token, 'GET', '/files/1');
@@ -276,8 +366,8 @@ describe('revocation', () => {
   it('ends a delegated token when any agent of its chain is revoked, and a revoked agent cannot delegate', async () => {
     const { org, agents } = await organization(['a', 'b', 'c']);
     const [a, b, c] = agents;
-    const toB = await delegated(a.token, { agentId: b.id });
-    const toC = await delegated(toB.token, { agentId: c.id });
+    const toB = await delegated(a.token, b);
+    const toC = await delegated(toB.token, c);
     expect((await proxy(gateway, toC.token, 'GET', '/x')).status).toBe(200);
 
     await revokeAgent(gateway, org, a.id);
@@ -300,7 +390,7 @@ describe('revocation', () => {
   it('ends it when the middle of the chain is revoked', async () => {
     const { org, agents } = await organization(['a', 'b', 'c']);
     const [a, b, c] = agents;
-    const toC = await delegated((await delegated(a.token, { agentId: b.id })).token, { agentId: c.id });
+    const toC = await delegated((await delegated(a.token, b)).token, c);
     await revokeAgent(gateway, org, b.id);
     const refused = await proxy(gateway, toC.token, 'GET', '/x');
     expect(refused.status).toBe(401);
@@ -359,7 +449,7 @@ describe('offline, on the decision core without a database', () => {
 
   it('denies outside the scope without a policy lookup, reads the depth, and records the chain', async () => {
     const scoped = await authenticator.authenticate(`Bearer ${await sign('agent_b', { act: { sub: 'agent_a' }, scope: ['read:*'] })}`);
-    expect(scoped.delegation).toEqual({ depth: 2, chain: ['agent_a', 'agent_b'], scope: ['read:*'] });
+    expect(scoped.delegation).toMatchObject({ depth: 2, chain: ['agent_a', 'agent_b'], scope: ['read:*'] });
     const outside = await decisions.check(scoped, request('write:files/1'));
     expect(outside.decision).toEqual({ effect: 'deny', policy: 'delegation-scope', rule: null, reason: 'action write:files/1 is outside the delegated scope (read:*)' });
     expect(outside.policyVersion).toBe(0);
@@ -375,6 +465,22 @@ describe('offline, on the decision core without a database', () => {
       ['read:files/1', 'max-depth', 403, ['agent_a', 'agent_b', 'agent_c']],
     ]);
   });
+
+  it('decides with the lowest tier of the chain, as the sidecar does', async () => {
+    const tiered = compilePolicies([{ name: 'trusted-only', rules: [{ condition: 'agent.trust_tier < trusted', action: 'deny', reason: 'needs trusted' }] }], { namespace: ORG });
+    agents.set('agent_low', agentSnapshot({ id: 'agent_low', orgId: ORG, name: 'low', trustTier: 'unverified', tags: [], revoked: false }));
+    agents.set('agent_high', agentSnapshot({ id: 'agent_high', orgId: ORG, name: 'high', trustTier: 'privileged', tags: [], revoked: false }));
+    const own = await authenticator.authenticate(`Bearer ${await sign('agent_high', {})}`);
+    const onBehalf = await authenticator.authenticate(`Bearer ${await sign('agent_high', { act: { sub: 'agent_low' } })}`);
+    expect(onBehalf.agent.trustTier).toBe('unverified');
+    const env = { limiter: new SlidingWindowLimiter(), nowMs: Date.now() };
+    expect((await tiered.evaluate({ ...baseInput(), agent: own.agent.facts }, env)).effect).toBe('allow');
+    expect((await tiered.evaluate({ ...baseInput(), agent: onBehalf.agent.facts }, env)).effect).toBe('deny');
+  });
+
+  function baseInput() {
+    return { action: 'read:x', resource: 'x', plugin: 'http', function: 'read', args: {}, context: {}, delegation: { depth: 1, chain: [] } };
+  }
 
   it('refuses a token whose delegator the bundle shows revoked, or does not know', async () => {
     agents.set('agent_a', agentSnapshot({ id: 'agent_a', orgId: ORG, name: 'a', trustTier: 'verified', tags: [], revoked: true }));

@@ -33,6 +33,11 @@ export class AppConfig {
     maxJsonBytes: number;
     /** RATE_LIMIT_RPM: per-client request rate for billing endpoints. */
     rateLimitRpm: number;
+    /**
+     * TRUSTED_PROXIES: addresses (IPs, CIDR ranges, `loopback`) of the load balancers in front
+     * of the gateway; only their X-Forwarded-For is believed. Empty: nobody's.
+     */
+    trustedProxies: string[];
   };
   readonly shutdown: {
     /** SHUTDOWN_TIMEOUT_MS: longest a SIGTERM/SIGINT shutdown may take before the process is forced out (exit 1). */
@@ -130,6 +135,7 @@ export class AppConfig {
         publicUrl: read.url('PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`,
         maxJsonBytes: read.int('MAX_JSON_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
         rateLimitRpm: read.int('RATE_LIMIT_RPM', 600, 1, 1_000_000),
+        trustedProxies: read.proxies('TRUSTED_PROXIES'),
       },
       // 25 s: inside the 30 s Kubernetes gives between SIGTERM and SIGKILL.
       shutdown: { timeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000) },

@@ -1,3 +1,4 @@
+import proxyaddr from 'proxy-addr';
 import net from 'node:net';
 import { parseDuration } from '../policy-engine/duration';
 
@@ -61,6 +62,18 @@ export class EnvReader {
     if (bad.length > 0) {
       this.errors.push(`${name}: unknown value(s) ${bad.join(', ')}; expected items of ${allowed!.join(', ')}`);
       return fallback;
+    }
+    return items;
+  }
+
+  /** A list of proxy addresses (IPs, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`), as proxy-addr reads them. */
+  proxies(name: string): string[] {
+    const items = this.list(name, []);
+    try {
+      proxyaddr.compile(items);
+    } catch (error) {
+      this.errors.push(`${name}: ${(error as Error).message}; expected IP addresses or CIDR ranges, comma-separated`);
+      return [];
     }
     return items;
   }

@@ -7,7 +7,7 @@ export const SIDECAR_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
 export const SIDECAR_ID_RULE = '1-128 letters, digits, or . _ : -';
 
 /** Variables the sidecar passes on to the proxy and audit code it shares with the gateway. */
-const SHARED_WITH_GATEWAY = ['UPSTREAM_URL', 'UPSTREAM_TIMEOUT_MS', 'PROXY_MAX_BODY_BYTES', 'MAX_JSON_BYTES', 'MODE', 'LOG_LEVEL', 'AUDIT_REDACT'];
+const SHARED_WITH_GATEWAY = ['UPSTREAM_URL', 'UPSTREAM_TIMEOUT_MS', 'PROXY_MAX_BODY_BYTES', 'MAX_JSON_BYTES', 'MODE', 'LOG_LEVEL', 'AUDIT_REDACT', 'TRUSTED_PROXIES'];
 
 /**
  * The edge sidecar's configuration (SPEC.md "Edge sidecar", CONTRACT.md: plus UPSTREAM_URL and

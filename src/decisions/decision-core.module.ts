@@ -3,13 +3,14 @@ import { AgentAuthenticator } from '../identity/agent-authenticator';
 import { AgentTokenVerifier } from '../identity/agent-token-verifier';
 import { DecisionEvents } from './decision-events';
 import { DecisionService } from './decision.service';
+import { RecentDecisions } from './recent-decisions';
 import { RequestFailures } from './request-failures';
 
 function tokenOf(provider: Provider): InjectionToken {
   return typeof provider === 'function' ? provider : provider.provide;
 }
 
-const CORE = [DecisionService, DecisionEvents, RequestFailures, AgentTokenVerifier, AgentAuthenticator];
+const CORE = [DecisionService, DecisionEvents, RecentDecisions, RequestFailures, AgentTokenVerifier, AgentAuthenticator];
 
 /**
  * The governed decision and agent-token verification, on whatever sources the host binds to

@@ -7,32 +7,36 @@ export const MAX_ALERT_TEXT = 2048;
 const TRUNCATED = '…[truncated]';
 
 /**
- * A decision entry's `details`: the `alert` rules that fired and the rate limit that tripped,
- * each only when there is one. They are kept in the audit trail (which alert a decision raised,
+ * A decision entry's `details`: the `alert` rules that fired, the rate limit that tripped and
+ * the derived action beside a declared one, each only when there is one. They are kept in the audit trail (which alert a decision raised,
  * which limit refused it) and carried by the sidecar's entries to the gateway, which raises the
  * alerts of edge decisions as it raises its own.
  */
 export interface DecisionDetails {
   alerts?: readonly FiredAlert[];
   rateLimit?: RateLimitTrip;
+  /** The action derived from the request when the caller declared another (the entry's `action`); both were decided. */
+  derivedAction?: string;
 }
 
 /** A decision's `details`, or null when it has none. */
-export function decisionDetails(decision: Decision): DecisionDetails | null {
-  return detailsOf(decision.alerts ?? [], decision.rateLimit);
+export function decisionDetails(decision: Decision, derivedAction?: string): DecisionDetails | null {
+  return detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction);
 }
 
 /** An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's entry is checked, not trusted); null when nothing is. */
 export function ingestedDetails(details: unknown): DecisionDetails | null {
-  return detailsOf(firedAlertsIn(details), rateLimitIn(details));
+  const derived = typeof details === 'object' && details !== null ? (details as { derivedAction?: unknown }).derivedAction : undefined;
+  return detailsOf(firedAlertsIn(details), rateLimitIn(details), typeof derived === 'string' ? bounded(derived) : undefined);
 }
 
 /** Details naming only what there is; null when there is nothing. */
-function detailsOf(alerts: readonly FiredAlert[], rateLimit: RateLimitTrip | undefined): DecisionDetails | null {
-  if (alerts.length === 0 && rateLimit === undefined) return null;
+function detailsOf(alerts: readonly FiredAlert[], rateLimit: RateLimitTrip | undefined, derivedAction: string | undefined): DecisionDetails | null {
+  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined) return null;
   const details: DecisionDetails = {};
   if (alerts.length > 0) details.alerts = alerts;
   if (rateLimit !== undefined) details.rateLimit = rateLimit;
+  if (derivedAction !== undefined) details.derivedAction = derivedAction;
   return details;
 }
 

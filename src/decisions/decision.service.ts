@@ -2,13 +2,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { AuditRecord, AuditSource } from '../audit/audit-record';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
-import { newId } from '../common/ids';
-import type { Principal } from '../identity/agent-authenticator';
+import type { Principal, PrincipalDelegation } from '../identity/agent-authenticator';
 import { scopeDenial } from '../identity/delegation-scope';
-import type { Decision, DecisionInput, EvaluationEnv, Explanation, RateLimiter } from '../policy-engine/types';
+import type { CompiledPolicy } from '../policy-engine/compiled-policy';
+import type { Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter } from '../policy-engine/types';
 import { DecisionEvents } from './decision-events';
+import { decisionIdAt } from './decision-id';
 import { decisionDetails } from './decision-details';
 import {
+  AgentSnapshot,
   DECISION_LOG,
   DECISION_SETTINGS,
   DecisionLog,
@@ -34,15 +36,22 @@ export interface DecisionRequest {
   function: string;
   args: Readonly<Record<string, unknown>>;
   context: Readonly<Record<string, unknown>>;
+  /**
+   * The action the transport derived itself when the caller declared another one: the proxy's
+   * `<verb>:<path>` beside X-Service-Action, a PDP request's `<plugin>.<function>` beside its
+   * `action`. The request is decided on both, and denied if either is (docs/security.md).
+   */
+  derivedAction?: string;
   /** The HTTP method and path the audit entry shows, where the transport has them. */
   method?: string | null;
   path?: string | null;
   /**
-   * The complete args once more of the request is read (the proxy's JSON body); called only
-   * when an applicable policy reads an argument other than `path` and `method`. May throw an
-   * AppError, which refuses the request before a decision.
+   * The complete args once more of the request is read (the proxy's body); called only when an
+   * applicable policy reads an argument other than `path` and `method`, with the names the
+   * applicable policies read. May throw an AppError, which refuses the request before a
+   * decision, or answer a Decision: a fixed denial of a body policies cannot read faithfully.
    */
-  fullArgs?: () => Promise<Readonly<Record<string, unknown>>>;
+  fullArgs?: (names: ReadonlySet<string>) => Promise<Readonly<Record<string, unknown>> | Decision>;
 }
 
 /** A decision made, not yet recorded. */
@@ -107,19 +116,29 @@ export class DecisionService {
    */
   async decide(principal: Principal, request: DecisionRequest, nowMs = Date.now()): Promise<Verdict> {
     const outOfScope = scopeDenial(principal.delegation.scope, request);
-    if (outOfScope !== undefined) return this.scopeVerdict(principal, request, outOfScope, nowMs);
+    if (outOfScope !== undefined) return this.fixedVerdict(principal, request, outOfScope, nowMs, 0);
     const orgId = principal.agent.orgId;
     if (!(await this.usage.tryConsume(orgId, nowMs))) throw this.quotaExceeded(principal, request, nowMs);
     const backpressure = this.log.whenWritable();
     if (backpressure !== undefined) await backpressure;
     const policies = await this.policies.get(orgId);
-    const applicable = policies.set.applicable(request);
-    const args = request.fullArgs !== undefined && policies.set.readsBodyArgs(applicable) ? await request.fullArgs() : request.args;
-    const input = inputOf(principal, request, args, this.usage.orgFacts?.(orgId));
+    const questions = questionsOf(principal, request);
+    const applicable = questions.map((question) => policies.set.applicable(question.target));
+    const args = await this.argsFor(request, policies, applicable);
+    if (!isArgs(args)) return this.fixedVerdict(principal, request, args, nowMs, policies.version);
+    const org = this.usage.orgFacts?.(orgId);
     const started = performance.now();
-    const decision = await policies.set.evaluate(input, this.env(nowMs), applicable);
+    // Several questions share one counting of each rate-limit counter (onceLimiter).
+    const env = questions.length === 1 ? this.env(nowMs) : { limiter: onceLimiter(this.limiter), nowMs };
+    let input = inputOf(principal.agent, principal.delegation, request, args, org);
+    let decision = await policies.set.evaluate(input, env, applicable[0]);
+    for (let i = 1; i < questions.length && decision.effect === 'allow'; i++) {
+      const other = inputOf(questions[i].agent, principal.delegation, { ...request, action: questions[i].target.action }, args, org);
+      const decided = await policies.set.evaluate(other, env, applicable[i]);
+      if (decided.effect === 'deny') [input, decision] = [other, decided];
+    }
     return {
-      id: newId('aud'),
+      id: decisionIdAt(nowMs),
       principal,
       request,
       input,
@@ -127,10 +146,18 @@ export class DecisionService {
       enforced: decision.effect === 'allow' || this.enforcing,
       policyVersion: policies.version,
       // A cached answer is never seen here: not after a rate limit took part, nor after an alert rule fired (each firing is to be alerted).
-      cacheable: decision.alerts === undefined && !applicable.some((policy) => policy.usesRateLimit),
+      cacheable: decision.alerts === undefined && !applicable.some((list) => list.some((policy) => policy.usesRateLimit)),
       nowMs,
       decisionMs: performance.now() - started,
     };
+  }
+
+  /** The request's args, completed by `fullArgs` when an applicable policy reads the body. */
+  private async argsFor(request: DecisionRequest, policies: LoadedPolicies, applicable: readonly CompiledPolicy[][]): Promise<DecisionInput['args'] | Decision> {
+    if (request.fullArgs === undefined || !applicable.some((list) => policies.set.readsBodyArgs(list))) return request.args;
+    const names = new Set<string>();
+    for (const list of applicable) for (const policy of list) for (const name of policy.argNames) names.add(name);
+    return request.fullArgs(names);
   }
 
   /** The 429 of an organization out of monthly policy checks, told to the quota refusal listeners (alerting) first. */
@@ -153,13 +180,13 @@ export class DecisionService {
   }
 
   /**
-   * A request outside its delegated token's scope: denied by the token alone (so offline too),
-   * before quota and policy, which are not consulted (policy version 0). The token's scope is
-   * fixed, so the same input is always denied: cacheable.
+   * A denial fixed by the request itself, not by a policy rule: outside its delegated token's
+   * scope (denied by the token alone, so offline too, before quota and policy: policy version
+   * 0), or a body policies cannot read faithfully. The same input is always denied: cacheable.
    */
-  private scopeVerdict(principal: Principal, request: DecisionRequest, decision: Decision, nowMs: number): Verdict {
-    const input = inputOf(principal, request, request.args, undefined);
-    return { id: newId('aud'), principal, request, input, decision, enforced: this.enforcing, policyVersion: 0, cacheable: true, nowMs, decisionMs: 0 };
+  private fixedVerdict(principal: Principal, request: DecisionRequest, decision: Decision, nowMs: number, policyVersion: number): Verdict {
+    const input = inputOf(principal.agent, principal.delegation, request, request.args, undefined);
+    return { id: decisionIdAt(nowMs), principal, request, input, decision, enforced: this.enforcing, policyVersion, cacheable: true, nowMs, decisionMs: 0 };
   }
 
   /** Records the decision's audit entry and emits its event; never blocks. */
@@ -190,7 +217,7 @@ export class DecisionService {
       upstreamStatus: outcome.upstreamStatus ?? null,
       delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
       input: verdict.input,
-      details: decisionDetails(decision),
+      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined),
     };
     this.log.record(entry);
     this.events.emit({ entry, decision });
@@ -218,10 +245,54 @@ export class DecisionService {
   }
 }
 
+/** One evaluation a request needs: for an agent of its chain, on one of its actions. */
+interface Question {
+  agent: AgentSnapshot;
+  target: MatchTarget;
+}
+
+/**
+ * What a request is decided on: the acting agent on its action first, then each other action
+ * the request stands for and each agent it acts for (a delegated token carries no more rights
+ * than any agent of its chain). It is allowed only if every question is.
+ */
+function questionsOf(principal: Principal, request: DecisionRequest): Question[] {
+  const actions = request.derivedAction !== undefined && request.derivedAction !== request.action ? [request.action, request.derivedAction] : [request.action];
+  const agents = [principal.agent, ...(principal.delegation.delegators ?? [])];
+  const questions: Question[] = [];
+  for (const agent of agents) for (const action of actions) questions.push({ agent, target: { plugin: request.plugin, function: request.function, action } });
+  return questions;
+}
+
 /** What the policies read: the agent's current facts and delegation, the request, the organization's plan and usage. */
-function inputOf(principal: Principal, request: DecisionRequest, args: DecisionInput['args'], org: DecisionInput['org']): DecisionInput {
+function inputOf(agent: AgentSnapshot, delegation: PrincipalDelegation, request: DecisionRequest, args: DecisionInput['args'], org: DecisionInput['org']): DecisionInput {
   const { action, resource, plugin, context } = request;
-  return { agent: principal.agent.facts, action, resource, plugin, function: request.function, args, context, delegation: principal.delegation, org };
+  // Only what policies may read: not the scope, not the delegators' records.
+  const facts: DelegationFacts = delegation.depth === 1 && delegation.scope === undefined ? delegation : { depth: delegation.depth, chain: delegation.chain };
+  return { agent: agent.facts, action, resource, plugin, function: request.function, args, context, delegation: facts, org };
+}
+
+function isArgs(value: DecisionInput['args'] | Decision): value is DecisionInput['args'] {
+  return !('effect' in value && 'policy' in value && 'reason' in value && typeof (value as Decision).effect === 'string');
+}
+
+/**
+ * A limiter that counts each counter once however many evaluations of one request reach it
+ * (the same `global` rule met on the declared and the derived action), answering later calls
+ * with the first one's result.
+ */
+function onceLimiter(limiter: RateLimiter): RateLimiter {
+  const seen = new Map<string, number | Promise<number>>();
+  return {
+    hit: (key, limit, windowMs, nowMs) => {
+      const known = seen.get(key);
+      if (known !== undefined) return known;
+      const answer = limiter.hit(key, limit, windowMs, nowMs);
+      seen.set(key, answer);
+      return answer;
+    },
+    peek: (key, limit, windowMs, nowMs) => limiter.peek(key, limit, windowMs, nowMs),
+  };
 }
 
 /** The status a decision answers with where the decision is the answer. */

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { AGENT_SOURCE, AgentSnapshot, AgentSource } from '../decisions/decision-sources';
+import { rankOfValue } from '../policy-engine/tiers';
 import type { DelegationFacts } from '../policy-engine/types';
 import { ActorClaim, AgentTokenClaims, InvalidTokenError } from './agent-token-claims';
 import { AgentTokenVerifier } from './agent-token-verifier';
@@ -10,9 +11,17 @@ import { AgentTokenVerifier } from './agent-token-verifier';
 export interface PrincipalDelegation extends DelegationFacts {
   /** Action globs the token allows (the `scope` claim); undefined when it is not limited. */
   scope?: readonly string[];
+  /**
+   * The agents the acting one acts for, original delegator first, each with the chain's lowest
+   * tier: a delegated request is decided for each of them too (DecisionService).
+   */
+  delegators?: readonly AgentSnapshot[];
 }
 
-/** Who a decision is made for: the agent's current record and the delegation it acts under. */
+/**
+ * Who a decision is made for: the agent's current record and the delegation it acts under. A
+ * delegated agent's record carries the lowest trust tier of its chain.
+ */
 export interface Principal {
   agent: AgentSnapshot;
   delegation: PrincipalDelegation;
@@ -52,27 +61,49 @@ export class AgentAuthenticator {
     const agent = await this.agents.get(claims.sub);
     if (agent === null || agent.orgId !== claims.org) throw new AppError(ErrorCode.Unauthorized, 'Invalid or expired token');
     if (agent.revoked) throw new AppError(ErrorCode.Unauthorized, 'Agent has been revoked');
-    const delegation = claims.act ? delegationOf(claims.sub, claims.act) : DIRECT;
-    if (delegation.depth > 1) await this.checkDelegators(delegation.chain, claims.org);
-    return { agent, claims, delegation: claims.scope === undefined ? delegation : { ...delegation, scope: claims.scope } };
+    if (!claims.act) return { agent, claims, delegation: claims.scope === undefined ? DIRECT : { ...DIRECT, scope: claims.scope } };
+    const chain = chainOf(claims.sub, claims.act);
+    const delegators = await this.delegatorsOf(chain, claims.org);
+    const tier = lowestTier([...delegators, agent]);
+    const delegation: PrincipalDelegation = { depth: chain.length, chain, delegators: delegators.map((delegator) => withTier(delegator, tier)) };
+    if (claims.scope !== undefined) delegation.scope = claims.scope;
+    return { agent: withTier(agent, tier), claims, delegation };
   }
 
-  /** Every delegator of the chain (all but the acting agent) must still exist, in the same organization, unrevoked. */
-  private async checkDelegators(chain: readonly string[], orgId: string): Promise<void> {
+  /**
+   * The delegators of a chain (all but the acting agent), original first: each must still exist,
+   * in the same organization, unrevoked, else a 401.
+   */
+  async delegatorsOf(chain: readonly string[], orgId: string): Promise<AgentSnapshot[]> {
+    const delegators: AgentSnapshot[] = [];
     for (const id of chain.slice(0, -1)) {
       const delegator = await this.agents.get(id);
       if (delegator === null || delegator.orgId !== orgId) throw new AppError(ErrorCode.Unauthorized, 'Invalid or expired token');
       if (delegator.revoked) throw new AppError(ErrorCode.Unauthorized, `Delegating agent ${id} has been revoked`);
+      delegators.push(delegator);
     }
+    return delegators;
   }
 }
 
-/** Chain from the original delegator to the acting agent; depth 1 means no delegation. */
-function delegationOf(agentId: string, act: ActorClaim): DelegationFacts {
+/** Agent ids from the original delegator to the acting agent. */
+export function chainOf(agentId: string, act: ActorClaim): string[] {
   const delegators: string[] = [];
   for (let actor: ActorClaim | undefined = act; actor; actor = actor.act) delegators.unshift(actor.sub);
-  const chain = [...delegators, agentId];
-  return { depth: chain.length, chain };
+  return [...delegators, agentId];
+}
+
+/** The lowest trust tier among these agents (an unknown tier name counts as the lowest). */
+export function lowestTier(agents: readonly AgentSnapshot[]): string {
+  let lowest = agents[0];
+  for (const agent of agents) if (rankOfValue(agent.trustTier) < rankOfValue(lowest.trustTier)) lowest = agent;
+  return lowest.trustTier;
+}
+
+/** The agent's record as decisions see it under a delegation: the chain's lowest tier, the agent's own everything else. */
+function withTier(agent: AgentSnapshot, tier: string): AgentSnapshot {
+  if (agent.trustTier === tier) return agent;
+  return { ...agent, trustTier: tier, facts: Object.freeze({ ...agent.facts, trust_tier: tier }) };
 }
 
 function bearerToken(authorization: string | undefined): string {

@@ -3,7 +3,9 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { Agent } from '../agents/agent.entity';
 import { AgentsModule } from '../agents/agents.module';
 import { AuditModule } from '../audit/audit.module';
+import { DecisionsModule } from '../decisions/decisions.module';
 import { AgentIdentityService } from './agent-identity.service';
+import { DelegationGrants } from './delegation-grant';
 import { DelegationService } from './delegation.service';
 import { IdentityController } from './identity.controller';
 import { IdentityModule } from './identity.module';
@@ -17,8 +19,8 @@ import { OidcClientsService } from './oidc-clients.service';
  * the agents and the decision core themselves depend on.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Agent, OidcClient]), IdentityModule, AgentsModule, AuditModule],
+  imports: [TypeOrmModule.forFeature([Agent, OidcClient]), IdentityModule, AgentsModule, AuditModule, DecisionsModule],
   controllers: [IdentityController, OidcClientsController],
-  providers: [AgentIdentityService, DelegationService, OidcClientsService],
+  providers: [AgentIdentityService, DelegationGrants, DelegationService, OidcClientsService],
 })
 export class AgentIdentityModule {}

@@ -57,7 +57,8 @@ function toScope(value: unknown): string[] | undefined {
   return value.every((glob) => typeof glob === 'string') ? (value as string[]) : [];
 }
 
-function toActor(value: unknown, depth = 0): ActorClaim | undefined {
+/** An `act` claim as a chain of actors, or undefined when it is not one (at most 16 deep). */
+export function toActor(value: unknown, depth = 0): ActorClaim | undefined {
   if (depth > 16 || typeof value !== 'object' || value === null) return undefined;
   const sub = (value as { sub?: unknown }).sub;
   if (typeof sub !== 'string') return undefined;

@@ -49,7 +49,8 @@ export class AgentTokenVerifier {
     let kid: string | undefined;
     let key: KeyObject | undefined;
     try {
-      ({ payload } = await jwtVerify(
+      let typ: string | undefined;
+      ({ payload, protectedHeader: { typ } } = await jwtVerify(
         token,
         async (header) => {
           kid = header.kid;
@@ -58,6 +59,8 @@ export class AgentTokenVerifier {
         },
         { issuer: this.settings.tokenIssuer, algorithms: ALGORITHMS, requiredClaims: ['sub', 'exp', 'iat'] },
       ));
+      // Another kind of JWT signed with the same key (a delegation grant) is not an agent token.
+      if (typ !== undefined && typ.toUpperCase() !== 'JWT') throw new InvalidTokenError('not an agent token');
     } catch (error) {
       throw new InvalidTokenError(error instanceof joseErrors.JWTExpired ? 'token expired' : 'invalid token');
     }

@@ -10,10 +10,8 @@ export const MAX_SCOPE_GLOB_LENGTH = 200;
 
 /** What a scope check reads of a decision request. */
 export interface ScopedRequest {
-  source: string;
   action: string;
-  function: string;
-  resource: string;
+  derivedAction?: string;
 }
 
 /** True when one of the scope's globs matches the action. */
@@ -45,9 +43,9 @@ export function scopeProblem(requested: readonly string[], parent: readonly stri
 }
 
 /**
- * The fixed denial of a request outside a delegated token's scope, else undefined. At the proxy
- * the agent may name its action (`X-Service-Action`), so the request's own `<verb>:<path>` must be
- * in scope as well: a header cannot widen what the token allows.
+ * The fixed denial of a request outside a delegated token's scope, else undefined. The caller
+ * may name its action (`X-Service-Action`, a PDP request's `action`), so the action derived
+ * from the request itself must be in scope as well: a declared action cannot widen the token.
  */
 export function scopeDenial(scope: readonly string[] | undefined, request: ScopedRequest): Decision | undefined {
   if (scope === undefined) return undefined;
@@ -62,7 +60,6 @@ export function scopeDenial(scope: readonly string[] | undefined, request: Scope
 }
 
 function actionsOf(request: ScopedRequest): string[] {
-  if (request.source !== 'proxy') return [request.action];
-  const own = `${request.function}:${request.resource}`;
-  return own === request.action ? [own] : [request.action, own];
+  const derived = request.derivedAction;
+  return derived === undefined || derived === request.action ? [request.action] : [request.action, derived];
 }

@@ -108,11 +108,58 @@ class DelegationFactsView {
   @ApiProperty({ type: [String], description: 'Agent ids from the original delegator to the delegate' }) chain: string[];
 }
 
-export class DelegatedTokenView {
-  @ApiProperty({ description: 'The delegate’s token (JWT) with the `act` chain; shown only here' }) token: string;
-  @ApiProperty({ example: '2026-11-24T11:15:30.000Z' }) expiresAt: string;
-  @ApiProperty({ description: 'The delegate' }) agentId: string;
+export class DelegationGrantView {
+  @ApiProperty({ description: 'The grant (a JWT of type `delegation-grant+jwt`): not a token. Hand it to the delegate, which redeems it at POST /api/v1/identity/token with its own agent token' })
+  grant: string;
+  @ApiProperty({ example: '2026-11-24T11:15:30.000Z', description: 'The grant, and any token redeemed from it, expire by then' }) expiresAt: string;
+  @ApiProperty({ description: 'The delegate: the only agent that can redeem the grant' }) agentId: string;
   @ApiProperty({ description: 'The delegating agent' }) delegatedBy: string;
+  @ApiProperty({ type: DelegationFactsView }) delegation: DelegationFactsView;
+  @ApiProperty({ type: [String], nullable: true, description: 'Action globs the token is limited to; null: unlimited' }) scope: string[] | null;
+}
+
+/** RFC 8693's grant type for token exchange. */
+export const TOKEN_EXCHANGE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+
+/** RFC 8693 token exchange, in JSON: the delegate redeems a grant with its own token. */
+export class TokenExchangeDto {
+  @ApiProperty({ example: TOKEN_EXCHANGE_GRANT_TYPE })
+  @IsString()
+  grant_type: string;
+
+  @ApiProperty({ description: 'The delegation grant of POST /api/v1/identity/delegate' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(16_384)
+  subject_token: string;
+
+  @ApiPropertyOptional({ example: 'urn:agentgov:params:oauth:token-type:delegation-grant' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  subject_token_type?: string;
+
+  @ApiProperty({ description: 'The delegate’s own agent token (not a delegated one): the proof that the delegate itself redeems the grant' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(16_384)
+  actor_token: string;
+
+  @ApiPropertyOptional({ example: 'urn:ietf:params:oauth:token-type:jwt' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  actor_token_type?: string;
+}
+
+export class TokenExchangeView {
+  @ApiProperty({ description: 'The delegated agent token (JWT, `act` chain); shown only here' }) access_token: string;
+  @ApiProperty({ example: 'urn:ietf:params:oauth:token-type:jwt' }) issued_token_type: string;
+  @ApiProperty({ example: 'Bearer' }) token_type: string;
+  @ApiProperty({ description: 'Seconds until it expires' }) expires_in: number;
+  @ApiProperty({ example: '2026-11-24T11:15:30.000Z' }) expiresAt: string;
+  @ApiProperty({ description: 'The delegate, who acts with the token' }) agentId: string;
+  @ApiProperty({ description: 'The lowest trust tier of the chain, which every decision for the token uses (at the time of issue; later tier changes apply too)' }) trustTier: string;
   @ApiProperty({ type: DelegationFactsView }) delegation: DelegationFactsView;
   @ApiProperty({ type: [String], nullable: true, description: 'Action globs the token is limited to; null: unlimited' }) scope: string[] | null;
 }
@@ -123,6 +170,15 @@ export class RegisterOidcClientDto {
   @IsNotEmpty()
   @MaxLength(200)
   clientId: string;
+
+  @ApiProperty({
+    description: 'A current token of this client from the identity provider (OIDC_ISSUER, audience OIDC_AUDIENCE): proves the organization controls the managed identity. Checked, never stored',
+    maxLength: 16_384,
+  })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(16_384)
+  proofToken: string;
 
   @ApiPropertyOptional({ maxLength: 500, example: 'billing worker (Azure managed identity)' })
   @IsOptional()

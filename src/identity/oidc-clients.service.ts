@@ -10,7 +10,12 @@ import { OidcClientView, RegisterOidcClientDto } from './identity.dto';
 import { OidcClient } from './oidc-client.entity';
 import { OidcVerifier } from './oidc-verifier';
 
-/** Which managed-identity clients act for an organization; each client id belongs to one organization. */
+/**
+ * Which managed-identity clients act for an organization; each client id belongs to one
+ * organization. Registering one takes a current token of that client (`proofToken`): only
+ * whoever controls the managed identity can bind it, so no organization can claim another's
+ * client first (docs/security.md).
+ */
 @Injectable()
 export class OidcClientsService {
   constructor(
@@ -20,6 +25,7 @@ export class OidcClientsService {
   ) {}
 
   async register(admin: AdminPrincipal, dto: RegisterOidcClientDto): Promise<OidcClientView> {
+    await this.checkProof(dto);
     const saved = this.clients.create({ clientId: dto.clientId, orgId: admin.orgId, description: dto.description ?? '' });
     // A plain INSERT, not save(): save() reads the row and then updates it when one is there, so
     // an organization registering the client id a moment after another took it over.
@@ -29,6 +35,18 @@ export class OidcClientsService {
     this.verifier.forget(dto.clientId);
     this.audit.recordAdminEvent(admin, { action: 'oidc-client.register', details: { next: { clientId: saved.clientId, description: saved.description } } });
     return toView(saved);
+  }
+
+  /** The proof token must be a valid token of the identity provider for this very client. */
+  private async checkProof(dto: RegisterOidcClientDto): Promise<void> {
+    let clientId: string;
+    try {
+      ({ clientId } = await this.verifier.verifyToken(dto.proofToken));
+    } catch (error) {
+      if (error instanceof AppError && error.code === ErrorCode.Unauthorized) throw AppError.invalid(`proofToken: ${error.message}`);
+      throw error;
+    }
+    if (clientId !== dto.clientId) throw AppError.invalid(`proofToken is a token of client ${clientId}, not of ${dto.clientId}`);
   }
 
   async list(admin: AdminPrincipal): Promise<OidcClientView[]> {

@@ -55,6 +55,19 @@ export class OidcVerifier {
 
   /** The organization and subject of a valid token (with or without `Bearer `), else a 401 AppError (503 if the provider is unreachable). */
   async verify(bearerToken: string): Promise<ManagedIdentity> {
+    const { subject, clientId, expiresMs } = await this.verifyToken(bearerToken);
+    const orgId = await this.organizationOf(clientId);
+    if (orgId === null) {
+      throw new AppError(ErrorCode.Unauthorized, `Managed identity client ${clientId} is not registered with an organization (POST /admin/oidc-clients)`);
+    }
+    return { orgId, subject, clientId, expiresMs };
+  }
+
+  /**
+   * The client and subject of a valid token of the identity provider, whatever organization it
+   * is registered with (none yet, at registration), else a 401 AppError (503 if unreachable).
+   */
+  async verifyToken(bearerToken: string): Promise<Omit<ManagedIdentity, 'orgId'>> {
     const { issuer, audience } = this.config.oidc;
     if (issuer === undefined || audience === undefined) {
       throw new AppError(ErrorCode.Unauthorized, 'Managed identity is not configured on this gateway (OIDC_ISSUER and OIDC_AUDIENCE)');
@@ -67,12 +80,7 @@ export class OidcVerifier {
     } catch (error) {
       throw rejection(error, token, provider.issuer, audience);
     }
-    const clientId = clientIdOf(payload);
-    const orgId = await this.organizationOf(clientId);
-    if (orgId === null) {
-      throw new AppError(ErrorCode.Unauthorized, `Managed identity client ${clientId} is not registered with an organization (POST /admin/oidc-clients)`);
-    }
-    return { orgId, subject: payload.sub!, clientId, expiresMs: payload.exp! * 1000 };
+    return { subject: payload.sub!, clientId: clientIdOf(payload), expiresMs: payload.exp! * 1000 };
   }
 
   /** Drops a cached client mapping at once (registration or removal on this instance). */

@@ -45,10 +45,13 @@ export class PdpService {
   async evaluate(orgId: string, request: PdpRequest, source: DecisionSource): Promise<PdpAnswer> {
     const principal = await this.principal(orgId, request.agentId);
     const context = request.trustTier === '' ? request.context : { ...request.context, adapter_trust_tier: request.trustTier };
+    // A caller naming both its function and an action is decided on both (docs/security.md).
+    const derivedAction = request.plugin !== '' && request.function !== '' ? `${request.plugin}.${request.function}` : undefined;
     const verdict = await this.decisions.check(principal, {
       source,
       traceId: resolveTraceId(request.traceId === '' ? undefined : request.traceId, undefined),
-      action: request.action !== '' ? request.action : `${request.plugin}.${request.function}`,
+      action: request.action !== '' ? request.action : derivedAction!,
+      derivedAction,
       resource: request.resource,
       plugin: request.plugin,
       function: request.function,

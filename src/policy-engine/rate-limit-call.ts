@@ -53,12 +53,12 @@ export function rateLimitLabel(ir: RateLimitIr): string {
 
 /**
  * Counter key without its partition. Format (parts URI-encoded):
- * `rl:<namespace or ->:<policy>:<ruleIndex>:<callIndex>:<scope>:` + agent id | org | action;
- * global: `rl:global:<policy>:<ruleIndex>:<callIndex>`.
+ * `rl:<namespace or ->:<policy>:<ruleIndex>:<callIndex>:<scope>:` + agent id | org | action
+ * (nothing for `global`). Every counter, `global` ones too, is the organization's own: one
+ * tenant never spends another's budget nor learns its traffic (docs/security.md).
  */
 export function rateLimitKeyPrefix(ir: RateLimitIr, site: RateLimitSite): string {
   const callSite = `${encodeURIComponent(site.policy)}:${site.ruleIndex}:${ir.callIndex}`;
-  if (ir.scope === 'global') return `rl:global:${callSite}`;
   const namespace = site.namespace === undefined ? '-' : encodeURIComponent(site.namespace);
   return `rl:${namespace}:${callSite}:${ir.scope}:`;
 }

@@ -98,11 +98,11 @@ describe('rate_limit with a synchronous limiter', () => {
       'rl:org%201:a%3Ab:1:0:per_agent:agent_1',
       'rl:org%201:a%3Ab:1:1:per_org:org_1',
       'rl:org%201:a%3Ab:1:2:per_action:write:/x',
-      'rl:global:a%3Ab:1:3',
+      'rl:org%201:a%3Ab:1:3:global:',
       'rl:-:a%3Ab:1:0:per_agent:agent_2',
       'rl:-:a%3Ab:1:1:per_org:',
       'rl:-:a%3Ab:1:2:per_action:write:/y',
-      'rl:global:a%3Ab:1:3',
+      'rl:-:a%3Ab:1:3:global:',
     ]);
   });
 

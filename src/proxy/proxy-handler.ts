@@ -8,6 +8,7 @@ import { errorBody, ErrorResponse } from '../common/error-body';
 import { ServiceHeader } from '../common/service-header';
 import { traceparentFor } from '../common/trace-id';
 import { DecisionRequest, DecisionService, Verdict } from '../decisions/decision.service';
+import type { Decision } from '../policy-engine/types';
 import { RequestFailures } from '../decisions/request-failures';
 import { AgentAuthenticator, AuthenticatedAgent } from '../identity/agent-authenticator';
 import { LOGGER } from '../logging/logging.module';
@@ -15,7 +16,9 @@ import { actionOf, verbOf } from './action-mapping';
 import { decisionHeaders, sendJson } from './decision-headers';
 import { parseProxyUrl, ProxyTarget } from './proxy-path';
 import { proxyArgs, proxyContext } from './proxy-input';
-import { INVALID_JSON, isJsonRequest, limitedBody, parseJsonBody, readBody } from './request-body';
+import { bodyFieldsOf, bodyKindOf, MULTIPART_PROBLEM, queryBodyConflict } from './body-fields';
+import { requestIntegrityDenial } from './request-integrity';
+import { limitedBody, readBody } from './request-body';
 import { UpstreamClient, UpstreamOutcome } from './upstream-client';
 import { header, requestTraceId } from '../common/raw-request';
 import { atTurnEnd } from '../common/turn-end';
@@ -48,7 +51,7 @@ export class ProxyHandler implements OnApplicationShutdown {
     private readonly failures: RequestFailures,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
-    this.upstream = config.proxy.upstreamUrl ? new UpstreamClient(config.proxy.upstreamUrl, config.proxy.timeoutMs) : null;
+    this.upstream = config.proxy.upstreamUrl ? new UpstreamClient(config.proxy.upstreamUrl, config.proxy.timeoutMs, config.http.trustedProxies) : null;
   }
 
   /** Serves one request; never throws (errors become responses). */
@@ -101,6 +104,7 @@ export class ProxyHandler implements OnApplicationShutdown {
       source: 'proxy',
       traceId,
       action: actionOf(verb, target.path, header(request, 'x-service-action')),
+      derivedAction: `${verb}:${target.path}`,
       resource: target.path,
       plugin: 'http',
       function: verb,
@@ -108,13 +112,19 @@ export class ProxyHandler implements OnApplicationShutdown {
       context: proxyContext(request.headers),
       method,
       path: `/${target.path}`,
-      fullArgs: isJsonRequest(request)
-        ? async () => {
-            body.read = await this.readInspectedBody(request);
-            await this.stillAuthenticated(request);
-            return proxyArgs(target.path, method, target.query, parseJsonBody(body.read));
-          }
-        : undefined,
+      fullArgs: hasBody(request) ? this.bodyReader(request, target, method, body) : undefined,
+    };
+  }
+
+  /** How the body is read when a policy reads body fields (body-fields.ts); undefined when it streams through unread. */
+  private bodyReader(request: IncomingMessage, target: ProxyTarget, method: string, body: { read?: Buffer }): DecisionRequest['fullArgs'] {
+    const kind = bodyKindOf(request.headers['content-type']);
+    if (kind === 'opaque') return undefined;
+    if (kind === 'multipart') return () => Promise.resolve(requestIntegrityDenial(MULTIPART_PROBLEM));
+    return async (names) => {
+      body.read = await this.readInspectedBody(request);
+      await this.stillAuthenticated(request);
+      return inspectedArgs(target, method, body.read, request.headers['content-type'], names);
     };
   }
 
@@ -126,12 +136,11 @@ export class ProxyHandler implements OnApplicationShutdown {
     await this.authenticator.authenticate(request.headers.authorization);
   }
 
-  /** The JSON body a policy inspects, bounded by MAX_JSON_BYTES. */
+  /** The body a policy inspects, bounded by MAX_JSON_BYTES. */
   private async readInspectedBody(request: IncomingMessage): Promise<Buffer> {
     const read = await readBody(request, Math.min(this.config.http.maxJsonBytes, this.config.proxy.maxBodyBytes));
     if (read === 'aborted') throw CLIENT_GONE;
     if (read === 'too_large') throw tooLarge(this.config.http.maxJsonBytes, 'inspected by policy');
-    if (parseJsonBody(read) === INVALID_JSON) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
     return read;
   }
 
@@ -238,6 +247,25 @@ export class ProxyHandler implements OnApplicationShutdown {
   private record(exchange: Exchange, status: number, upstreamStatus: number | null): void {
     this.decisions.record(exchange.verdict, { status, upstreamStatus, latencyMs: performance.now() - exchange.started });
   }
+}
+
+/** True when the request has a body to read (a declared non-zero length, or chunks). */
+function hasBody(request: IncomingMessage): boolean {
+  const length = request.headers['content-length'];
+  return length !== undefined ? length !== '0' : request.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * The args of a request whose body a policy reads, or the fixed denial of a body policies
+ * cannot read as the upstream may (body-fields.ts).
+ */
+function inspectedArgs(target: ProxyTarget, method: string, body: Buffer, contentType: string | undefined, names: ReadonlySet<string>): Record<string, unknown> | Decision {
+  const read = bodyFieldsOf(body, contentType);
+  if ('problem' in read) return requestIntegrityDenial(read.problem);
+  if (read.fields === undefined) return proxyArgs(target.path, method, target.query, undefined);
+  const conflict = target.query === '' ? undefined : queryBodyConflict(new URLSearchParams(target.query), read.fields, names);
+  if (conflict !== undefined) return requestIntegrityDenial(conflict);
+  return proxyArgs(target.path, method, target.query, read.fields);
 }
 
 /** Status recorded for a request whose client went away before its answer was complete (nginx's convention). */

@@ -5,13 +5,14 @@ const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /**
  * `args` of a proxied request (CONTRACT.md "Decision input"): the query parameters (a repeated
- * one as a list), then the top-level fields of a JSON object body when one was read; `path`
- * and `method` are set last, so neither can be overridden by the request.
+ * one as a list), then the top-level fields of the body when it was read (body-fields.ts; where
+ * both name an argument a policy reads, they must agree); `path` and `method` are set last, so
+ * neither can be overridden by the request.
  */
-export function proxyArgs(path: string, method: string, query: string, body: unknown): Record<string, unknown> {
+export function proxyArgs(path: string, method: string, query: string, body: Record<string, unknown> | undefined): Record<string, unknown> {
   const args: Record<string, unknown> = {};
   if (query !== '') addQuery(args, query);
-  if (typeof body === 'object' && body !== null && !Array.isArray(body)) Object.assign(args, body);
+  if (body !== undefined) Object.assign(args, body);
   args.path = `/${path}`;
   args.method = method;
   return args;
@@ -22,7 +23,7 @@ function addQuery(args: Record<string, unknown>, query: string): void {
 }
 
 function addArg(args: Record<string, unknown>, key: string, value: string): void {
-  const existing = args[key];
+  const existing = Object.hasOwn(args, key) ? args[key] : undefined;
   if (existing === undefined) args[key] = value;
   else if (Array.isArray(existing)) existing.push(value);
   else args[key] = [existing, value];

@@ -1,9 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { ServiceHeader } from '../common/service-header';
+import proxyaddr from 'proxy-addr';
 import { Dispatcher, Pool, util } from 'undici';
 
-/** Request headers that describe one hop, never forwarded (RFC 9110 §7.6.1), plus the agent's credential. */
+/**
+ * Request headers never forwarded: those that describe one hop (RFC 9110 §7.6.1), the
+ * gateway's own credentials (the agent token, an admin token, an API key, cookies of the
+ * gateway's origin) and the forwarding headers the gateway writes itself.
+ */
 const DROPPED_REQUEST_HEADERS = new Set([
   'connection',
   'keep-alive',
@@ -17,6 +22,9 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'expect',
   'host',
   'authorization',
+  'x-admin-token',
+  'x-api-key',
+  'cookie',
   'x-forwarded-for',
   'x-forwarded-proto',
   'x-forwarded-host',
@@ -56,15 +64,18 @@ export interface ForwardRequest {
 
 /**
  * Forwards allowed requests to UPSTREAM_URL over a keep-alive undici pool, streaming bodies both
- * ways: nothing is buffered whole. Hop-by-hop headers are dropped, the agent token stays here,
+ * ways: nothing is buffered whole. Hop-by-hop headers and the gateway's credentials are dropped,
  * X-Forwarded-* and the trace headers are added.
  */
 export class UpstreamClient {
   private readonly pool: Pool;
   private readonly basePath: string;
   private readonly host: string;
+  private readonly trustProxy: (address: string, hop: number) => boolean;
 
-  constructor(upstreamUrl: string, timeoutMs: number) {
+  /** `trustedProxies`: the addresses whose X-Forwarded-* headers are kept (TRUSTED_PROXIES). */
+  constructor(upstreamUrl: string, timeoutMs: number, trustedProxies: readonly string[] = []) {
+    this.trustProxy = proxyaddr.compile([...trustedProxies]);
     const url = new URL(upstreamUrl);
     // The timeouts are the pool's, so each request need not repeat them.
     this.pool = new Pool(url.origin, { connections: 256, keepAliveTimeout: 30_000, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
@@ -102,11 +113,14 @@ export class UpstreamClient {
       headers[name] = incoming.headers[name]!;
     }
     if (request.body !== undefined && Buffer.isBuffer(request.body)) headers['content-length'] = String(request.body.length);
-    const forwardedFor = incoming.headers['x-forwarded-for'];
     const client = incoming.socket.remoteAddress ?? '';
+    // A client's own X-Forwarded-* would let it name any address to the upstream: only a
+    // configured proxy's are kept (TRUSTED_PROXIES).
+    const viaProxy = client !== '' && this.trustProxy(client, 0);
+    const forwardedFor = viaProxy ? incoming.headers['x-forwarded-for'] : undefined;
     headers['x-forwarded-for'] = forwardedFor ? `${forwardedFor}, ${client}` : client;
-    headers['x-forwarded-proto'] = (incoming.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
-    headers['x-forwarded-host'] = incoming.headers.host ?? '';
+    headers['x-forwarded-proto'] = (viaProxy ? firstValue(incoming.headers['x-forwarded-proto']) : undefined) ?? ((incoming.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http');
+    headers['x-forwarded-host'] = (viaProxy ? firstValue(incoming.headers['x-forwarded-host']) : undefined) ?? incoming.headers.host ?? '';
     headers['x-trace-id'] = request.traceId;
     headers.traceparent = request.traceparent;
     headers.host = this.host;
@@ -222,4 +236,8 @@ function isInvalidResponse(error: Error): boolean {
 function isTimeout(error: unknown): boolean {
   const code = (error as { code?: string }).code;
   return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT';
+}
+
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }

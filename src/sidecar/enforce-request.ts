@@ -60,10 +60,13 @@ export function decisionRequestOf(item: EnforceItem, traceId: string): DecisionR
   const { context } = item;
   const colon = item.action.indexOf(':');
   const args = typeof context.args === 'object' && context.args !== null && !Array.isArray(context.args) ? (context.args as Record<string, unknown>) : {};
+  // A caller naming its plugin and function beside the action is decided on both (docs/security.md).
+  const named = typeof context.plugin === 'string' && typeof context.function === 'string';
   return {
     source: 'sidecar',
     traceId,
     action: item.action,
+    derivedAction: named ? `${context.plugin as string}.${context.function as string}` : undefined,
     resource: item.resource,
     plugin: typeof context.plugin === 'string' ? context.plugin : 'http',
     function: typeof context.function === 'string' ? context.function : colon > 0 ? item.action.slice(0, colon) : item.action,

@@ -20,6 +20,8 @@ import { readJsonBody } from '../proxy/request-body';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
 import { outcomeRecord } from '../pdp/outcome-record';
+import { linkProblem } from '../decisions/decision-links';
+import { RecentDecisions } from '../decisions/recent-decisions';
 import { header, requestTraceId } from '../common/raw-request';
 
 /** The adapter paths the sidecar serves like the gateway. */
@@ -39,6 +41,7 @@ export class SidecarAdapterHandler {
     private readonly store: BundleStore,
     private readonly pdp: PdpService,
     private readonly wal: AuditWal,
+    private readonly recent: RecentDecisions,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -89,6 +92,9 @@ export class SidecarAdapterHandler {
     if (problems.length > 0) throw validationFailure(problems);
     const agent = await this.store.agentSource.get(event.agentId);
     if (agent === null || agent.orgId !== orgId) throw AppError.notFound('agent', event.agentId);
+    // Only this sidecar's own decisions can be linked here: it has no other record of decisions.
+    const problem = event.decisionId === undefined ? undefined : linkProblem(event.decisionId, orgId, this.recent.get(event.decisionId) ?? null, event);
+    if (problem !== undefined) throw AppError.invalid(problem);
     this.wal.record(outcomeRecord(agent, event, traceId));
     await this.wal.durable();
     // Whether an eventId was seen before is known only at the gateway, which records it once.

@@ -1,0 +1,46 @@
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { DecisionEvent, DecisionEvents } from './decision-events';
+import type { LinkedDecision } from './decision-links';
+
+/** Most decisions remembered, and for how long: an outcome follows its call within moments. */
+const MAX_REMEMBERED = 100_000;
+const REMEMBER_MS = 60 * 60 * 1000;
+
+/**
+ * The adapters' recent decisions (PDP, `/v1/check`, the sidecar's), in memory, so that an
+ * outcome reported by `/v1/audit` is checked against its decision before that decision's audit
+ * entry is written. Bounded: the oldest are forgotten first.
+ */
+@Injectable()
+export class RecentDecisions implements OnModuleDestroy {
+  private readonly decisions = new Map<string, LinkedDecision & { atMs: number }>();
+  private readonly unsubscribe: () => void;
+
+  constructor(events: DecisionEvents) {
+    this.unsubscribe = events.subscribe((event) => this.remember(event));
+  }
+
+  onModuleDestroy(): void {
+    this.unsubscribe();
+  }
+
+  /** The decision of that id, if it was made here within the last hour. */
+  get(decisionId: string, nowMs = Date.now()): LinkedDecision | undefined {
+    const known = this.decisions.get(decisionId);
+    return known !== undefined && nowMs - known.atMs < REMEMBER_MS ? known : undefined;
+  }
+
+  private remember({ entry }: DecisionEvent): void {
+    if (entry.source === 'proxy') return;
+    const input = entry.input as { plugin?: unknown; function?: unknown } | null;
+    if (this.decisions.size >= MAX_REMEMBERED) this.decisions.delete(this.decisions.keys().next().value!);
+    this.decisions.set(entry.id, {
+      orgId: entry.orgId,
+      agentId: entry.agentId ?? '',
+      plugin: typeof input?.plugin === 'string' ? input.plugin : '',
+      function: typeof input?.function === 'string' ? input.function : '',
+      allowed: entry.decision === 'allow' || !entry.enforced,
+      atMs: entry.ts,
+    });
+  }
+}
