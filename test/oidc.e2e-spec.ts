@@ -41,9 +41,14 @@ afterAll(async () => {
 });
 
 async function register(owner: TestOrganization, clientId: string, description?: string) {
-  const response = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId, description } });
+  const response = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId, description, proofToken: await proofOf(clientId) } });
   expect(response.status).toBe(201);
   return response.body;
+}
+
+/** A current token of the client: what only whoever controls the managed identity can get. */
+function proofOf(clientId: string): Promise<string> {
+  return issuer.sign(key, { sub: `mi-of-${clientId}`, azp: clientId, aud: AUDIENCE });
 }
 
 /** The AppError a verification fails with, as [status, message]. */
@@ -181,7 +186,10 @@ describe('adapters with a managed identity', () => {
 describe('/admin/oidc-clients', () => {
   it('registers, lists and removes an organization’s clients; a client id belongs to one organization', async () => {
     const owner = await createOrganization(gateway, 'enterprise', 'Clients org');
-    const created = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId: AZURE_APP, description: 'Azure MI' } });
+    const created = await call(gateway.url, 'POST', '/admin/oidc-clients', {
+      adminToken: owner.adminToken,
+      body: { clientId: AZURE_APP, description: 'Azure MI', proofToken: await proofOf(AZURE_APP) },
+    });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({ clientId: AZURE_APP, description: 'Azure MI', createdAt: expect.stringMatching(/Z$/) });
 
@@ -191,13 +199,13 @@ describe('/admin/oidc-clients', () => {
       clients: [expect.objectContaining({ clientId: BILLING })],
     });
 
-    const taken = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: org.adminToken, body: { clientId: AZURE_APP } });
+    const taken = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: org.adminToken, body: { clientId: AZURE_APP, proofToken: await proofOf(AZURE_APP) } });
     expect(taken.status).toBe(409);
     expect(taken.body).toEqual({ error: 'conflict', message: `managed identity client ${AZURE_APP} is already registered` });
     const notYours = await call(gateway.url, 'DELETE', `/admin/oidc-clients/${AZURE_APP}`, { adminToken: org.adminToken });
     expect(notYours.status).toBe(404);
 
-    const bad = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId: 42 } });
+    const bad = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId: 42, proofToken: 'x' } });
     expect(bad.status).toBe(400);
     expect(bad.body.message).toContain('clientId must be a string');
     expect((await call(gateway.url, 'GET', '/admin/oidc-clients')).status).toBe(401);
@@ -205,6 +213,28 @@ describe('/admin/oidc-clients', () => {
     const removed = await call(gateway.url, 'DELETE', `/admin/oidc-clients/${AZURE_APP}`, { adminToken: owner.adminToken });
     expect(removed.body).toEqual(created.body);
     expect((await call(gateway.url, 'GET', '/admin/oidc-clients', { adminToken: owner.adminToken })).body).toEqual({ clients: [] });
+  });
+});
+
+describe('/admin/oidc-clients binding', () => {
+  it('registers a client only with a current token of that very client: no organization can claim another’s first', async () => {
+    const squatter = await createOrganization(gateway, 'enterprise', 'Squatter org');
+    const victim = `victim-worker-${RUN}`;
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ clientId: victim }, 'proofToken must be a string'],
+      [{ clientId: victim, proofToken: await proofOf(`squatter-${RUN}`) }, `proofToken is a token of client squatter-${RUN}, not of ${victim}`],
+      [{ clientId: victim, proofToken: await issuer.sign(key, { sub: 'x', azp: victim, aud: 'api://elsewhere' }) }, `proofToken: Managed identity token audience is not ${AUDIENCE}`],
+      [{ clientId: victim, proofToken: await issuer.sign(key, { sub: 'x', azp: victim, aud: AUDIENCE }, { expiresInSeconds: -60 }) }, 'proofToken: Managed identity token has expired'],
+    ];
+    for (const [body, message] of cases) {
+      const refused = await call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: squatter.adminToken, body });
+      expect(refused.status).toBe(400);
+      expect(refused.body.message).toContain(message);
+    }
+    expect((await call(gateway.url, 'GET', '/admin/oidc-clients', { adminToken: squatter.adminToken })).body).toEqual({ clients: [] });
+    // The organization that controls it registers it.
+    const owner = await createOrganization(gateway, 'enterprise', 'Victim org');
+    await register(owner, victim);
   });
 });
 
@@ -219,7 +249,9 @@ describe('/admin/oidc-clients under concurrency', () => {
     for (let round = 0; round < 40; round++) {
       const clientId = `racing-${RUN}-${round}`;
       const [one, two] = await Promise.all(
-        [first, second].map((owner) => call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId } })),
+        await Promise.all([first, second].map(async (owner) => ({ owner, proofToken: await proofOf(clientId) }))).then((both) =>
+          both.map(({ owner, proofToken }) => call(gateway.url, 'POST', '/admin/oidc-clients', { adminToken: owner.adminToken, body: { clientId, proofToken } })),
+        ),
       );
       expect([one.status, two.status].sort()).toEqual([201, 409]);
       const winner = one.status === 201 ? first : second;
