@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { JWK, SignJWT } from 'jose';
 import pino from 'pino';
-import { BUNDLE_FORMAT, signBundle } from '../src/bundles/bundle-format';
+import { BUNDLE_FORMAT, publicKeyOf, signBundle } from '../src/bundles/bundle-format';
 import { loadPolicyFile } from '../src/policy-engine/loader';
 import type { Decision, DecisionInput, EvaluationEnv } from '../src/policy-engine/types';
 import { SlidingWindowLimiter } from '../src/policy-engine/sliding-window-limiter';
@@ -188,7 +188,7 @@ export async function runSidecarBench(): Promise<BenchReport> {
 
 /** The bench policies as the sidecar holds them (a verified, compiled bundle) vs the hand-written reference. */
 async function inProcessRows(tmp: string, publicJwk: JWK, bundle: unknown): Promise<{ rows: BenchRow[]; agreement: BenchTarget }> {
-  const store = new BundleStore(path.join(tmp, 'in-process'), JSON.stringify(publicJwk), pino({ level: 'silent' }));
+  const store = new BundleStore(path.join(tmp, 'in-process'), publicKeyOf(publicJwk), pino({ level: 'silent' }));
   const offer = await store.offer(bundle, null, 'gateway');
   if (!offer.applied) throw new Error(`bench bundle refused: ${offer.reason}`);
   const set = store.get(ORG).set;

@@ -22,6 +22,7 @@ import { AgentIdentityModule } from './identity/agent-identity.module';
 import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
 import { PdpModule } from './pdp/pdp.module';
+import { SidecarTokensModule } from './sidecar-tokens/sidecar-tokens.module';
 import { GatewayBootstrap } from './gateway-bootstrap';
 
 /** The gateway: every domain module, on one configuration, logger and database. */
@@ -51,6 +52,7 @@ export class AppModule {
         BillingModule,
         AgentIdentityModule,
         BundlesModule,
+        SidecarTokensModule,
         AlertsModule,
       ],
       providers: [GatewayBootstrap],

@@ -9,6 +9,8 @@ import { ErrorCode } from '../common/error-code';
 import { setGrpcPrincipal } from '../common/grpc-principal';
 import { AgentAuthenticator } from '../identity/agent-authenticator';
 import { OrganizationsService } from '../organizations/organizations.service';
+import { isSidecarToken, SIDECAR_TOKEN_ACCEPTED } from '../sidecar-tokens/sidecar-token-access';
+import { SidecarTokensService } from '../sidecar-tokens/sidecar-tokens.service';
 
 /**
  * The one global guard, deny by default on every transport: an HTTP route or gRPC method passes
@@ -23,13 +25,16 @@ export class AuthGuard implements CanActivate {
     private readonly organizations: OrganizationsService,
     private readonly agents: AgentAuthenticator,
     private readonly adapters: AdapterAuthenticator,
+    private readonly sidecarTokens: SidecarTokensService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const kind = this.reflector.getAllAndOverride<AuthKind | undefined>(AUTH_KIND, [context.getHandler(), context.getClass()]);
     switch (context.getType()) {
-      case 'http':
-        return this.http(kind, context.switchToHttp().getRequest<Request>());
+      case 'http': {
+        const sidecarTokenAccepted = this.reflector.getAllAndOverride<boolean | undefined>(SIDECAR_TOKEN_ACCEPTED, [context.getHandler(), context.getClass()]) === true;
+        return this.http(kind, context.switchToHttp().getRequest<Request>(), sidecarTokenAccepted);
+      }
       case 'rpc':
         return this.grpc(kind, callMetadata(context));
       default:
@@ -37,12 +42,12 @@ export class AuthGuard implements CanActivate {
     }
   }
 
-  private async http(kind: AuthKind | undefined, request: Request): Promise<boolean> {
+  private async http(kind: AuthKind | undefined, request: Request, sidecarTokenAccepted: boolean): Promise<boolean> {
     switch (kind) {
       case AuthKind.Public:
         return true;
       case AuthKind.Admin:
-        request.admin = await this.admin(request.header('x-admin-token'), 'Missing X-Admin-Token header');
+        request.admin = await this.admin(request.header('x-admin-token'), 'Missing X-Admin-Token header', sidecarTokenAccepted);
         return true;
       case AuthKind.AdminBearer:
         request.admin = await this.admin(bearerToken(request.header('authorization')), 'Missing Authorization: Bearer <admin token> header');
@@ -64,11 +69,14 @@ export class AuthGuard implements CanActivate {
     return true;
   }
 
-  private async admin(token: string | undefined, missing: string) {
+  /** An admin token's principal; on the sidecar's routes (`@SidecarTokenAccepted()`) a sidecar token's too. */
+  private async admin(token: string | undefined, missing: string, sidecarTokenAccepted = false) {
     if (token === undefined || token === '') throw new AppError(ErrorCode.Unauthorized, missing);
-    const principal = await this.organizations.authenticate(token);
-    if (principal === null) throw new AppError(ErrorCode.Unauthorized, 'Invalid admin token');
-    return principal;
+    const sidecar = sidecarTokenAccepted && isSidecarToken(token) ? await this.sidecarTokens.authenticate(token) : null;
+    const principal = sidecar ?? (await this.organizations.authenticate(token));
+    if (principal !== null) return principal;
+    if (isSidecarToken(token) && !sidecarTokenAccepted) throw new AppError(ErrorCode.Unauthorized, 'Invalid admin token (a sidecar token only fetches the bundle and ingests audit)');
+    throw new AppError(ErrorCode.Unauthorized, 'Invalid admin token');
   }
 }
 

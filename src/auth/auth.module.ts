@@ -3,11 +3,12 @@ import { APP_GUARD } from '@nestjs/core';
 import { ApiKeysModule } from '../api-keys/api-keys.module';
 import { DecisionsModule } from '../decisions/decisions.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
+import { SidecarTokensModule } from '../sidecar-tokens/sidecar-tokens.module';
 import { AuthGuard } from './auth.guard';
 
 /** Registers the global deny-by-default guard. */
 @Module({
-  imports: [OrganizationsModule, DecisionsModule, ApiKeysModule],
+  imports: [OrganizationsModule, DecisionsModule, ApiKeysModule, SidecarTokensModule],
   providers: [{ provide: APP_GUARD, useClass: AuthGuard }],
 })
 export class AuthModule {}

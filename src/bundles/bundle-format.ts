@@ -129,6 +129,32 @@ export function publicKeyOf(key: JWK | string): KeyObject {
   return createPublicKey({ key: publicJwk as import('node:crypto').JsonWebKey, format: 'jwk' });
 }
 
+/**
+ * The public key a text holds: a JWK as JSON or a PEM key; what a sidecar pins (BUNDLE_PUBLIC_KEY,
+ * CACHE_DIR/gateway-key.json). Throws on anything else, and on a private key: a sidecar only
+ * ever needs the gateway's public half, and a private one in its environment would be a leak.
+ */
+export function publicKeyOfText(text: string): KeyObject {
+  const trimmed = text.trim();
+  // The parsers' own messages can quote the text, which may be a private key given by mistake.
+  let jwk: JWK | undefined;
+  try {
+    jwk = trimmed.startsWith('{') ? (JSON.parse(trimmed) as JWK) : undefined;
+  } catch {
+    throw new Error('not a PEM key or a JWK as JSON');
+  }
+  if ((jwk !== undefined && jwk.d !== undefined) || /PRIVATE KEY-----/.test(trimmed)) throw new Error('a private key, not a public one');
+  let key: KeyObject;
+  try {
+    key = publicKeyOf(jwk ?? trimmed);
+  } catch {
+    throw new Error('not a PEM key or a JWK as JSON');
+  }
+  const type = key.asymmetricKeyType;
+  if (type !== 'ed25519' && !(type === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1')) throw new Error(`key type ${type}, not Ed25519 or P-256`);
+  return key;
+}
+
 /** The JWK among the bundle's keys that its signature names, if any. */
 export function signerJwk(bundle: SignedBundle): JWK | undefined {
   return bundle.keys.find((key) => key.kid === bundle.signature.kid);

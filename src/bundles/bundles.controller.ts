@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import { ErrorBody } from '../common/error-body.dto';
+import { SidecarTokenAccepted } from '../sidecar-tokens/sidecar-token-access';
 import type { SignedBundle } from './bundle-format';
 import { AuditIngestDto, AuditIngestResult, SidecarListView } from './bundles.dto';
 import { BundlesService } from './bundles.service';
@@ -21,7 +22,11 @@ export class BundlesController {
   ) {}
 
   @Get('api/v1/bundle')
-  @ApiOperation({ summary: 'The organization’s signed policy bundle for edge sidecars; 304 when If-None-Match names the current content' })
+  @SidecarTokenAccepted()
+  @ApiOperation({
+    summary: 'The organization’s signed policy bundle for edge sidecars; 304 when If-None-Match names the current content',
+    description: 'X-Admin-Token: an admin token or a sidecar token (POST /admin/sidecar-tokens).',
+  })
   @ApiHeader({ name: 'If-None-Match', required: false })
   @ApiHeader({ name: SidecarHeader.Id, required: false, description: 'The fetching sidecar, listed by GET /admin/sidecars' })
   @ApiHeader({ name: SidecarHeader.Mode, required: false, description: 'The fetching sidecar’s MODE' })
@@ -50,7 +55,8 @@ export class BundlesController {
 
   @Post('api/v1/audit/ingest')
   @HttpCode(200)
-  @ApiOperation({ summary: 'A sidecar’s buffered audit entries; idempotent by (sidecarId, seq)' })
+  @SidecarTokenAccepted()
+  @ApiOperation({ summary: 'A sidecar’s buffered audit entries; idempotent by (sidecarId, seq)', description: 'X-Admin-Token: an admin token or a sidecar token (POST /admin/sidecar-tokens).' })
   @ApiOkResponse({ type: AuditIngestResult })
   @ApiBadRequestResponse({ description: 'Invalid field (named in the message)', type: ErrorBody })
   @ApiBody({ type: AuditIngestDto })

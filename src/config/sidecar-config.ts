@@ -1,10 +1,16 @@
+import fs from 'node:fs';
 import path from 'node:path';
+import type { KeyObject } from 'node:crypto';
+import { publicKeyOfText } from '../bundles/bundle-format';
 import { AppConfig, ConfigError, GatewayMode, LogLevel } from './app-config';
 import { EnvReader, hasCredentials } from './env-reader';
 
 /** A sidecar's id, as the gateway's ingest and fleet status take it. */
 export const SIDECAR_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
 export const SIDECAR_ID_RULE = '1-128 letters, digits, or . _ : -';
+
+/** Largest BUNDLE_PUBLIC_KEY file read: a key is a few hundred bytes; a wrong path (a device, a log) must not be read whole. */
+const MAX_KEY_FILE_BYTES = 64 * 1024;
 
 /** Variables the sidecar passes on to the proxy and audit code it shares with the gateway. */
 const SHARED_WITH_GATEWAY = ['UPSTREAM_URL', 'UPSTREAM_TIMEOUT_MS', 'PROXY_MAX_BODY_BYTES', 'MAX_JSON_BYTES', 'MODE', 'LOG_LEVEL', 'AUDIT_REDACT', 'TRUSTED_PROXIES'];
@@ -17,7 +23,10 @@ const SHARED_WITH_GATEWAY = ['UPSTREAM_URL', 'UPSTREAM_TIMEOUT_MS', 'PROXY_MAX_B
 export class SidecarConfig {
   /** GATEWAY_URL (required): the central gateway bundles come from and audit goes to. */
   readonly gatewayUrl: string;
-  /** ADMIN_TOKEN (required): the organization's admin token, sent as X-Admin-Token. */
+  /**
+   * ADMIN_TOKEN (required): a sidecar token (POST /admin/sidecar-tokens: bundle fetch and audit
+   * ingest only) or the organization's admin token, sent as X-Admin-Token either way.
+   */
   readonly adminToken: string;
   /** MODE: `enforce` denies violations; `audit` records them and allows everything. */
   readonly mode: GatewayMode;
@@ -29,8 +38,12 @@ export class SidecarConfig {
   /** CACHE_DIR: the verified bundle, the pinned gateway key, the sidecar id and the audit write-ahead log (its segment files). */
   readonly cacheDir: string;
   readonly logLevel: LogLevel;
-  /** BUNDLE_PUBLIC_KEY: the gateway's public key (JWK JSON or PEM); unset: the key of the first bundle is pinned. */
-  readonly bundlePublicKey?: string;
+  /**
+   * BUNDLE_PUBLIC_KEY: the gateway's public key, given as the key itself (PEM, or a JWK as JSON)
+   * or as the path of a file holding it; the only key bundles are trusted from. Unset: the key of
+   * the first bundle is pinned in CACHE_DIR (trust on first use, warned about at every start).
+   */
+  readonly bundlePublicKey?: KeyObject;
   /** SIDECAR_ID: this sidecar's name in the fleet status; unset: generated once and kept in CACHE_DIR. */
   readonly sidecarId?: string;
   /** AUDIT_BUFFER_MAX_BYTES: largest size of the audit write-ahead log (all its segment files) while the gateway is away or behind. */
@@ -62,7 +75,7 @@ export class SidecarConfig {
       host: read.string('HOST', '0.0.0.0'),
       cacheDir: path.resolve(read.string('CACHE_DIR', '/cache')),
       logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
-      bundlePublicKey: read.optionalString('BUNDLE_PUBLIC_KEY'),
+      bundlePublicKey: readBundlePublicKey(read),
       sidecarId: read.optionalString('SIDECAR_ID'),
       auditBufferMaxBytes: read.int('AUDIT_BUFFER_MAX_BYTES', 256 * 1024 * 1024, 4096, Number.MAX_SAFE_INTEGER),
       auditDurability: read.oneOf('AUDIT_DURABILITY', ['write', 'sync'] as const, 'write'),
@@ -83,4 +96,51 @@ export class SidecarConfig {
     if (read.errors.length > 0 || shared === undefined) throw new ConfigError([...new Set(read.errors)]);
     return new SidecarConfig({ ...values, shared } as SidecarConfig);
   }
+}
+
+/** BUNDLE_PUBLIC_KEY as a key: inline when it starts like PEM or JSON, else read from the file it names. */
+function readBundlePublicKey(read: EnvReader): KeyObject | undefined {
+  const value = read.raw('BUNDLE_PUBLIC_KEY');
+  if (value === undefined) return undefined;
+  const inline = value.startsWith('-----BEGIN') || value.startsWith('{');
+  const origin = inline ? 'BUNDLE_PUBLIC_KEY' : `BUNDLE_PUBLIC_KEY file ${printablePath(value)}`;
+  let text = value;
+  if (!inline) {
+    const file = readKeyFile(value);
+    if (file.problem !== undefined) {
+      read.errors.push(`${origin}: ${file.problem} (BUNDLE_PUBLIC_KEY is a PEM key, a JWK as JSON, or the path of a file holding one)`);
+      return undefined;
+    }
+    text = file.text;
+  }
+  try {
+    return publicKeyOfText(text);
+  } catch (error) {
+    read.errors.push(`${origin}: ${(error as Error).message}; expected the gateway's Ed25519 or P-256 public key (PEM, or a JWK as JSON)`);
+    return undefined;
+  }
+}
+
+function readKeyFile(file: string): { text: string; problem?: undefined } | { problem: string } {
+  let fd: number;
+  try {
+    fd = fs.openSync(path.resolve(file), 'r');
+  } catch (error) {
+    return { problem: `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+  }
+  try {
+    const buffer = Buffer.alloc(MAX_KEY_FILE_BYTES + 1);
+    const length = fs.readSync(fd, buffer, 0, buffer.length, null);
+    if (length > MAX_KEY_FILE_BYTES) return { problem: `larger than ${MAX_KEY_FILE_BYTES / 1024} KiB, not a key` };
+    return { text: buffer.subarray(0, length).toString('utf8') };
+  } catch (error) {
+    return { problem: `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The path for an error message; a value that looks like a key's text (a key mistyped) is not echoed. */
+function printablePath(value: string): string {
+  return value.length <= 512 && !/[\r\n]/.test(value) ? JSON.stringify(value) : '(the value is not shown)';
 }

@@ -12,6 +12,7 @@ import { OidcClients1764288000000 } from '../../migrations/1764288000000-oidc-cl
 import { SidecarRenumbered1764374400500 } from '../../migrations/1764374400500-sidecar-renumbered';
 import { SidecarReportedSeq1764460800000 } from '../../migrations/1764460800000-sidecar-reported-seq';
 import { SigningKeyValidUntil1764547200000 } from '../../migrations/1764547200000-signing-key-valid-until';
+import { SidecarTokens1764633600000 } from '../../migrations/1764633600000-sidecar-tokens';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   SidecarRenumbered1764374400500,
   SidecarReportedSeq1764460800000,
   SigningKeyValidUntil1764547200000,
+  SidecarTokens1764633600000,
 ];

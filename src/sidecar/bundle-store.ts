@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
 import type { Logger } from 'pino';
-import { BundleContent, bundleSignatureProblem, isNewerVersion, publicKeyOf, SignedBundle, signerJwk } from '../bundles/bundle-format';
+import { BundleContent, bundleSignatureProblem, isNewerVersion, publicKeyOf, publicKeyOfText, SignedBundle, signerJwk } from '../bundles/bundle-format';
 import { AgentSnapshot, AgentSource, agentSnapshot, LoadedPolicies, PolicySource, VerificationKeySource } from '../decisions/decision-sources';
 import { JwkSet } from '../identity/jwk-set';
 import { compilePolicies } from '../policy-engine/compile-policies';
@@ -12,6 +12,12 @@ import { readFileIfExists, writeFileAtomic } from './atomic-file';
 
 const BUNDLE_FILE = 'bundle.json';
 const PINNED_KEY_FILE = 'gateway-key.json';
+/**
+ * How far ahead of this sidecar's clock a bundle's version may be. Versions are the gateway's
+ * change times, so a genuine one is at most clock skew ahead; one far ahead, once in force, would
+ * make every genuine bundle look older and lock them out until that date.
+ */
+export const MAX_VERSION_AHEAD_MS = 5 * 60 * 1000;
 
 /** The bundle in force, ready for decisions. */
 interface ActiveBundle {
@@ -42,9 +48,11 @@ export type Offer = { applied: true } | { applied: false; reason: string };
  * The sidecar's sources for the decision core, from the one signed bundle in force: compiled
  * policies, agents with their revocation flags, and the public keys agent tokens verify with.
  *
- * A bundle is applied only if it is newer than the one in force and its signature verifies
- * against the pinned gateway key: BUNDLE_PUBLIC_KEY, else the key that signed the first bundle
- * this sidecar accepted (trust on first use), kept in CACHE_DIR; or against a key listed by the
+ * A bundle is applied only if it is newer than the one in force, its version is at most
+ * MAX_VERSION_AHEAD_MS ahead of this sidecar's clock, and its signature verifies against the
+ * pinned gateway key: BUNDLE_PUBLIC_KEY (then nothing in CACHE_DIR can change whom the sidecar
+ * trusts), else the key that signed the first bundle this sidecar accepted (trust on first use),
+ * kept in CACHE_DIR and warned about at every start; or against a key listed by the
  * newest bundle the pinned key signed (its anchor): gateway instances each sign with their own
  * key and every bundle lists every instance's key, so a sidecar behind several instances takes
  * the bundles of all of them, not only of the one it met first. It is written to CACHE_DIR
@@ -59,12 +67,18 @@ export class BundleStore implements PolicySource, VerificationKeySource {
 
   constructor(
     private readonly cacheDir: string,
-    configuredKey: string | undefined,
+    configuredKey: KeyObject | undefined,
     private readonly logger: Logger,
   ) {
     fs.mkdirSync(cacheDir, { recursive: true });
     this.pinnedFromEnv = configuredKey !== undefined;
-    this.pinned = configuredKey !== undefined ? parseKey(configuredKey, 'BUNDLE_PUBLIC_KEY') : this.readPinnedKey();
+    this.pinned = configuredKey ?? this.readPinnedKey();
+    if (configuredKey === undefined) {
+      logger.warn(
+        { pinnedKeyFile: path.join(cacheDir, PINNED_KEY_FILE), pinned: this.pinned !== null },
+        'BUNDLE_PUBLIC_KEY is not set: bundles are trusted from the gateway key pinned in CACHE_DIR (trust on first use), which whoever can write CACHE_DIR can replace; set BUNDLE_PUBLIC_KEY to the gateway public key',
+      );
+    }
   }
 
   /** Loads the cached bundle, if there is one and it verifies. */
@@ -89,6 +103,10 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     const vouched = this.vouchedAnchor(candidate, anchor);
     if (typeof vouched === 'string') return this.refuse(from, vouched);
     const bundle = candidate as SignedBundle;
+    const nowMs = Date.now();
+    if (Date.parse(bundle.version) - nowMs > MAX_VERSION_AHEAD_MS) {
+      return this.refuse(from, `version ${bundle.version} is more than ${MAX_VERSION_AHEAD_MS / 60_000} minutes ahead of this sidecar's clock (${new Date(nowMs).toISOString()})`);
+    }
     const current = this.active?.bundle;
     // The gateway serves the organization of ADMIN_TOKEN: a bundle of another one in force came
     // from the cache of an earlier token and must go, whatever the versions.
@@ -258,10 +276,9 @@ function signatureKid(candidate: unknown): string | undefined {
 }
 
 function parseKey(text: string, origin: string): KeyObject {
-  const trimmed = text.trim();
   try {
-    return publicKeyOf(trimmed.startsWith('{') ? (JSON.parse(trimmed) as JWK) : trimmed);
-  } catch {
-    throw new Error(`${origin}: not a public key (a JWK as JSON, or PEM)`);
+    return publicKeyOfText(text);
+  } catch (error) {
+    throw new Error(`${origin}: ${(error as Error).message}`, { cause: error });
   }
 }

@@ -93,7 +93,7 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
   private async handle(answer: Exclude<GatewayAnswer, 'unreachable'>): Promise<boolean> {
     if (answer.status === 304) return true;
     if (answer.status !== 200) {
-      this.lastError = `gateway answered ${answer.status}${answer.status === 401 ? ' (is ADMIN_TOKEN right?)' : ''}`;
+      this.lastError = `gateway answered ${answer.status}${answer.status === 401 ? ' (is ADMIN_TOKEN right, or its sidecar token revoked?)' : ''}`;
       this.logger.error({ status: answer.status }, 'bundle fetch refused by the gateway');
       return false;
     }

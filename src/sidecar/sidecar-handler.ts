@@ -79,7 +79,8 @@ export class SidecarHandler {
     const authorization = rawHeader(request, 'authorization', false);
     const agent = this.agents.get(authorization, this.store.bundle, Date.now()) ?? (await this.authenticate(authorization));
     const named = agentIdOf(body);
-    if (named !== undefined && named !== agent.agent.id) throw new AppError(ErrorCode.Forbidden, `agentId ${named} is not the agent of the token`);
+    // Not echoed: it is the caller's input, and a client that mixed up its fields sent its token there.
+    if (named !== undefined && named !== agent.agent.id) throw new AppError(ErrorCode.Forbidden, 'The body’s agentId is not the agent of the token');
     if (path === '/enforce') return this.enforce(response, agent, body, traceId, started);
     return this.enforceBatch(response, agent, body, traceId, started);
   }
