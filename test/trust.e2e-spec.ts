@@ -80,9 +80,11 @@ describe('a body is read as the upstream may read it', () => {
     ['text/plain', '{"amount":5000}'],
     ['no Content-Type', '{"amount":5000}'],
     ['application/x-www-form-urlencoded', 'amount=5000'],
+    ['a JSON list (wrong type)', '{"amount":[5000]}'],
+    ['a number with trailing text', '{"amount":"5000abc"}'],
   ])('denies a large amount sent as %s', async (type, body) => {
     const before = upstream.received('/refunds').length;
-    const headers: Record<string, string> = type === 'no Content-Type' ? {} : { 'content-type': type };
+    const headers: Record<string, string> = type === 'no Content-Type' ? {} : { 'content-type': type.includes('/') ? type : 'application/json' };
     const response = await send(token, 'POST', '/refunds', Buffer.from(body), headers);
     expect(response.status).toBe(403);
     expect(response.body.policy).toBe('big-refunds');

@@ -79,7 +79,7 @@ function compileRule(
   namespace: string | undefined,
 ): CompiledRule {
   const label = rule.name ?? `${policy}#${index}`;
-  const compiled = compileCondition(condition.ir, { policy, ruleIndex: index, namespace });
+  const compiled = compileCondition(condition.ir, { policy, ruleIndex: index, namespace }, rule.action !== 'allow');
   return {
     label,
     effect: rule.action,

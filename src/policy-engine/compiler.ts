@@ -6,6 +6,7 @@ import { RateLimitRecorder, RateLimitSite, RateTest, rateLimitTest } from './rat
 import { FLIPPED_TIER_OPERATOR, rankSetTest, rankTest, tierComparison, tierInList } from './tier-tests';
 import { CANONICAL_TIERS } from './tiers';
 import type { DecisionInput } from './types';
+import { TypeFit, typeFitOf } from './type-fit';
 import { literalTest, reversedLiteralTest, ValueTest } from './value-tests';
 
 /** A condition without rate_limit: plain, synchronous, allocation-free. */
@@ -17,10 +18,15 @@ export interface CompiledCondition {
   readonly rated: RateTest | null;
 }
 
-/** Compiles a checked condition into closures; a rule's rate_limit counters are keyed by `site`. */
-export function compileCondition(ir: BoolIr, site: RateLimitSite): CompiledCondition {
-  if (!usesRateLimit(ir)) return { sync: compileTest(ir), rated: null };
-  return { sync: null, rated: compileRated(ir, site) };
+/**
+ * Compiles a checked condition into closures; a rule's rate_limit counters are keyed by `site`.
+ * `denies`: the rule denies (or alerts) when the condition holds. A caller-supplied value of the
+ * wrong type for a comparison (type-fit.ts) is then read as the answer that fires the rule, and
+ * for an allow rule as the answer that does not: a mismatch never lets a request through.
+ */
+export function compileCondition(ir: BoolIr, site: RateLimitSite, denies = true): CompiledCondition {
+  if (!usesRateLimit(ir)) return { sync: compileTest(ir, denies), rated: null };
+  return { sync: null, rated: compileRated(ir, site, denies) };
 }
 
 function usesRateLimit(ir: BoolIr): boolean {
@@ -40,20 +46,20 @@ function usesRateLimit(ir: BoolIr): boolean {
 // Combinators stay synchronous while their operands are; they chain a promise only once a
 // limiter answered with one. The `.then` callbacks live in separate functions because a closure
 // over the call's arguments would allocate a context on every call, even on the synchronous path.
-function compileRated(ir: BoolIr, site: RateLimitSite): RateTest {
+function compileRated(ir: BoolIr, site: RateLimitSite, onMismatch: boolean): RateTest {
   if (!usesRateLimit(ir)) {
-    const test = compileTest(ir);
+    const test = compileTest(ir, onMismatch);
     return (input) => test(input);
   }
   switch (ir.kind) {
     case 'rate_limit':
       return rateLimitTest(ir, site);
     case 'and':
-      return ratedAnd(compileRated(ir.left, site), compileRated(ir.right, site));
+      return ratedAnd(compileRated(ir.left, site, onMismatch), compileRated(ir.right, site, onMismatch));
     case 'or':
-      return ratedOr(compileRated(ir.left, site), compileRated(ir.right, site));
+      return ratedOr(compileRated(ir.left, site, onMismatch), compileRated(ir.right, site, onMismatch));
     case 'not':
-      return ratedNot(compileRated(ir.operand, site));
+      return ratedNot(compileRated(ir.operand, site, !onMismatch));
     default:
       throw new Error(`internal: ${ir.kind} cannot hold a rate_limit`);
   }
@@ -92,20 +98,21 @@ function ratedNot(operand: RateTest): RateTest {
   };
 }
 
-function compileTest(ir: BoolIr): SyncTest {
+/** `onMismatch`: what a comparison answers for a caller-supplied value of the wrong type (see compileCondition); flipped under `not`. */
+function compileTest(ir: BoolIr, onMismatch: boolean): SyncTest {
   switch (ir.kind) {
     case 'and': {
-      const left = compileTest(ir.left);
-      const right = compileTest(ir.right);
+      const left = compileTest(ir.left, onMismatch);
+      const right = compileTest(ir.right, onMismatch);
       return (input) => left(input) && right(input);
     }
     case 'or': {
-      const left = compileTest(ir.left);
-      const right = compileTest(ir.right);
+      const left = compileTest(ir.left, onMismatch);
+      const right = compileTest(ir.right, onMismatch);
       return (input) => left(input) || right(input);
     }
     case 'not': {
-      const operand = compileTest(ir.operand);
+      const operand = compileTest(ir.operand, !onMismatch);
       return (input) => !operand(input);
     }
     case 'constant': {
@@ -121,10 +128,10 @@ function compileTest(ir: BoolIr): SyncTest {
       return (input) => read(input) !== undefined;
     }
     case 'compare':
-      return compileCompare(ir.op, ir.left, ir.right);
+      return compileCompare(ir.op, ir.left, ir.right, onMismatch);
     case 'matches': {
       const regex = ir.regex;
-      return testValue(ir.left, (value) => typeof value === 'string' && regex.test(value));
+      return testValue(ir.left, guarded(ir.left, typeFitOf('matches', ''), (value) => typeof value === 'string' && regex.test(value), onMismatch));
     }
     case 'tier-compare':
       return compileTierCompare(ir.op, ir.left, ir.right);
@@ -139,6 +146,16 @@ function compileTest(ir: BoolIr): SyncTest {
 
 function constant(value: boolean): SyncTest {
   return () => value;
+}
+
+/**
+ * The test, answering `onMismatch` for a present value of the wrong kind when the operand is a
+ * caller-supplied path (`args.*`, `context.*`); the agent's record and the request's own fields
+ * are the gateway's, not the caller's.
+ */
+function guarded(operand: ValueIr, fit: TypeFit | undefined, test: ValueTest, onMismatch: boolean): ValueTest {
+  if (fit === undefined || operand.kind !== 'path' || (operand.path.kind !== 'args' && operand.path.kind !== 'context')) return test;
+  return (value) => (value === undefined || fit(value) ? test(value) : onMismatch);
 }
 
 /** A test of an operand's value; paths get the read inlined. */
@@ -170,15 +187,15 @@ function compileValue(ir: ValueIr): ValueReader {
       return () => value;
     }
     case 'test':
-      return compileTest(ir.test);
+      return compileTest(ir.test, false);
   }
 }
 
 type GeneralOperator = Extract<BoolIr, { kind: 'compare' }>['op'];
 
-function compileCompare(op: GeneralOperator, left: ValueIr, right: ValueIr): SyncTest {
-  if (right.kind === 'literal' && left.kind !== 'literal') return testValue(left, literalTest(op, right.value));
-  if (left.kind === 'literal' && right.kind !== 'literal') return testValue(right, reversedLiteralTest(op, left.value));
+function compileCompare(op: GeneralOperator, left: ValueIr, right: ValueIr, onMismatch: boolean): SyncTest {
+  if (right.kind === 'literal' && left.kind !== 'literal') return testValue(left, guarded(left, typeFitOf(op, right.value), literalTest(op, right.value), onMismatch));
+  if (left.kind === 'literal' && right.kind !== 'literal') return testValue(right, guarded(right, typeFitOf(op, left.value, true), reversedLiteralTest(op, left.value), onMismatch));
   const readLeft = compileValue(left);
   const readRight = compileValue(right);
   const compare = GENERAL_OPERATORS[op];

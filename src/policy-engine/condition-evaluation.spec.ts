@@ -81,9 +81,10 @@ describe('conditions: ordering', () => {
     ['args.method < "H"', true],
     ['args.missing < 5', false],
     ['args.missing >= 5', false],
-    ['args.flag > 0', false],
-    ['args.path > 1', false],
-    ['args.list > 1', false],
+    // A present value of the wrong kind fires a deny rule (docs/policies.md "Values of the wrong type").
+    ['args.flag > 0', true],
+    ['args.path > 1', true],
+    ['args.list > 1', true],
     ['delegation.depth >= 2', true],
     ['context.hour < 9 or context.hour >= 18', false],
   ])('%s → %s', (condition, expected) => {
@@ -96,7 +97,7 @@ describe('conditions: string and list operators', () => {
     ['args.path starts_with "/files"', true],
     ['args.path starts_with "/etc"', false],
     ['args.path ends_with ".txt"', true],
-    ['args.count starts_with "7"', false],
+    ['args.count starts_with "7"', true],
     ['args.missing starts_with ""', false],
     ['"/files/a.txt/more" starts_with args.path', true],
     ['args.path contains "files"', true],
@@ -107,7 +108,7 @@ describe('conditions: string and list operators', () => {
     ['args.list contains "2"', true],
     ['args.list contains "a"', true],
     ['args.list contains "b"', false],
-    ['args.count contains 7', false],
+    ['args.count contains 7', true],
     ['args.missing contains "a"', false],
     ['delegation.chain contains "agent_0"', true],
     ['args.method in ["GET", "HEAD"]', true],
@@ -141,7 +142,7 @@ describe('conditions: exists, matches, paths', () => {
     ['not exists(context.absent)', true],
     ['args.path matches "^/files/[a-z]+\\\\.txt$"', true],
     ['args.method matches "^get$"', false],
-    ['args.count matches "7"', false],
+    ['args.count matches "7"', true],
     ['args.missing matches ".*"', false],
     ['args["x-y"] == "dash"', true],
     ["args['x-y'] == 'dash'", true],
@@ -256,5 +257,51 @@ describe('conditions: trust tiers', () => {
 
   it('compares agent.trust_tier as a plain string for word operators', () => {
     expect(holds('agent.trust_tier starts_with "ver"')).toBe(true);
+  });
+});
+
+describe('conditions: values of the wrong type never let a request through', () => {
+  function decide(rules: Array<{ condition: string; action: 'deny' | 'allow' }>, args: Record<string, unknown>, defaultDeny = false): string {
+    const set = compilePolicies([{ name: 'p', default: defaultDeny ? 'deny' : 'allow', rules: rules.map((rule) => ({ ...rule, reason: 'r' })) }]);
+    return (set.evaluate(makeInput({}, args), { limiter: new SlidingWindowLimiter(), nowMs: 0 }) as Decision).effect;
+  }
+
+  it.each<[string, unknown, string]>([
+    ['a number', 5000, 'deny'],
+    ['a small number', 50, 'allow'],
+    ['a numeric string', '5000', 'deny'],
+    ['a list', [5000], 'deny'],
+    ['an object', { value: 5000 }, 'deny'],
+    ['a number with trailing text', '5000abc', 'deny'],
+    ['a boolean', true, 'deny'],
+    ['null', null, 'deny'],
+  ])('a deny rule on args.amount > 100 meets %s: %s', (_what, amount, expected) => {
+    expect(decide([{ condition: 'args.amount > 100', action: 'deny' }], { amount })).toBe(expected);
+    // Under not, the mismatch still reads the way that denies.
+    expect(decide([{ condition: 'not (args.amount <= 100)', action: 'deny' }], { amount })).toBe(expected);
+  });
+
+  it('keeps a missing value missing: no field, no denial', () => {
+    expect(decide([{ condition: 'args.amount > 100', action: 'deny' }], {})).toBe('allow');
+  });
+
+  it('never lets a mismatch grant: an allow rule does not fire on it', () => {
+    const allowSmall = [{ condition: 'args.amount <= 100', action: 'allow' as const }];
+    expect(decide(allowSmall, { amount: 50 }, true)).toBe('allow');
+    expect(decide(allowSmall, { amount: [50] }, true)).toBe('deny');
+    expect(decide([{ condition: 'not (args.amount > 100)', action: 'allow' }], { amount: [5000] }, true)).toBe('deny');
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    ['args.path starts_with "/etc"', { path: ['/etc/passwd'] }],
+    ['args.currency != "usd"', { currency: ['usd'] }],
+    ['args.mode == "admin"', { mode: ['admin'] }],
+    ['args.role in ["admin", "root"]', { role: ['admin'] }],
+    ['context.region matches "^eu"', { region: 'us' }],
+  ])('fires %s on a list or object where a scalar is expected', (condition, args) => {
+    const input = makeInput({}, args);
+    if (condition.startsWith('context')) Object.assign(input, { context: { region: ['eu'] } });
+    const set = compilePolicies([{ name: 'p', rules: [{ condition, action: 'deny', reason: 'r' }] }]);
+    expect((set.evaluate(input, { limiter: new SlidingWindowLimiter(), nowMs: 0 }) as Decision).effect).toBe('deny');
   });
 });

@@ -314,11 +314,12 @@ describe('loadPolicyDocument', () => {
     const started = Date.now();
     const errors = loadErrors(() => loadPolicyDocument(source, 'body'));
     // Both the duplicate-key check and the locator compared each key with every other one:
-    // 20,000 keys took 46 s, during which the gateway answered nothing.
-    expect(Date.now() - started).toBeLessThan(2000);
+    // 20,000 keys took 46 s, during which the gateway answered nothing (40,000: about 3 min).
+    // Linear, they take well under a second; the bound leaves room for a loaded CI machine.
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(brief(errors)).toEqual([[keys + 3, 1, 'YAML syntax error: Map keys must be unique']]);
     const unknown = loadErrors(() => loadPolicyDocument(source.replace(/k7: 2\n$/, ''), 'body'));
-    expect(Date.now() - started).toBeLessThan(4000);
+    expect(Date.now() - started).toBeLessThan(40_000);
     expect(unknown).toHaveLength(keys);
     expect(brief(unknown.slice(-1))).toEqual([[keys + 2, 1, `unknown key 'k${keys - 1}' in policy (expected name, description, match, default, rules)`, 'p']]);
   });
