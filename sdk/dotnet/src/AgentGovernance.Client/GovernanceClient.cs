@@ -20,6 +20,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     /// <summary>The longest result summary and duration <c>POST /v1/audit</c> takes.</summary>
     private const int MaxSummaryLength = 2048;
     private const double MaxDurationMs = 86_400_000;
+    private const int MaxAuditArgumentsBytes = 256 * 1024;
 
     private readonly AgentGovernanceOptions options;
     private readonly ILogger logger;
@@ -277,10 +278,10 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
             writer.WriteString("agentId", options.AgentId);
             writer.WriteString("plugin", record.PluginName);
             writer.WriteString("function", record.FunctionName);
-            if (record.Arguments is { Count: > 0 })
+            if (record.Arguments is { Count: > 0 } && ArgumentsJson(record.Arguments) is { } arguments)
             {
                 writer.WritePropertyName("arguments");
-                JsonArguments.WriteObject(writer, json.ForAudit(record.Arguments));
+                writer.WriteRawValue(arguments, skipInputValidation: true);
             }
             writer.WriteString("decision", record.Allowed ? "allow" : "deny");
             writer.WriteNumber("durationMs", milliseconds);
@@ -290,6 +291,18 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
             writer.WriteEndObject();
         }
         return body.ToArray();
+    }
+
+    /// <summary>
+    /// The arguments' JSON, or null past <see cref="MaxAuditArgumentsBytes"/>: the gateway refuses a
+    /// body over 1 MiB as malformed, and a refused event is dropped; without its arguments the
+    /// event still names the call, and its decisionId links the decision entry that has them.
+    /// </summary>
+    private byte[]? ArgumentsJson(IReadOnlyDictionary<string, object?> arguments)
+    {
+        using var buffer = new MemoryStream();
+        using (var writer = new Utf8JsonWriter(buffer)) JsonArguments.WriteObject(writer, json.ForAudit(arguments));
+        return buffer.Length > MaxAuditArgumentsBytes ? null : buffer.ToArray();
     }
 
     private void ThrowIfDisposed() => ObjectDisposedException.ThrowIf(Volatile.Read(ref disposed) == 1, this);

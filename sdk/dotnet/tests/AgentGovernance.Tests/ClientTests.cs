@@ -215,6 +215,19 @@ public sealed class ClientTests(GatewayFixture fixture) : IAsyncLifetime
     }
 
     [Fact]
+    public async Task An_audit_whose_arguments_the_gateway_would_refuse_as_too_large_is_recorded_without_them()
+    {
+        var client = Client();
+
+        await client.AuditAsync(new AuditRecord { PluginName = "FilePlugin", FunctionName = "WriteFile", Allowed = true, Arguments = Args("content", new string('x', 2 * 1024 * 1024)), ResultSummary = "wrote 2 MiB" });
+
+        Assert.True(await client.FlushAuditAsync());
+        var outcome = Assert.Single(await fixture.Gateway.WaitForOutcomesAsync(agentId, 1));
+        Assert.Equal("wrote 2 MiB", outcome.GetProperty("details").GetProperty("resultSummary").GetString());
+        Assert.False(outcome.GetProperty("input").TryGetProperty("args", out var args) && args.ValueKind == System.Text.Json.JsonValueKind.Object && args.TryGetProperty("content", out _));
+    }
+
+    [Fact]
     public async Task An_audit_with_a_NaN_duration_and_infinite_arguments_is_recorded_rather_than_lost()
     {
         var client = Client();

@@ -114,7 +114,18 @@ internal sealed partial class AuditBatcher : IAsyncDisposable
             {
                 return;
             }
-            await SendPendingAsync().ConfigureAwait(false);
+            try
+            {
+                await SendPendingAsync().ConfigureAwait(false);
+            }
+#pragma warning disable CA1031 // The loop is the only sender: whatever went wrong, the events stay queued and written ahead for the next round.
+            catch (Exception error)
+#pragma warning restore CA1031
+            {
+                backoff = TimeSpan.FromTicks(Math.Min(MaxBackoff.Ticks, Math.Max(interval.Ticks, backoff.Ticks * 2)));
+                LogRetry(logger, backoff.TotalSeconds, error.Message);
+                AnswerFlushes(failed: true);
+            }
         }
     }
 
