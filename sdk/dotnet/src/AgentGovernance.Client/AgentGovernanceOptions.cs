@@ -1,0 +1,150 @@
+using System.ComponentModel;
+using System.Globalization;
+
+namespace AgentGovernance;
+
+/// <summary>
+/// Options of a <see cref="GovernanceClient"/>: SPEC.md's adapter options (GatewayUrl, ApiKey, AgentId,
+/// DefaultTrustTier, ThrowOnDenied, TimeoutSeconds, per-plugin overrides), the failure mode, and
+/// the cache and audit settings. Bound from the <c>AgentGovernance</c> configuration section by
+/// <c>services.AddAgentGovernanceClient(configuration)</c>.
+/// </summary>
+public sealed class AgentGovernanceOptions
+{
+    /// <summary>The configuration section the options are bound from by default.</summary>
+    public const string SectionName = "AgentGovernance";
+
+    /// <summary>The gRPC port used when <see cref="GrpcAddress"/> is not set.</summary>
+    public const int DefaultGrpcPort = 50051;
+
+    /// <summary>The gateway's HTTP address (the HTTP fallback and <c>POST /v1/audit</c>). Required. <c>https</c> also makes gRPC use TLS.</summary>
+    public Uri? GatewayUrl { get; set; }
+
+    /// <summary>An adapter API key (<c>POST /admin/api-keys</c>), sent as <c>x-api-key</c>. Required.</summary>
+    public string? ApiKey { get; set; }
+
+    /// <summary>The agent the calls are made for (<c>agent_&lt;id&gt;</c>). Required.</summary>
+    public string? AgentId { get; set; }
+
+    /// <summary>
+    /// The adapter's tier hint sent with every check: <c>standard</c>, <c>elevated</c> or <c>restricted</c>.
+    /// Policies read it as <c>context.adapter_trust_tier</c>; the agent's own record decides <c>agent.trust_tier</c>.
+    /// </summary>
+    public string DefaultTrustTier { get; set; } = "standard";
+
+    /// <summary>A denial throws <see cref="PolicyDeniedException"/> (default); when false it is a soft denial, and a timed-out check lets the call proceed.</summary>
+    public bool ThrowOnDenied { get; set; } = true;
+
+    /// <summary>How long a check may take, both transports together. Default 5.</summary>
+    public double TimeoutSeconds { get; set; } = 5;
+
+    /// <summary>Per-plugin overrides of <see cref="DefaultTrustTier"/>, <see cref="TimeoutSeconds"/> and <see cref="ThrowOnDenied"/>, by plugin name (case-insensitive, as Semantic Kernel's plugin names).</summary>
+    public IDictionary<string, PluginGovernanceOptions> Plugins { get; } = new Dictionary<string, PluginGovernanceOptions>(StringComparer.OrdinalIgnoreCase);
+
+    /// <summary>Context sent with every check; policies read each entry as <c>context.&lt;name&gt;</c>. A call's own context wins over these.</summary>
+    public IDictionary<string, string> Context { get; } = new Dictionary<string, string>(StringComparer.Ordinal);
+
+    /// <summary>What happens when the gateway cannot answer: <see cref="FailureMode.FailClosed"/> (default) or <see cref="FailureMode.FailOpen"/>.</summary>
+    public FailureMode FailureMode { get; set; } = FailureMode.FailClosed;
+
+    /// <summary>The PDP's gRPC address, <c>host:port</c> or a URL. Default: <see cref="GatewayUrl"/>'s host on port 50051.</summary>
+    public string? GrpcAddress { get; set; }
+
+    /// <summary>Reuse decisions the gateway marked cacheable until their TTL or a Subscribe event. Default true.</summary>
+    public bool CacheEnabled { get; set; } = true;
+
+    /// <summary>The most decisions kept; the least recently used go first. Default 10,000.</summary>
+    public int CacheMaxEntries { get; set; } = 10_000;
+
+    /// <summary>The audit write-ahead file. Default: <c>&lt;LocalApplicationData&gt;/agentgov/audit-&lt;AgentId&gt;.wal</c>. One live client per file.</summary>
+    public string? AuditWalPath { get; set; }
+
+    /// <summary>Send queued audit events once this many wait. Default 50.</summary>
+    public int AuditBatchSize { get; set; } = 50;
+
+    /// <summary>Send queued audit events at least this often, in seconds. Default 1.</summary>
+    public double AuditFlushIntervalSeconds { get; set; } = 1;
+
+    /// <summary>After gRPC could not connect, checks use HTTP this long before gRPC is tried again. Default 5.</summary>
+    public double GrpcRetrySeconds { get; set; } = 5;
+
+    /// <summary>Every problem of these options, all at once; empty when they are usable.</summary>
+    public IReadOnlyList<string> Validate()
+    {
+        var problems = new List<string>();
+        if (GatewayUrl is null) problems.Add("GatewayUrl is required");
+        else if (!GatewayUrl.IsAbsoluteUri || (GatewayUrl.Scheme != Uri.UriSchemeHttp && GatewayUrl.Scheme != Uri.UriSchemeHttps)) problems.Add("GatewayUrl must be an absolute http:// or https:// URL");
+        if (string.IsNullOrWhiteSpace(ApiKey)) problems.Add("ApiKey is required");
+        if (string.IsNullOrWhiteSpace(AgentId)) problems.Add("AgentId is required");
+        if (string.IsNullOrWhiteSpace(DefaultTrustTier)) problems.Add("DefaultTrustTier must not be empty");
+        CheckSeconds(TimeoutSeconds, nameof(TimeoutSeconds), problems);
+        foreach (var (plugin, overrides) in Plugins)
+        {
+            if (overrides.TimeoutSeconds is { } seconds) CheckSeconds(seconds, $"Plugins:{plugin}:TimeoutSeconds", problems);
+            if (overrides.TrustTier is { } tier && string.IsNullOrWhiteSpace(tier)) problems.Add($"Plugins:{plugin}:TrustTier must not be empty");
+        }
+        if (!Enum.IsDefined(FailureMode)) problems.Add("FailureMode must be fail-closed or fail-open");
+        if (CacheMaxEntries < 0) problems.Add("CacheMaxEntries must be at least 0");
+        if (AuditBatchSize < 1) problems.Add("AuditBatchSize must be at least 1");
+        CheckSeconds(AuditFlushIntervalSeconds, nameof(AuditFlushIntervalSeconds), problems);
+        CheckSeconds(GrpcRetrySeconds, nameof(GrpcRetrySeconds), problems);
+        return problems;
+    }
+
+    /// <summary>The longest wait a <see cref="CancellationTokenSource"/> timer takes is about 49 days; past it every call would fail at once.</summary>
+    internal const double MaxSeconds = int.MaxValue / 1000.0;
+
+    private static void CheckSeconds(double seconds, string name, List<string> problems)
+    {
+        if (!double.IsFinite(seconds) || seconds <= 0) problems.Add($"{name} must be a positive number of seconds");
+        else if (seconds > MaxSeconds) problems.Add(string.Create(CultureInfo.InvariantCulture, $"{name} must be at most {MaxSeconds} seconds"));
+    }
+}
+
+/// <summary>What one plugin's calls may set differently from the client-wide options; null keeps the client's value.</summary>
+public sealed class PluginGovernanceOptions
+{
+    /// <summary>The tier hint for this plugin's checks (<c>standard</c>, <c>elevated</c>, <c>restricted</c>).</summary>
+    public string? TrustTier { get; set; }
+
+    /// <summary>How long this plugin's checks may take, in seconds.</summary>
+    public double? TimeoutSeconds { get; set; }
+
+    /// <summary>Whether a denial of this plugin's calls throws.</summary>
+    public bool? ThrowOnDenied { get; set; }
+}
+
+/// <summary>What a client does when the gateway cannot answer (SPEC.md "Adapter behavior" 6).</summary>
+[TypeConverter(typeof(FailureModeConverter))]
+public enum FailureMode
+{
+    /// <summary><c>fail-closed</c>, the default, for production: no decision, no call.</summary>
+    FailClosed,
+
+    /// <summary><c>fail-open</c>, for low-risk migration windows only: the call is allowed and a failure-mode audit event is written.</summary>
+    FailOpen,
+}
+
+/// <summary>Reads <c>fail-closed</c> and <c>fail-open</c> (SPEC.md's names) as well as the enum's own names from configuration.</summary>
+public sealed class FailureModeConverter : EnumConverter
+{
+    /// <summary>Creates the converter.</summary>
+    public FailureModeConverter() : base(typeof(FailureMode))
+    {
+    }
+
+    /// <inheritdoc />
+    public override object? ConvertFrom(ITypeDescriptorContext? context, CultureInfo? culture, object value)
+    {
+        if (value is string text)
+        {
+            switch (text.Trim().ToLowerInvariant())
+            {
+                case "fail-closed" or "failclosed": return FailureMode.FailClosed;
+                case "fail-open" or "failopen": return FailureMode.FailOpen;
+                default: throw new FormatException($"FailureMode must be fail-closed or fail-open, not {text}");
+            }
+        }
+        return base.ConvertFrom(context, culture, value);
+    }
+}

@@ -1,0 +1,325 @@
+using System.Collections;
+using System.Diagnostics;
+using System.Globalization;
+using System.Text.Json;
+using AgentGovernance.Internal;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace AgentGovernance;
+
+/// <summary>
+/// The agent-side adapter: gRPC to the gateway's PDP by default, the HTTP fallback
+/// (<c>POST /v1/check</c>) when gRPC cannot connect; cacheable decisions reused until their TTL
+/// or a Subscribe event; audit events batched behind a local write-ahead file. One instance per
+/// agent and write-ahead file, shared by every caller (it is thread-safe); dispose it to stop
+/// following changes and to send the audit events still queued.
+/// </summary>
+public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
+{
+    /// <summary>The longest result summary and duration <c>POST /v1/audit</c> takes.</summary>
+    private const int MaxSummaryLength = 2048;
+    private const double MaxDurationMs = 86_400_000;
+    private const int MaxAuditArgumentsBytes = 256 * 1024;
+
+    private readonly AgentGovernanceOptions options;
+    private readonly ILogger logger;
+    private readonly JsonArguments json = new();
+    private readonly GrpcPdpTransport grpc;
+    private readonly HttpPdpTransport http;
+    private readonly DecisionCache cache;
+    private readonly PolicyChangeFollower follower;
+    private readonly AuditBatcher audits;
+    private readonly Dictionary<string, object?> fixedContext;
+    private readonly TimeSpan grpcRetry;
+    private long grpcDownUntil;
+    private int disposed;
+
+    /// <summary>
+    /// A client with <paramref name="options"/>. Opens the audit write-ahead file (refused when
+    /// another live client holds it) and resends the events a previous client left unacknowledged.
+    /// </summary>
+    /// <exception cref="ArgumentException">The options are not usable; the message names every problem.</exception>
+    /// <exception cref="InvalidOperationException">Another live client holds the audit write-ahead file.</exception>
+    public GovernanceClient(AgentGovernanceOptions options, ILoggerFactory? loggerFactory = null)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        var problems = options.Validate();
+        if (problems.Count > 0) throw new ArgumentException($"Invalid AgentGovernance options: {string.Join("; ", problems)}", nameof(options));
+        this.options = options;
+        logger = (loggerFactory ?? NullLoggerFactory.Instance).CreateLogger<GovernanceClient>();
+        fixedContext = options.Context.ToDictionary(entry => entry.Key, entry => (object?)entry.Value, StringComparer.Ordinal);
+        grpcRetry = TimeSpan.FromSeconds(options.GrpcRetrySeconds);
+        grpc = new GrpcPdpTransport(GrpcAddressOf(options), options.ApiKey!, grpcRetry);
+        http = new HttpPdpTransport(options.GatewayUrl!, options.ApiKey!);
+        cache = new DecisionCache(options.CacheMaxEntries);
+        follower = new PolicyChangeFollower(grpc, cache, TimeSpan.FromSeconds(options.TimeoutSeconds), logger);
+        var auditTimeout = TimeSpan.FromSeconds(options.TimeoutSeconds);
+        audits = new AuditBatcher(
+            WriteAheadLog.Open(options.AuditWalPath ?? DefaultWalPath(options.AgentId!)),
+            (auditEvent, token) => http.SendAuditAsync(auditEvent, auditTimeout, token),
+            options.AuditBatchSize,
+            TimeSpan.FromSeconds(options.AuditFlushIntervalSeconds),
+            logger);
+    }
+
+    /// <inheritdoc />
+    public int PendingAuditCount => audits.Pending;
+
+    /// <inheritdoc />
+    public async Task<PolicyDecision> CheckAsync(string pluginName, string functionName, IReadOnlyDictionary<string, object?>? arguments = null, IReadOnlyDictionary<string, object?>? context = null, CancellationToken cancellationToken = default)
+    {
+        var (request, call) = Prepare(pluginName, functionName, arguments, context);
+        var decision = await DecideAsync(request, call, cancellationToken).ConfigureAwait(false);
+        if (decision.Source is DecisionSource.Timeout or DecisionSource.FailOpen)
+        {
+            await RecordOutcomeAsync(request, arguments, decision, TimeSpan.Zero, FailureSummary(decision)).ConfigureAwait(false);
+        }
+        if (!decision.IsAllowed && call.ThrowOnDenied) throw new PolicyDeniedException(pluginName, functionName, decision);
+        return decision;
+    }
+
+    /// <inheritdoc />
+    public async Task<string> AuditAsync(AuditRecord record, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(record);
+        ThrowIfDisposed();
+        cancellationToken.ThrowIfCancellationRequested();
+        var eventId = Guid.NewGuid().ToString("N");
+        await audits.RecordAsync(new AuditEvent(eventId, AuditJson(eventId, record))).ConfigureAwait(false);
+        return eventId;
+    }
+
+    /// <inheritdoc />
+    public async Task<GuardResult<T>> GuardAsync<T>(string pluginName, string functionName, IReadOnlyDictionary<string, object?>? arguments, Func<CancellationToken, Task<T>> invocation, IReadOnlyDictionary<string, object?>? context = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(invocation);
+        var (request, call) = Prepare(pluginName, functionName, arguments, context);
+        var decision = await DecideAsync(request, call, cancellationToken).ConfigureAwait(false);
+        if (!decision.IsAllowed)
+        {
+            if (call.ThrowOnDenied) throw new PolicyDeniedException(pluginName, functionName, decision);
+            return new GuardResult<T>(decision, default);
+        }
+        var started = Stopwatch.GetTimestamp();
+        T value;
+        try
+        {
+            value = await invocation(cancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception error)
+        {
+            await RecordOutcomeAsync(request, arguments, decision, Stopwatch.GetElapsedTime(started), Flagged(decision, $"raised {error.GetType().Name}")).ConfigureAwait(false);
+            throw;
+        }
+        await RecordOutcomeAsync(request, arguments, decision, Stopwatch.GetElapsedTime(started), Flagged(decision, SummaryOf(value))).ConfigureAwait(false);
+        return new GuardResult<T>(decision, value);
+    }
+
+    /// <inheritdoc />
+    public Task<bool> FlushAuditAsync(CancellationToken cancellationToken = default)
+    {
+        ThrowIfDisposed();
+        return audits.FlushAsync(cancellationToken);
+    }
+
+    /// <summary>Stops following changes, sends the queued audit events for up to TimeoutSeconds (the rest stays in the write-ahead file for the next client), and closes the connections.</summary>
+    public async ValueTask DisposeAsync()
+    {
+        if (Interlocked.Exchange(ref disposed, 1) == 1) return;
+        await follower.DisposeAsync().ConfigureAwait(false);
+        await audits.CloseAsync(TimeSpan.FromSeconds(options.TimeoutSeconds)).ConfigureAwait(false);
+        grpc.Dispose();
+        http.Dispose();
+    }
+
+    /// <summary>As <see cref="DisposeAsync"/>, blocking; prefer <see cref="DisposeAsync"/>.</summary>
+    public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
+
+    /// <summary>A short description of a result that names its shape, never its content (results may hold secrets).</summary>
+    public static string SummaryOf(object? value) => value switch
+    {
+        null => "returned null",
+        string text => string.Create(CultureInfo.InvariantCulture, $"returned string of {text.Length} characters"),
+        ICollection collection => string.Create(CultureInfo.InvariantCulture, $"returned {value.GetType().Name} of {collection.Count} items"),
+        JsonElement element => $"returned JSON {element.ValueKind}",
+        _ => $"returned {value.GetType().Name}",
+    };
+
+    private (CheckRequest Request, PluginCallOptions Options) Prepare(string pluginName, string functionName, IReadOnlyDictionary<string, object?>? arguments, IReadOnlyDictionary<string, object?>? context)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(pluginName);
+        ArgumentException.ThrowIfNullOrEmpty(functionName);
+        ThrowIfDisposed();
+        var call = PluginCallOptions.For(options, pluginName);
+        var request = new CheckRequest(
+            options.AgentId!,
+            pluginName,
+            functionName,
+            json.ForCheck(arguments, "arguments"),
+            json.ForCheck(MergedContext(context), "context"),
+            call.TrustTier);
+        return (request, call);
+    }
+
+    /// <summary>The options' context, overridden by the call's own.</summary>
+    private IEnumerable<KeyValuePair<string, object?>> MergedContext(IReadOnlyDictionary<string, object?>? context)
+    {
+        if (context is null || context.Count == 0) return fixedContext;
+        if (fixedContext.Count == 0) return context;
+        var merged = new Dictionary<string, object?>(fixedContext, StringComparer.Ordinal);
+        foreach (var (name, value) in context) merged[name] = value;
+        return merged;
+    }
+
+    /// <summary>
+    /// The cache's answer, else the gateway's; without one, a timeout proceeds when ThrowOnDenied
+    /// is false, fail-open proceeds, and otherwise the failure is thrown. A refusal is always
+    /// thrown (it is an answer, not an outage), and so is the caller's cancellation: a cancelled
+    /// check never turns into an allow.
+    /// </summary>
+    private async Task<PolicyDecision> DecideAsync(CheckRequest request, PluginCallOptions call, CancellationToken cancellationToken)
+    {
+        var hash = options.CacheEnabled ? JsonArguments.HashOf(request) : null;
+        if (hash is not null && cache.TryGet(hash, out var cached)) return cached;
+        PolicyDecision decision;
+        try
+        {
+            decision = await EvaluateAsync(request, call.Timeout, cancellationToken).ConfigureAwait(false);
+        }
+        catch (GatewayTimeoutException error) when (!cancellationToken.IsCancellationRequested)
+        {
+            if (!call.ThrowOnDenied) return Proceeding(DecisionSource.Timeout, error);
+            if (options.FailureMode == FailureMode.FailOpen) return Proceeding(DecisionSource.FailOpen, error);
+            throw;
+        }
+        catch (GatewayUnavailableException error) when (!cancellationToken.IsCancellationRequested && options.FailureMode == FailureMode.FailOpen)
+        {
+            return Proceeding(DecisionSource.FailOpen, error);
+        }
+        if (hash is not null)
+        {
+            cache.Put(hash, decision);
+            if (decision.Cacheable) follower.EnsureStarted();
+        }
+        return decision;
+    }
+
+    /// <summary>
+    /// gRPC's answer, or HTTP's when gRPC cannot connect; then HTTP for GrpcRetrySeconds before
+    /// gRPC is tried again (a gateway answers UNAVAILABLE while its database is away too, and one
+    /// such answer must not cost the client gRPC for good). Both share the call's timeout.
+    /// </summary>
+    private async Task<PolicyDecision> EvaluateAsync(CheckRequest request, TimeSpan timeout, CancellationToken cancellationToken)
+    {
+        var started = Stopwatch.GetTimestamp();
+        if (Environment.TickCount64 >= Volatile.Read(ref grpcDownUntil))
+        {
+            try
+            {
+                return await grpc.EvaluateAsync(request, timeout, cancellationToken).ConfigureAwait(false);
+            }
+            catch (GatewayUnavailableException error) when (error.CannotConnect)
+            {
+                LogGrpcDown(logger, grpcRetry.TotalSeconds, error.Message);
+                Volatile.Write(ref grpcDownUntil, Environment.TickCount64 + (long)grpcRetry.TotalMilliseconds);
+            }
+        }
+        var remaining = timeout - Stopwatch.GetElapsedTime(started);
+        if (remaining <= TimeSpan.Zero) throw new GatewayTimeoutException(string.Create(CultureInfo.InvariantCulture, $"no answer within {timeout.TotalSeconds:0.###} s"));
+        return await http.EvaluateAsync(request, remaining, cancellationToken).ConfigureAwait(false);
+    }
+
+    private PolicyDecision Proceeding(DecisionSource source, Exception error)
+    {
+        LogProceeding(logger, source, error.Message);
+        return new PolicyDecision { IsAllowed = true, Reason = error.Message, Enforced = false, Source = source };
+    }
+
+    private static string FailureSummary(PolicyDecision decision) =>
+        $"{(decision.Source == DecisionSource.FailOpen ? "fail-open" : "timeout")}: allowed without a gateway decision ({decision.Reason})";
+
+    /// <summary>A call that ran without a gateway decision says so in its audit event.</summary>
+    private static string Flagged(PolicyDecision decision, string summary) =>
+        decision.Source is DecisionSource.Timeout or DecisionSource.FailOpen ? $"{FailureSummary(decision)}; {summary}" : summary;
+
+    /// <summary>The outcome of a checked call; written even when the caller has given up, since the call ran.</summary>
+    private Task RecordOutcomeAsync(CheckRequest request, IReadOnlyDictionary<string, object?>? arguments, PolicyDecision decision, TimeSpan duration, string summary)
+    {
+        var eventId = Guid.NewGuid().ToString("N");
+        var record = new AuditRecord
+        {
+            PluginName = request.Plugin,
+            FunctionName = request.Function,
+            Allowed = decision.IsAllowed,
+            Duration = duration,
+            Arguments = arguments,
+            ResultSummary = summary,
+            DecisionId = decision.DecisionId,
+            TraceId = decision.TraceId,
+        };
+        return audits.RecordAsync(new AuditEvent(eventId, AuditJson(eventId, record)));
+    }
+
+    /// <summary>
+    /// The body of <c>POST /v1/audit</c>, held to what the gateway takes: it refuses a longer
+    /// summary or a duration out of range as malformed, and a refused event is dropped, so the
+    /// caller would have been told an event was recorded that never reaches the trail.
+    /// </summary>
+    private byte[] AuditJson(string eventId, AuditRecord record)
+    {
+        var milliseconds = record.Duration.TotalMilliseconds;
+        milliseconds = double.IsNaN(milliseconds) ? 0 : Math.Round(Math.Clamp(milliseconds, 0, MaxDurationMs), 3);
+        using var body = new MemoryStream();
+        using (var writer = new Utf8JsonWriter(body))
+        {
+            writer.WriteStartObject();
+            writer.WriteString("eventId", eventId);
+            writer.WriteString("agentId", options.AgentId);
+            writer.WriteString("plugin", record.PluginName);
+            writer.WriteString("function", record.FunctionName);
+            if (record.Arguments is { Count: > 0 } && ArgumentsJson(record.Arguments) is { } arguments)
+            {
+                writer.WritePropertyName("arguments");
+                writer.WriteRawValue(arguments, skipInputValidation: true);
+            }
+            writer.WriteString("decision", record.Allowed ? "allow" : "deny");
+            writer.WriteNumber("durationMs", milliseconds);
+            if (!string.IsNullOrEmpty(record.ResultSummary)) writer.WriteString("resultSummary", record.ResultSummary.Length > MaxSummaryLength ? record.ResultSummary[..MaxSummaryLength] : record.ResultSummary);
+            if (!string.IsNullOrEmpty(record.DecisionId)) writer.WriteString("decisionId", record.DecisionId);
+            if (!string.IsNullOrEmpty(record.TraceId)) writer.WriteString("traceId", record.TraceId);
+            writer.WriteEndObject();
+        }
+        return body.ToArray();
+    }
+
+    /// <summary>
+    /// The arguments' JSON, or null past <see cref="MaxAuditArgumentsBytes"/>: the gateway refuses a
+    /// body over 1 MiB as malformed, and a refused event is dropped; without its arguments the
+    /// event still names the call, and its decisionId links the decision entry that has them.
+    /// </summary>
+    private byte[]? ArgumentsJson(IReadOnlyDictionary<string, object?> arguments)
+    {
+        using var buffer = new MemoryStream();
+        using (var writer = new Utf8JsonWriter(buffer)) JsonArguments.WriteObject(writer, json.ForAudit(arguments));
+        return buffer.Length > MaxAuditArgumentsBytes ? null : buffer.ToArray();
+    }
+
+    private void ThrowIfDisposed() => ObjectDisposedException.ThrowIf(Volatile.Read(ref disposed) == 1, this);
+
+    private static Uri GrpcAddressOf(AgentGovernanceOptions options)
+    {
+        var gateway = options.GatewayUrl!;
+        if (string.IsNullOrWhiteSpace(options.GrpcAddress)) return new Uri($"{gateway.Scheme}://{gateway.Host}:{AgentGovernanceOptions.DefaultGrpcPort}");
+        return options.GrpcAddress.Contains("://", StringComparison.Ordinal) ? new Uri(options.GrpcAddress) : new Uri($"{gateway.Scheme}://{options.GrpcAddress}");
+    }
+
+    private static string DefaultWalPath(string agentId) =>
+        Path.Combine(Environment.GetFolderPath(Environment.SpecialFolder.LocalApplicationData, Environment.SpecialFolderOption.Create), "agentgov", $"audit-{agentId}.wal");
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "gRPC cannot connect; checks use HTTP for {Seconds} s: {Reason}")]
+    private static partial void LogGrpcDown(ILogger logger, double seconds, string reason);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Allowing a call without a gateway decision ({Source}): {Reason}")]
+    private static partial void LogProceeding(ILogger logger, DecisionSource source, string reason);
+}

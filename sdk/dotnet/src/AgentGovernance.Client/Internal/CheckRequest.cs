@@ -1,0 +1,25 @@
+using System.Text.Json;
+
+namespace AgentGovernance.Internal;
+
+/// <summary>One permission check, as both transports send it.</summary>
+internal sealed record CheckRequest(
+    string AgentId,
+    string Plugin,
+    string Function,
+    IReadOnlyDictionary<string, JsonElement> Arguments,
+    IReadOnlyDictionary<string, JsonElement> Context,
+    string TrustTier);
+
+/// <summary>What applies to one call of a plugin: its overrides over the client-wide options.</summary>
+internal sealed record PluginCallOptions(string TrustTier, TimeSpan Timeout, bool ThrowOnDenied)
+{
+    public static PluginCallOptions For(AgentGovernanceOptions options, string plugin)
+    {
+        options.Plugins.TryGetValue(plugin, out var overrides);
+        return new PluginCallOptions(
+            overrides?.TrustTier ?? options.DefaultTrustTier,
+            TimeSpan.FromSeconds(overrides?.TimeoutSeconds ?? options.TimeoutSeconds),
+            overrides?.ThrowOnDenied ?? options.ThrowOnDenied);
+    }
+}

@@ -1,0 +1,137 @@
+using System.Globalization;
+using System.Net;
+using System.Net.Http.Headers;
+using System.Text.Json;
+
+namespace AgentGovernance.Internal;
+
+/// <summary>The adapter endpoints over HTTP (CONTRACT.md "Adapter endpoints"): <c>POST /v1/check</c>, the fallback when gRPC cannot connect, and <c>POST /v1/audit</c>.</summary>
+internal sealed class HttpPdpTransport : IDisposable
+{
+    private readonly HttpClient http;
+    private readonly Uri checkUrl;
+    private readonly Uri auditUrl;
+    private readonly string apiKey;
+
+    public HttpPdpTransport(Uri gatewayUrl, string apiKey)
+    {
+        var baseUrl = gatewayUrl.AbsoluteUri.EndsWith('/') ? gatewayUrl : new Uri(gatewayUrl.AbsoluteUri + "/");
+        checkUrl = new Uri(baseUrl, "v1/check");
+        auditUrl = new Uri(baseUrl, "v1/audit");
+        this.apiKey = apiKey;
+        http = new HttpClient(new SocketsHttpHandler { PooledConnectionLifetime = TimeSpan.FromMinutes(5) }) { Timeout = Timeout.InfiniteTimeSpan };
+    }
+
+    /// <summary>One <c>POST /v1/check</c>, given up after <paramref name="timeout"/>.</summary>
+    public async Task<PolicyDecision> EvaluateAsync(CheckRequest request, TimeSpan timeout, CancellationToken cancellationToken)
+    {
+        using var body = new MemoryStream();
+        using (var writer = new Utf8JsonWriter(body))
+        {
+            writer.WriteStartObject();
+            writer.WriteString("agentId", request.AgentId);
+            writer.WriteString("plugin", request.Plugin);
+            writer.WriteString("function", request.Function);
+            writer.WritePropertyName("arguments");
+            JsonArguments.WriteObject(writer, request.Arguments);
+            writer.WritePropertyName("context");
+            JsonArguments.WriteObject(writer, request.Context);
+            writer.WriteString("trustTier", request.TrustTier);
+            writer.WriteEndObject();
+        }
+        using var answer = await PostAsync(checkUrl, body.ToArray(), timeout, cancellationToken).ConfigureAwait(false);
+        var root = answer.RootElement;
+        return new PolicyDecision
+        {
+            IsAllowed = Text(root, "decision") == "allow",
+            Reason = Text(root, "reason"),
+            Policy = Text(root, "policy"),
+            Rule = Text(root, "rule"),
+            PolicyVersion = Number(root, "policyVersion"),
+            TraceId = Text(root, "traceId"),
+            DecisionId = Text(root, "decisionId"),
+            Cacheable = root.TryGetProperty("cacheable", out var cacheable) && cacheable.ValueKind == JsonValueKind.True,
+            CacheTtl = TimeSpan.FromMilliseconds(Number(root, "cacheTtlMs")),
+            Enforced = !(root.TryGetProperty("enforced", out var enforced) && enforced.ValueKind == JsonValueKind.False),
+            Source = DecisionSource.Http,
+        };
+    }
+
+    /// <summary>One <c>POST /v1/audit</c>; the gateway records an eventId once, however often it is sent.</summary>
+    public async Task SendAuditAsync(AuditEvent auditEvent, TimeSpan timeout, CancellationToken cancellationToken)
+    {
+        using var answer = await PostAsync(auditUrl, auditEvent.Json, timeout, cancellationToken).ConfigureAwait(false);
+    }
+
+    public void Dispose() => http.Dispose();
+
+    private async Task<JsonDocument> PostAsync(Uri url, byte[] body, TimeSpan timeout, CancellationToken cancellationToken)
+    {
+        using var deadline = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        deadline.CancelAfter(timeout);
+        using var request = new HttpRequestMessage(HttpMethod.Post, url) { Content = new ByteArrayContent(body) };
+        request.Content.Headers.ContentType = new MediaTypeHeaderValue("application/json");
+        request.Headers.Add("x-api-key", apiKey);
+        try
+        {
+            using var response = await http.SendAsync(request, deadline.Token).ConfigureAwait(false);
+            var payload = await response.Content.ReadAsByteArrayAsync(deadline.Token).ConfigureAwait(false);
+            var document = Parse(payload);
+            if (response.IsSuccessStatusCode) return document;
+            using (document)
+            {
+                throw ErrorOf(url, response.StatusCode, document.RootElement);
+            }
+        }
+        catch (OperationCanceledException error) when (!cancellationToken.IsCancellationRequested)
+        {
+            throw new GatewayTimeoutException(string.Create(CultureInfo.InvariantCulture, $"HTTP {url.AbsolutePath}: no answer within {timeout.TotalSeconds:0.###} s"), error);
+        }
+        catch (HttpRequestException error)
+        {
+            throw new GatewayUnavailableException($"HTTP {url.AbsolutePath}: {error.Message}", cannotConnect: true, error);
+        }
+    }
+
+    /// <summary>As the other SDKs map them: a body too large (413) or not JSON (415) is the request's fault, not an outage.</summary>
+    private static AgentGovernanceException ErrorOf(Uri url, HttpStatusCode status, JsonElement body)
+    {
+        var message = Text(body, "message") is { Length: > 0 } text ? text : status.ToString();
+        GatewayRejection? rejection = (int)status switch
+        {
+            400 or 413 or 415 => GatewayRejection.InvalidArgument,
+            401 => GatewayRejection.Unauthenticated,
+            403 => GatewayRejection.PermissionDenied,
+            404 => GatewayRejection.NotFound,
+            429 => GatewayRejection.ResourceExhausted,
+            _ => null,
+        };
+        if (rejection is { } code) return new GatewayRejectedException(code, message, RetryAfterOf(body));
+        return new GatewayUnavailableException(string.Create(CultureInfo.InvariantCulture, $"HTTP {url.AbsolutePath}: {(int)status} {message}"));
+    }
+
+    private static TimeSpan? RetryAfterOf(JsonElement body) =>
+        body.ValueKind == JsonValueKind.Object && body.TryGetProperty("retry_after", out var value) && value.TryGetInt64(out var seconds) && seconds >= 0 ? TimeSpan.FromSeconds(seconds) : null;
+
+    private static JsonDocument Parse(byte[] payload)
+    {
+        try
+        {
+            return JsonDocument.Parse(payload.Length == 0 ? "{}"u8.ToArray() : payload);
+        }
+        catch (JsonException)
+        {
+            return JsonDocument.Parse("{}");
+        }
+    }
+
+    private static string Text(JsonElement body, string name) =>
+        body.ValueKind == JsonValueKind.Object && body.TryGetProperty(name, out var value) && value.ValueKind == JsonValueKind.String ? value.GetString()! : "";
+
+    private static long Number(JsonElement body, string name)
+    {
+        if (body.ValueKind != JsonValueKind.Object || !body.TryGetProperty(name, out var value)) return 0;
+        if (value.ValueKind == JsonValueKind.Number && value.TryGetInt64(out var number)) return number;
+        return value.ValueKind == JsonValueKind.String && long.TryParse(value.GetString(), NumberStyles.Integer, CultureInfo.InvariantCulture, out number) ? number : 0;
+    }
+}

@@ -1,0 +1,66 @@
+using AgentGovernance.Tests.Support;
+
+namespace AgentGovernance.Tests;
+
+/// <summary>
+/// Both failure modes against a gateway that was stopped (its own process, not the shared one):
+/// fail-closed refuses the call, fail-open allows it and its failure-mode audit event reaches
+/// the gateway once it is started again.
+/// </summary>
+public sealed class GatewayStoppedTests : IAsyncLifetime
+{
+    private readonly Clients clients = new();
+    private GatewayProcess gateway = null!;
+    private string apiKey = "";
+    private string agentId = "";
+
+    public async Task InitializeAsync()
+    {
+        gateway = await GatewayProcess.StartAsync();
+        apiKey = await gateway.CreateApiKeyAsync();
+        agentId = await gateway.CreateAgentAsync("sdk-dotnet-stopped");
+    }
+
+    public async Task DisposeAsync()
+    {
+        await clients.DisposeAsync();
+        await gateway.DisposeAsync();
+    }
+
+    private GovernanceClient Client(FailureMode mode) => clients.Create(new AgentGovernanceOptions
+    {
+        GatewayUrl = gateway.Url,
+        GrpcAddress = gateway.GrpcAddress,
+        ApiKey = apiKey,
+        AgentId = agentId,
+        FailureMode = mode,
+        TimeoutSeconds = 2,
+        AuditFlushIntervalSeconds = 0.1,
+    });
+
+    [Fact]
+    public async Task Fail_closed_refuses_and_fail_open_allows_with_an_audit_event_that_arrives_after_the_restart()
+    {
+        var closed = Client(FailureMode.FailClosed);
+        var open = Client(FailureMode.FailOpen);
+        Assert.True((await open.CheckAsync("FilePlugin", "ReadFile", new Dictionary<string, object?> { ["path"] = "/tmp/a" })).IsAllowed);
+
+        await gateway.StopAsync();
+        var ran = false;
+        await Assert.ThrowsAsync<GatewayUnavailableException>(() => closed.GuardAsync("FilePlugin", "ReadFile", new Dictionary<string, object?> { ["path"] = "/tmp/a" }, _ => Task.FromResult(ran = true)));
+        var allowed = await open.CheckAsync("FilePlugin", "ReadFile", new Dictionary<string, object?> { ["path"] = "/etc/passwd" });
+
+        Assert.False(ran);
+        Assert.Equal(0, closed.PendingAuditCount);
+        Assert.Equal((true, DecisionSource.FailOpen, false), (allowed.IsAllowed, allowed.Source, allowed.Enforced));
+        Assert.Equal(1, open.PendingAuditCount);
+        Assert.False(await open.FlushAuditAsync());
+
+        await gateway.StartAgainAsync();
+        Assert.True(await open.FlushAuditAsync());
+        Assert.Equal(0, open.PendingAuditCount);
+        var outcome = Assert.Single(await gateway.WaitForOutcomesAsync(agentId, 1, TimeSpan.FromSeconds(40)));
+        Assert.Equal(("FilePlugin.ReadFile", "allow"), (outcome.GetProperty("action").GetString(), outcome.GetProperty("decision").GetString()));
+        Assert.StartsWith("fail-open: allowed without a gateway decision", outcome.GetProperty("details").GetProperty("resultSummary").GetString(), StringComparison.Ordinal);
+    }
+}
