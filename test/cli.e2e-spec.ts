@@ -29,8 +29,19 @@ function ags(...args: string[]): Promise<CliResult> {
 }
 
 function agsWith(env: Record<string, string>, ...args: string[]): Promise<CliResult> {
+  return agsIn({ PATH: process.env.PATH ?? '', ...testEnv(env) }, args);
+}
+
+/** Without these variables of the test environment (a shell that lacks the gateway's settings). */
+function agsWithout(names: string[], env: Record<string, string>, ...args: string[]): Promise<CliResult> {
+  const full: Record<string, string> = { PATH: process.env.PATH ?? '', ...testEnv(env) };
+  for (const name of names) delete full[name];
+  return agsIn(full, args);
+}
+
+function agsIn(env: Record<string, string>, args: string[]): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...testEnv(env) }, timeout: 30_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { env, timeout: 30_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
       resolve({ code, stdout, stderr });
     });
@@ -118,6 +129,17 @@ describe('ags agents', () => {
     const payload = await verifyToken(printed.token);
     expect(payload).toMatchObject({ sub: agentId, tier: 'trusted', org: org.id });
     expect(payload.exp! - payload.iat!).toBe(24 * 60 * 60);
+  });
+
+  it('token issues what the gateway accepts without its PUBLIC_URL or PORT, and refuses under another PUBLIC_URL', async () => {
+    const bare = await agsWithout(['PUBLIC_URL', 'PORT'], {}, 'agents', 'token', agentId);
+    expect(bare.code).toBe(0);
+    const token = /^token: (.*)$/m.exec(bare.stdout)![1];
+    expect(await verifyToken(token)).toMatchObject({ sub: agentId, iss: TEST_PUBLIC_URL });
+    const elsewhere = await agsWith({ PUBLIC_URL: 'http://elsewhere.test' }, 'agents', 'token', agentId);
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toContain(`PUBLIC_URL=http://elsewhere.test here, but the gateway on this database issues and accepts tokens of ${TEST_PUBLIC_URL}`);
+    expect(elsewhere.stdout).not.toMatch(/token:/);
   });
 
   it('revoke revokes the agent, as the admin API shows', async () => {

@@ -29,6 +29,8 @@ export class AppConfig {
     host: string;
     /** PUBLIC_URL: external base URL, used in links and as the agent-token issuer. */
     publicUrl: string;
+    /** True when PUBLIC_URL was set, not derived from PORT. */
+    publicUrlSet: boolean;
     /** MAX_JSON_BYTES: JSON body limit of the admin, billing and PDP APIs. */
     maxJsonBytes: number;
     /** RATE_LIMIT_RPM: per-client request rate for billing endpoints. */
@@ -133,6 +135,7 @@ export class AppConfig {
         port,
         host: read.string('HOST', '0.0.0.0'),
         publicUrl: read.url('PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`,
+        publicUrlSet: read.raw('PUBLIC_URL') !== undefined,
         maxJsonBytes: read.int('MAX_JSON_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
         rateLimitRpm: read.int('RATE_LIMIT_RPM', 600, 1, 1_000_000),
         trustedProxies: read.proxies('TRUSTED_PROXIES'),

@@ -13,6 +13,7 @@ import { SidecarRenumbered1764374400500 } from '../../migrations/1764374400500-s
 import { SidecarReportedSeq1764460800000 } from '../../migrations/1764460800000-sidecar-reported-seq';
 import { SigningKeyValidUntil1764547200000 } from '../../migrations/1764547200000-signing-key-valid-until';
 import { SidecarTokens1764633600000 } from '../../migrations/1764633600000-sidecar-tokens';
+import { DeploymentSettings1764720000000 } from '../../migrations/1764720000000-deployment-settings';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   SidecarReportedSeq1764460800000,
   SigningKeyValidUntil1764547200000,
   SidecarTokens1764633600000,
+  DeploymentSettings1764720000000,
 ];

@@ -3,6 +3,7 @@ import { SignJWT } from 'jose';
 import { AppConfig } from '../config/app-config';
 import type { ActorClaim } from './agent-token-claims';
 import { KeyRing } from './key-ring';
+import { TokenIssuer } from './token-issuer';
 
 export interface TokenSubject {
   id: string;
@@ -31,6 +32,7 @@ export class AgentTokenService {
   constructor(
     private readonly config: AppConfig,
     private readonly keyRing: KeyRing,
+    private readonly issuer: TokenIssuer,
   ) {}
 
   /**
@@ -48,7 +50,7 @@ export class AgentTokenService {
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
       .setSubject(subject.id)
-      .setIssuer(this.config.http.publicUrl)
+      .setIssuer(this.issuer.url)
       .setIssuedAt(nowSeconds)
       .setExpirationTime(exp)
       .sign(key.privateKey);
