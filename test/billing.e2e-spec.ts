@@ -217,6 +217,17 @@ describe('POST /billing/checkout', () => {
     expect(session.form.cancel_url.startsWith(`${TEST_PUBLIC_URL}/`)).toBe(true);
   });
 
+  it('takes the plans’ own words for the interval: monthly and annual', async () => {
+    for (const [interval, price] of [
+      ['monthly', PRICES.PAYMENT_PRICE_STARTER_MONTHLY],
+      ['annual', PRICES.PAYMENT_PRICE_STARTER_ANNUAL],
+    ]) {
+      const response = await call(gateway.url, 'POST', '/billing/checkout', { body: { email: uniqueEmail(interval), plan: 'starter', interval } });
+      expect(response.status).toBe(200);
+      expect(provider.requestsTo('POST', '/v1/checkout/sessions').at(-1)!.form['line_items[0][price]']).toBe(price);
+    }
+  });
+
   it('finds the existing customer by email instead of creating another', async () => {
     const email = uniqueEmail('returning');
     const existing = provider.addCustomer(email);

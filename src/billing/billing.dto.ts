@@ -1,9 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import { IsEmail, IsIn, IsNotEmpty, IsString, Matches, MaxLength } from 'class-validator';
 import { ErrorBody } from '../common/error-body.dto';
 import { PlanLimitsView } from '../organizations/organizations.dto';
 import { PLAN_IDS } from '../organizations/plans';
-import { BILLING_INTERVALS, PAID_PLANS } from './plan-prices';
+import { BILLING_INTERVALS, INTERVAL_ALIASES, PAID_PLANS } from './plan-prices';
 
 export class CheckoutRequestDto {
   @ApiProperty({ example: 'ada@example.com', maxLength: 254 })
@@ -15,8 +16,9 @@ export class CheckoutRequestDto {
   @IsIn(PAID_PLANS, { message: `plan must be one of: ${PAID_PLANS.join(', ')}` })
   plan: (typeof PAID_PLANS)[number];
 
-  @ApiProperty({ enum: BILLING_INTERVALS })
-  @IsIn(BILLING_INTERVALS, { message: `interval must be one of: ${BILLING_INTERVALS.join(', ')}` })
+  @ApiProperty({ enum: BILLING_INTERVALS, description: '`month` or `year`; `monthly` and `annual` (the words of GET /billing/plans) are read as them' })
+  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' && Object.hasOwn(INTERVAL_ALIASES, value) ? INTERVAL_ALIASES[value] : value))
+  @IsIn(BILLING_INTERVALS, { message: `interval must be one of: ${BILLING_INTERVALS.join(', ')} (or monthly, annual)` })
   interval: (typeof BILLING_INTERVALS)[number];
 }
 

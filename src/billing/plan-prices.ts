@@ -8,6 +8,12 @@ export type PaidPlanId = (typeof PAID_PLANS)[number];
 export const BILLING_INTERVALS = ['month', 'year'] as const;
 export type BillingInterval = (typeof BILLING_INTERVALS)[number];
 
+/**
+ * The words of `GET /billing/plans` (`pricing.monthly`, `pricing.annual`), accepted by checkout
+ * as the interval they name: a client reading the plans can send back what it read.
+ */
+export const INTERVAL_ALIASES: Readonly<Record<string, BillingInterval>> = { monthly: 'month', annual: 'year' };
+
 export interface ProviderPrices {
   monthly: string;
   annual: string;
