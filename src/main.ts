@@ -25,12 +25,16 @@ function loadConfigOrExit(): AppConfig {
   }
 }
 
-/** The generated token goes to the operator's terminal once, never into the JSON logs. */
+/**
+ * The generated token goes to the operator's terminal once, on stderr between marker lines,
+ * never among the JSON log lines on stdout (a log shipper would keep it).
+ */
 function printAdminToken(token: string | null): void {
   if (token === null) return;
-  process.stdout.write(
-    `\n  Admin token for org_default (shown once; store it now):\n\n    ${token}\n\n` +
-      `  Use it as:  curl -H 'X-Admin-Token: ${token}' http://localhost:${process.env.PORT ?? 3000}/admin/agents\n\n`,
+  process.stderr.write(
+    `\n==== ADMIN TOKEN (org_default, shown once: store it now) ====\n${token}\n` +
+      `Use it as:  curl -H 'X-Admin-Token: ${token}' http://localhost:${process.env.PORT ?? 3000}/admin/agents\n` +
+      `==== END ADMIN TOKEN ====\n\n`,
   );
 }
 

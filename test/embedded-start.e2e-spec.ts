@@ -93,9 +93,16 @@ describe('embedded database start', () => {
   it('prints a generated admin token and runs on the embedded database', async () => {
     first = await launch();
     await ready(first);
-    const printed = ADMIN_TOKEN_PATTERN.exec(first.output().stdout);
+    const { stdout, stderr } = first.output();
+    const printed = /==== ADMIN TOKEN \(org_default, shown once: store it now\) ====\n(adm_[A-Za-z0-9_-]{20,})\n/.exec(stderr);
     expect(printed).not.toBeNull();
-    adminToken = printed![0];
+    adminToken = printed![1];
+    // stdout holds only JSON log lines, and none of the framework's start-up narration at info.
+    const lines = stdout.trim().split('\n');
+    expect(lines.every((line) => line.startsWith('{'))).toBe(true);
+    expect(stdout).not.toContain(adminToken);
+    expect(stdout).not.toContain('InstanceLoader');
+    expect(lines.length).toBeLessThan(15);
 
     const health = await call<{ status: string; database: { status: string; kind: string } }>(first.url, 'GET', '/health');
     expect(health.body).toMatchObject({ status: 'healthy', database: { status: 'up', kind: 'embedded' } });
@@ -137,6 +144,7 @@ describe('embedded database start', () => {
     const restarted = await launch();
     await ready(restarted);
     expect(restarted.output().stdout).not.toMatch(ADMIN_TOKEN_PATTERN);
+    expect(restarted.output().stderr).not.toMatch(ADMIN_TOKEN_PATTERN);
     const agent = await call(restarted.url, 'GET', `/admin/agents/${agentId}`, { adminToken });
     expect(agent.status).toBe(200);
     expect(agent.body).toMatchObject({ id: agentId, name: 'embedded-bot', trustTier: 'verified', tags: ['local'], status: 'active' });

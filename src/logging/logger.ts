@@ -33,12 +33,16 @@ export function createLogger(level: LogLevel, name = 'gateway', fd = 1): Logger 
   );
 }
 
-/** Routes Nest's own log calls into the pino logger, so the whole process logs JSON. */
+/**
+ * Routes Nest's own log calls into the pino logger, so the whole process logs JSON. Nest's
+ * `log` lines are the framework's start-up narration (each module and route, some 80 lines):
+ * debug, so an operator's info log starts with what the service itself says.
+ */
 export class NestPinoLogger implements LoggerService {
   constructor(private readonly logger: Logger) {}
 
   log(message: unknown, context?: string): void {
-    this.logger.info({ context }, String(message));
+    this.logger.debug({ context }, String(message));
   }
 
   error(message: unknown, trace?: string, context?: string): void {
