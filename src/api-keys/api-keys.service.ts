@@ -7,6 +7,7 @@ import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { newId, newSecret } from '../common/ids';
 import { hashAdminToken } from '../organizations/admin-token-hash';
+import { CredentialLookups } from '../organizations/credential-lookups';
 import { OrganizationsService } from '../organizations/organizations.service';
 import { PolicyChangeLog } from '../policies/policy-change-log';
 import { ApiKey } from './api-key.entity';
@@ -30,10 +31,13 @@ const PREFIX_CHARS = 8;
  * the organization's admin tokens. Known keys are cached; a revocation evicts them on every
  * instance before the API answers (ClusterEvents), so a revoked key fails its next call. A load
  * that overlaps an eviction is not cached: it may have read the row before the revocation.
+ * Unknown and revoked keys are refused from memory for a while (CredentialLookups); a new key
+ * needs no forgetting of them, being 256 random bits no one can have presented before.
  */
 @Injectable()
 export class ApiKeysService implements OnModuleInit {
   private readonly known = new Map<string, AdapterPrincipal>();
+  private readonly lookups = new CredentialLookups<AdapterPrincipal>();
   private evictions = 0;
 
   constructor(
@@ -102,7 +106,7 @@ export class ApiKeysService implements OnModuleInit {
   /** As `authenticate`, by the key's hash: a stream checks its key on every message without hashing it again. */
   async authenticateHash(hash: string): Promise<AdapterPrincipal | null> {
     const cached = this.known.get(hash);
-    return cached !== undefined ? cached : this.load(hash);
+    return cached !== undefined ? cached : this.lookups.lookup(hash, () => this.load(hash));
   }
 
   private async load(hash: string): Promise<AdapterPrincipal | null> {
@@ -119,12 +123,14 @@ export class ApiKeysService implements OnModuleInit {
 
   private evict(keyId: string): void {
     this.evictions++;
+    this.lookups.forgetLookupsUnderWay();
     for (const [hash, principal] of this.known) if (principal.credentialId === keyId) this.known.delete(hash);
   }
 
   private clear(): void {
     this.evictions++;
     this.known.clear();
+    this.lookups.forgetRefused();
   }
 
   /** Active credentials people and adapters hold: admin tokens and API keys. */

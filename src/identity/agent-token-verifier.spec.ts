@@ -19,13 +19,13 @@ function keyPair(kid: string): { privateKey: KeyObject; jwk: JWK } {
   return { privateKey, jwk: { ...(publicKey.export({ format: 'jwk' }) as JWK), kid, alg: 'EdDSA' } };
 }
 
-function token(privateKey: KeyObject, kid: string, expiresInSeconds = 600): Promise<string> {
+function token(privateKey: KeyObject, kid: string, expiresInSeconds = 600, issuedInSeconds = 0): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   return new SignJWT({ org: 'org_a', tier: 'verified' })
     .setProtectedHeader({ alg: 'EdDSA', kid })
     .setSubject('agent_a')
     .setIssuer(ISSUER)
-    .setIssuedAt(now)
+    .setIssuedAt(now + issuedInSeconds)
     .setExpirationTime(now + expiresInSeconds)
     .sign(privateKey);
 }
@@ -72,5 +72,15 @@ describe('AgentTokenVerifier', () => {
     const signed = await token(first.privateKey, 'key-1', 60);
     await verifier.verify(signed, Date.now());
     await expect(verifier.verify(signed, Date.now() + 61_000)).rejects.toThrow('token expired');
+  });
+
+  it('refuses a token issued more than the clock skew in the future, naming the problem', async () => {
+    const signed = await token(first.privateKey, 'key-1', 7200, 3600);
+    await expect(verifier.verify(signed, Date.now())).rejects.toThrow(/^Token is issued in the future \(iat \d+, more than 60 s ahead/);
+  });
+
+  it('accepts a token issued within the clock skew in the future', async () => {
+    const signed = await token(first.privateKey, 'key-1', 600, 30);
+    expect((await verifier.verify(signed, Date.now())).sub).toBe('agent_a');
   });
 });

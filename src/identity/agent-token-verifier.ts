@@ -1,11 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { KeyObject } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, JWTPayload } from 'jose';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
 import { DECISION_SETTINGS, DecisionSettings, VERIFICATION_KEYS, VerificationKeySource } from '../decisions/decision-sources';
 import { AgentTokenClaims, InvalidTokenError, toClaims } from './agent-token-claims';
 
 const MAX_CACHED_TOKENS = 50_000;
 const ALGORITHMS = ['EdDSA', 'ES256'];
+/** How far ahead of this clock a token's `iat` may be: clocks of instances and sidecars drift a little. */
+export const MAX_CLOCK_SKEW_MS = 60_000;
 
 /** A token whose signature was checked, with the key that checked it. */
 interface VerifiedToken {
@@ -31,20 +35,25 @@ export class AgentTokenVerifier {
     @Inject(DECISION_SETTINGS) private readonly settings: DecisionSettings,
   ) {}
 
-  /** The claims of a valid, unexpired token, or an InvalidTokenError. */
+  /**
+   * The claims of a valid, unexpired token, or an InvalidTokenError; a token issued more than
+   * MAX_CLOCK_SKEW_MS after `nowMs` (`iat` in the future) is a 401 AppError saying so: no issuer
+   * with a sound clock makes one, so it was signed by a wrong clock or made to look fresher than
+   * it is.
+   */
   async verify(token: string, nowMs: number): Promise<AgentTokenClaims> {
     const cached = this.verified.get(token);
-    if (cached === undefined) return this.verifySignature(token);
+    if (cached === undefined) return this.verifySignature(token, nowMs);
     if (cached.claims.exp * 1000 <= nowMs) {
       this.verified.delete(token);
       throw new InvalidTokenError('token expired');
     }
     if ((await this.keys.verificationKey(cached.kid)) === cached.key) return cached.claims;
     this.verified.delete(token);
-    return this.verifySignature(token);
+    return this.verifySignature(token, nowMs);
   }
 
-  private async verifySignature(token: string): Promise<AgentTokenClaims> {
+  private async verifySignature(token: string, nowMs: number): Promise<AgentTokenClaims> {
     let payload: JWTPayload;
     let kid: string | undefined;
     let key: KeyObject | undefined;
@@ -65,6 +74,9 @@ export class AgentTokenVerifier {
       throw new InvalidTokenError(error instanceof joseErrors.JWTExpired ? 'token expired' : 'invalid token');
     }
     const claims = toClaims(payload);
+    if (claims.iat * 1000 > nowMs + MAX_CLOCK_SKEW_MS) {
+      throw new AppError(ErrorCode.Unauthorized, `Token is issued in the future (iat ${claims.iat}, more than ${MAX_CLOCK_SKEW_MS / 1000} s ahead of this server's clock)`);
+    }
     if (this.verified.size >= MAX_CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
     this.verified.set(token, { claims, kid, key: key! });
     return claims;

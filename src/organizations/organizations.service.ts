@@ -1,7 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
 import { Logger } from 'pino';
+import { ClusterEvents } from '../cluster/cluster-events';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
@@ -9,6 +10,7 @@ import { newId, newSecret } from '../common/ids';
 import { LOGGER } from '../logging/logging.module';
 import { AdminToken, AdminTokenKind } from './admin-token.entity';
 import { hashAdminToken } from './admin-token-hash';
+import { CredentialLookups } from './credential-lookups';
 import { Organization } from './organization.entity';
 import { PLANS, PlanId, PlanLimits, UNLIMITED } from './plans';
 
@@ -29,14 +31,28 @@ export interface CreatedOrganization {
   adminToken: string;
 }
 
+/**
+ * Organizations and their admin tokens. Unknown and revoked admin tokens are refused from memory
+ * for a while (CredentialLookups); adopting ADMIN_TOKEN or rotating a token makes every instance
+ * forget those refusals (see `bootstrap` and `rotateAdminToken`).
+ */
 @Injectable()
-export class OrganizationsService {
+export class OrganizationsService implements OnModuleInit {
+  private readonly tokenLookups = new CredentialLookups<AdminPrincipal>();
+
   constructor(
     @InjectRepository(Organization) private readonly organizations: Repository<Organization>,
     @InjectRepository(AdminToken) private readonly adminTokens: Repository<AdminToken>,
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly events: ClusterEvents,
   ) {}
+
+  onModuleInit(): void {
+    this.events.subscribe((event) => {
+      if (event.type === 'admintokens.changed' || event.type === 'resync') this.tokenLookups.forgetRefused();
+    });
+  }
 
   /**
    * Makes sure org_default exists and holds the configured admin token. Returns the token when
@@ -44,7 +60,7 @@ export class OrganizationsService {
    */
   async bootstrap(adminToken: string | undefined, defaultPlan: PlanId): Promise<string | null> {
     await this.ensureBootstrapOrganization(defaultPlan);
-    return this.dataSource.transaction(async (manager) => {
+    const generated = await this.dataSource.transaction(async (manager) => {
       await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [BOOTSTRAP_ORG_ID]);
       const tokens = manager.getRepository(AdminToken);
       const current = await tokens.find({ where: { orgId: BOOTSTRAP_ORG_ID, kind: 'bootstrap', revokedAt: IsNull() } });
@@ -53,10 +69,13 @@ export class OrganizationsService {
         return null;
       }
       if (current.length > 0) return null;
-      const generated = newSecret('adm');
-      await this.insertToken(manager, BOOTSTRAP_ORG_ID, hashAdminToken(generated), 'bootstrap');
-      return generated;
+      const token = newSecret('adm');
+      await this.insertToken(manager, BOOTSTRAP_ORG_ID, hashAdminToken(token), 'bootstrap');
+      return token;
     });
+    // ADMIN_TOKEN is chosen by people, so it may have been tried, and refused, before it was set.
+    await this.events.publish({ type: 'admintokens.changed' });
+    return generated;
   }
 
   /** Creates org_default, on `defaultPlan`, if it does not exist yet (the plan is not changed later). */
@@ -92,20 +111,26 @@ export class OrganizationsService {
    */
   async rotateAdminToken(orgId: string): Promise<string> {
     await this.get(orgId);
-    return this.dataSource.transaction(async (manager) => {
+    const token = await this.dataSource.transaction(async (manager) => {
       const kind: AdminTokenKind = orgId === BOOTSTRAP_ORG_ID ? 'bootstrap' : 'issued';
       const current = await manager.getRepository(AdminToken).find({ where: { orgId, kind, revokedAt: IsNull() } });
       await this.revokeAll(manager, current);
-      const token = newSecret('adm');
-      await this.insertToken(manager, orgId, hashAdminToken(token), kind);
-      return token;
+      const issued = newSecret('adm');
+      await this.insertToken(manager, orgId, hashAdminToken(issued), kind);
+      return issued;
     });
+    // Ends the lookups under way on every instance: they may have read the revoked token as active.
+    await this.events.publish({ type: 'admintokens.changed' });
+    return token;
   }
 
   /** The principal an admin token stands for, or null when it is unknown or revoked. */
-  async authenticate(token: string): Promise<AdminPrincipal | null> {
-    const found = await this.adminTokens.findOne({ where: { tokenHash: hashAdminToken(token), revokedAt: IsNull() } });
-    return found ? { orgId: found.orgId, tokenId: found.id } : null;
+  authenticate(token: string): Promise<AdminPrincipal | null> {
+    const tokenHash = hashAdminToken(token);
+    return this.tokenLookups.lookup(tokenHash, async () => {
+      const found = await this.adminTokens.findOne({ where: { tokenHash, revokedAt: IsNull() } });
+      return found ? { orgId: found.orgId, tokenId: found.id } : null;
+    });
   }
 
   async find(orgId: string): Promise<Organization | null> {
