@@ -62,6 +62,24 @@ describe('AuditQueue', () => {
     expect(records(queue)).toEqual([['2\torg\tb']]);
   });
 
+  it('dates the oldest entry queued by its batch, until that batch is shifted', async () => {
+    const queue = new AuditQueue(1);
+    expect(queue.oldestQueuedAtMs).toBeNull();
+    const before = performance.now();
+    queue.push('1\torg\ta');
+    const first = queue.oldestQueuedAtMs!;
+    expect(first).toBeGreaterThanOrEqual(before);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    queue.push('2\torg\tb');
+    expect(queue.oldestQueuedAtMs).toBe(first);
+    queue.head();
+    expect(queue.oldestQueuedAtMs).toBe(first);
+    queue.shift();
+    expect(queue.oldestQueuedAtMs).toBeGreaterThan(first);
+    queue.shift();
+    expect(queue.oldestQueuedAtMs).toBeNull();
+  });
+
   it('reports a full batch only when one is waiting', () => {
     const queue = new AuditQueue(2);
     queue.push('1\torg\ta');

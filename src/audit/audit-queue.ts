@@ -50,6 +50,11 @@ export class AuditQueue {
     return this.size;
   }
 
+  /** When the oldest entry still queued was queued (performance.now()); null when empty. */
+  get oldestQueuedAtMs(): number | null {
+    return this.batches[0]?.queuedAtMs ?? null;
+  }
+
   /** Whether a whole batch is waiting (so the next write need not wait for the flush interval). */
   get hasFullBatch(): boolean {
     return this.batches.length > 1 || (this.batches.length === 1 && this.batches[0].count >= this.batchSize);
@@ -88,7 +93,7 @@ export class AuditQueue {
     const spare = this.spare;
     this.spare = null;
     const bytes = spare !== null && spare.length >= most ? spare : Buffer.allocUnsafeSlow(Math.max(INITIAL_BYTES, most));
-    const batch = { bytes, used: 0, count: 0 };
+    const batch = { bytes, used: 0, count: 0, queuedAtMs: performance.now() };
     this.batches.push(batch);
     this.tail = batch;
     return batch;
@@ -99,6 +104,8 @@ interface OpenBatch {
   bytes: Buffer;
   used: number;
   count: number;
+  /** When its first entry was queued (performance.now()): the age of the oldest entry it holds. */
+  readonly queuedAtMs: number;
 }
 
 function grow(batch: OpenBatch, most: number): void {

@@ -25,11 +25,13 @@ const SHUTDOWN_DRAIN_MS = 15_000;
  * extends each organization's hash chain (AuditBatchStore) — in a worker thread on PostgreSQL,
  * in this thread on the embedded database. The queue is bounded: past AUDIT_QUEUE_MAX,
  * `whenWritable` makes new requests wait instead of dropping entries. A failed write is retried
- * with backoff, keeping the batch at the head of the queue. Shutdown drains the queue.
+ * with backoff (100 ms doubling to 5 s), keeping the batch at the head of the queue; the retry
+ * keeps its time whatever arrives meanwhile (see `flushSoon`). Shutdown drains the queue.
  *
  * What a kill -9 can lose: entries still in memory, i.e. while the database keeps up at most
  * AUDIT_FLUSH_MS of traffic plus the batch in flight, and never more than AUDIT_QUEUE_MAX
- * entries.
+ * entries. `lag` tells how far behind the trail is; /health reports it, and degrades past
+ * AUDIT_LAG_MAX_MS.
  */
 @Injectable()
 export class AuditWriter implements OnApplicationShutdown {
@@ -40,8 +42,15 @@ export class AuditWriter implements OnApplicationShutdown {
   private readonly clean: AuditSanitizer;
   private readonly waiters: Array<() => void> = [];
   private timer: NodeJS.Timeout | null = null;
+  /** When the armed `timer` fires (performance.now()). */
+  private timerDueMs = 0;
   private flushing: Promise<void> | null = null;
+  /** The backoff after the last failed write; 0 once a write succeeds. */
   private retryMs = 0;
+  /** No write before this (performance.now()) after a failure: when the retry is due. */
+  private retryAtMs = 0;
+  /** When a write last failed (Date.now()); null if none has since start. */
+  private lastFailureMs: number | null = null;
   private written = 0;
   private stripPayloads = false;
   private closed = false;
@@ -127,6 +136,16 @@ export class AuditWriter implements OnApplicationShutdown {
     return this.queue.length + this.arrivals.length;
   }
 
+  /** How far behind the trail is (GET /health). */
+  lag(): AuditLag {
+    const oldest = this.queue.oldestQueuedAtMs ?? (this.arrivals.length > 0 ? performance.now() : null);
+    return {
+      pending: this.pending,
+      oldestUnwrittenMs: oldest === null ? null : Math.round(performance.now() - oldest),
+      lastFailureMs: this.lastFailureMs,
+    };
+  }
+
   /** Entries written since start. */
   get writtenCount(): number {
     return this.written;
@@ -174,16 +193,26 @@ export class AuditWriter implements OnApplicationShutdown {
     else this.flushSoon(this.config.audit.flushMs);
   }
 
+  /**
+   * Arms the next write in `delayMs`, and never before a pending retry is due. An armed timer is
+   * only ever brought forward, never put back: under steady traffic every turn queues entries
+   * and calls this, and a timer re-armed each time would never fire: a retry put back by every
+   * arrival once left the trail unwritten for as long as the traffic lasted.
+   */
   private flushSoon(delayMs: number): void {
     if (this.flushing) return;
-    if (this.timer && delayMs > 0) return;
-    if (this.timer) clearTimeout(this.timer);
+    const now = performance.now();
+    const dueMs = Math.max(now + delayMs, this.retryAtMs);
+    if (this.timer !== null && this.timerDueMs <= dueMs) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timerDueMs = dueMs;
     // Never what keeps the process alive: shutdown drains the queue explicitly.
-    this.timer = setTimeout(() => void this.flush(), Math.max(delayMs, this.retryMs));
+    this.timer = setTimeout(() => void this.flush(), dueMs - now);
     this.timer.unref();
   }
 
   private flush(): Promise<void> {
+    if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     if (this.flushing) return this.flushing;
     this.flushing = this.flushBatch().finally(() => {
@@ -202,9 +231,12 @@ export class AuditWriter implements OnApplicationShutdown {
       this.queue.shift();
       this.written += batch.count;
       this.retryMs = 0;
+      this.retryAtMs = 0;
       this.stripPayloads = false;
     } catch (error) {
       this.retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, this.retryMs * 2));
+      this.retryAtMs = performance.now() + this.retryMs;
+      this.lastFailureMs = Date.now();
       // A value the database refuses must not block the trail: retry the batch without payloads.
       this.stripPayloads = isDataError(error);
       this.logger.error({ err: error, entries: batch.count, retryInMs: this.retryMs }, 'audit batch not written; will retry');
@@ -214,6 +246,16 @@ export class AuditWriter implements OnApplicationShutdown {
   private releaseWaiters(): void {
     while (this.waiters.length > 0 && this.queue.length < this.config.audit.queueMax) this.waiters.shift()!();
   }
+}
+
+/** How far behind the audit trail is. */
+export interface AuditLag {
+  /** Entries waiting to be written. */
+  pending: number;
+  /** How long the oldest of them has waited, in milliseconds; null when none waits. */
+  oldestUnwrittenMs: number | null;
+  /** When a write last failed (Date.now()); null if none has since start. */
+  lastFailureMs: number | null;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -92,6 +92,8 @@ export class AppConfig {
     flushMs: number;
     /** AUDIT_QUEUE_MAX: entries held in memory before requests wait (backpressure). */
     queueMax: number;
+    /** AUDIT_LAG_MAX_MS: age of the oldest unwritten entry past which /health answers 503 `degraded`. */
+    lagMaxMs: number;
   };
   readonly payment: {
     /** PAYMENT_SECRET_KEY: payment-provider secret key; unset, checkout and portal answer 503 billing_disabled. */
@@ -166,6 +168,7 @@ export class AppConfig {
         batchSize: read.int('AUDIT_BATCH_SIZE', 5000, 1, 10000),
         flushMs: read.int('AUDIT_FLUSH_MS', 250, 1, 60000),
         queueMax: read.int('AUDIT_QUEUE_MAX', 20000, 1, 10_000_000),
+        lagMaxMs: read.int('AUDIT_LAG_MAX_MS', 10_000, 1, 3_600_000),
       },
       payment: {
         secretKey: read.optionalString('PAYMENT_SECRET_KEY'),

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuditRecord, AuditSource } from '../audit/audit-record';
 import { AppError } from '../common/app-error';
+import { errorBody } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import type { Principal, PrincipalDelegation } from '../identity/agent-authenticator';
 import { scopeDenial } from '../identity/delegation-scope';
@@ -112,7 +113,9 @@ export class DecisionService {
 
   /**
    * Decides, without recording: quota (429 quota_exceeded, not a decision), backpressure, the
-   * applicable policies, the complete args if a policy reads them, evaluation.
+   * applicable policies, the complete args if a policy reads them, evaluation. An evaluation
+   * that fails (the rate-limit counters in Redis unavailable) refuses the request, and is
+   * recorded here as a denial, since no verdict reaches the entry point (`recordFailure`).
    */
   async decide(principal: Principal, request: DecisionRequest, nowMs = Date.now()): Promise<Verdict> {
     const outOfScope = scopeDenial(principal.delegation.scope, request);
@@ -131,11 +134,17 @@ export class DecisionService {
     // Several questions share one counting of each rate-limit counter (onceLimiter).
     const env = questions.length === 1 ? this.env(nowMs) : { limiter: onceLimiter(this.limiter), nowMs };
     let input = inputOf(principal.agent, principal.delegation, request, args, org);
-    let decision = await policies.set.evaluate(input, env, applicable[0]);
-    for (let i = 1; i < questions.length && decision.effect === 'allow'; i++) {
-      const other = inputOf(questions[i].agent, principal.delegation, { ...request, action: questions[i].target.action }, args, org);
-      const decided = await policies.set.evaluate(other, env, applicable[i]);
-      if (decided.effect === 'deny') [input, decision] = [other, decided];
+    let decision: Decision;
+    try {
+      decision = await policies.set.evaluate(input, env, applicable[0]);
+      for (let i = 1; i < questions.length && decision.effect === 'allow'; i++) {
+        const other = inputOf(questions[i].agent, principal.delegation, { ...request, action: questions[i].target.action }, args, org);
+        const decided = await policies.set.evaluate(other, env, applicable[i]);
+        if (decided.effect === 'deny') [input, decision] = [other, decided];
+      }
+    } catch (error) {
+      this.recordFailure(principal, request, input, nowMs, performance.now() - started, error);
+      throw error;
     }
     return {
       id: decisionIdAt(nowMs),
@@ -158,6 +167,43 @@ export class DecisionService {
     const names = new Set<string>();
     for (const list of applicable) for (const policy of list) for (const name of policy.argNames) names.add(name);
     return request.fullArgs(names);
+  }
+
+  /**
+   * The audit entry of a request refused because its policies could not be evaluated: a denial
+   * with the status and message the caller gets (503 and why, for unavailable rate-limit
+   * counters), no policy named. Not a DecisionEvent: alerting hears of the failure through
+   * RequestFailures, as of any 5xx before a decision.
+   */
+  private recordFailure(principal: Principal, request: DecisionRequest, input: DecisionInput, nowMs: number, decisionMs: number, error: unknown): void {
+    const { agent } = principal;
+    const answer = errorBody(error);
+    this.log.record({
+      ts: nowMs,
+      orgId: agent.orgId,
+      source: request.source,
+      kind: 'decision',
+      traceId: request.traceId,
+      agentId: agent.id,
+      agentName: agent.name,
+      trustTier: agent.trustTier,
+      action: request.action,
+      method: request.method ?? null,
+      path: request.path ?? null,
+      decision: 'deny',
+      enforced: true,
+      rateLimited: false,
+      policyName: null,
+      rule: null,
+      reason: String(answer.body.message),
+      decisionLatencyMs: decisionMs,
+      latencyMs: null,
+      status: answer.status,
+      upstreamStatus: null,
+      delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
+      input,
+      details: null,
+    });
   }
 
   /** The 429 of an organization out of monthly policy checks, told to the quota refusal listeners (alerting) first. */

@@ -30,20 +30,35 @@ export class HealthController {
   }
 
   @Get('health')
-  @ApiOperation({ summary: 'Liveness and database reachability' })
+  @ApiOperation({ summary: 'Liveness, database reachability and audit trail lag' })
   @ApiOkResponse({ type: HealthReport })
-  @ApiServiceUnavailableResponse({ description: 'The database does not answer', type: HealthReport })
+  @ApiServiceUnavailableResponse({ description: 'The database does not answer (`unhealthy`), or the audit trail is behind by more than AUDIT_LAG_MAX_MS (`degraded`)', type: HealthReport })
   async health(@Res({ passthrough: true }) response: Response): Promise<HealthReport> {
     const latencyMs = await this.pingDatabase();
-    const healthy = latencyMs !== null;
-    if (!healthy) response.status(503);
+    const databaseUp = latencyMs !== null;
+    const lag = this.audit.lag();
+    const lagMaxMs = this.config.audit.lagMaxMs;
+    // Decisions answered but not yet in the trail would be lost by a crash: past the bound, a load balancer or an operator must hear of it.
+    const degradedReason =
+      lag.oldestUnwrittenMs !== null && lag.oldestUnwrittenMs > lagMaxMs
+        ? `audit trail behind: ${lag.pending} entries not yet written, the oldest for ${lag.oldestUnwrittenMs} ms (AUDIT_LAG_MAX_MS ${lagMaxMs})`
+        : null;
+    const status = !databaseUp ? 'unhealthy' : degradedReason !== null ? 'degraded' : 'healthy';
+    if (status !== 'healthy') response.status(503);
     return {
-      status: healthy ? 'healthy' : 'unhealthy',
+      status,
       timestamp: new Date().toISOString(),
       version: this.config.version,
       mode: this.config.mode,
-      database: { status: healthy ? 'up' : 'down', kind: this.connection.embedded ? 'embedded' : 'postgres', latencyMs },
-      auditQueue: this.audit.pending,
+      database: { status: databaseUp ? 'up' : 'down', kind: this.connection.embedded ? 'embedded' : 'postgres', latencyMs },
+      auditQueue: lag.pending,
+      audit: {
+        pending: lag.pending,
+        oldestUnwrittenMs: lag.oldestUnwrittenMs,
+        lagMaxMs,
+        lastWriteFailure: lag.lastFailureMs === null ? null : new Date(lag.lastFailureMs).toISOString(),
+      },
+      degradedReason,
     };
   }
 

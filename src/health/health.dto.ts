@@ -13,11 +13,27 @@ export class DatabaseHealth {
   @ApiProperty({ description: 'Round trip of SELECT 1, milliseconds', nullable: true, type: Number }) latencyMs: number | null;
 }
 
+export class AuditHealth {
+  @ApiProperty({ description: 'Audit entries waiting to be written' }) pending: number;
+  @ApiProperty({ description: 'How long the oldest of them has waited, milliseconds; null when none waits', nullable: true, type: Number })
+  oldestUnwrittenMs: number | null;
+  @ApiProperty({ description: 'AUDIT_LAG_MAX_MS: past this wait /health answers 503 `degraded`' }) lagMaxMs: number;
+  @ApiProperty({ description: 'When a write of the audit trail last failed; null if none has since start', nullable: true, type: String, example: '2026-11-21T10:15:29.870Z' })
+  lastWriteFailure: string | null;
+}
+
 export class HealthReport {
-  @ApiProperty({ enum: ['healthy', 'unhealthy'] }) status: string;
+  @ApiProperty({
+    enum: ['healthy', 'degraded', 'unhealthy'],
+    description: '`unhealthy`: the database does not answer; `degraded`: it does, but the audit trail is behind by more than AUDIT_LAG_MAX_MS (`degradedReason`). Both answer 503',
+  })
+  status: string;
   @ApiProperty({ example: '2026-11-21T10:15:30.123Z' }) timestamp: string;
   @ApiProperty() version: string;
   @ApiProperty({ enum: ['enforce', 'audit'] }) mode: string;
   @ApiProperty({ type: DatabaseHealth }) database: DatabaseHealth;
-  @ApiProperty({ description: 'Audit entries waiting to be written' }) auditQueue: number;
+  @ApiProperty({ description: 'Audit entries waiting to be written (as `audit.pending`)' }) auditQueue: number;
+  @ApiProperty({ type: AuditHealth }) audit: AuditHealth;
+  @ApiProperty({ description: 'Why the audit trail is behind, while its oldest unwritten entry is older than AUDIT_LAG_MAX_MS; else null', nullable: true, type: String })
+  degradedReason: string | null;
 }

@@ -1,3 +1,4 @@
+import { GracefulShutdown } from '../common/graceful-shutdown';
 import { ConfigError } from '../config/app-config';
 import { SidecarConfig } from '../config/sidecar-config';
 import { createLogger } from '../logging/logger';
@@ -8,7 +9,8 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger(config.logLevel, 'sidecar');
   const app = await createSidecar(config, logger);
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  // As the gateway: Nest's enableShutdownHooks re-raises the signal once closed, so the process ended as killed (143) after a clean shutdown.
+  new GracefulShutdown(app, logger, config.shared.shutdown.timeoutMs).listen(['SIGTERM', 'SIGINT']);
   await app.listen(config.port, config.host);
   logger.info({ port: config.port, host: config.host, mode: config.mode, gateway: config.gatewayUrl, cacheDir: config.cacheDir }, 'sidecar listening');
 }

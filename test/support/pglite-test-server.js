@@ -170,6 +170,8 @@ async function drain() {
         // What the backend could not take ends that connection, never the server.
         unit.connection.socket.destroy();
       }
+      // A connection that closed while its statement ran (a relay cutting it) has nobody left to end its transaction.
+      if (unit.connection.closed && db.isInTransaction()) await db.exec('ROLLBACK');
       owner = db.isInTransaction() ? unit.connection : null;
     }
   } finally {
@@ -181,7 +183,8 @@ async function release(connection) {
   for (let i = queue.length - 1; i >= 0; i--) if (queue[i].connection === connection) queue.splice(i, 1);
   if (owner !== connection) return;
   owner = null;
-  if (db.isInTransaction()) await db.runExclusive(() => db.exec('ROLLBACK'));
+  // Not inside runExclusive: exec takes the same lock, and would wait for itself for ever.
+  if (db.isInTransaction()) await db.exec('ROLLBACK');
   void drain();
 }
 
@@ -189,12 +192,13 @@ async function main() {
   db = await PGlite.create();
   const sockets = new Set();
   const server = net.createServer((socket) => {
-    const connection = { socket, buffer: Buffer.alloc(0), started: false, group: [] };
+    const connection = { socket, buffer: Buffer.alloc(0), started: false, group: [], closed: false };
     sockets.add(socket);
     socket.setNoDelay(true);
     socket.on('data', (chunk) => receive(connection, chunk));
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
+      connection.closed = true;
       sockets.delete(socket);
       void release(connection);
     });
