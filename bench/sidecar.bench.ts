@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { JWK, SignJWT } from 'jose';
 import pino from 'pino';
-import { BUNDLE_FORMAT, publicKeyOf, signBundle } from '../src/bundles/bundle-format';
+import { BUNDLE_FORMAT, publicKeyOf, signBundle } from '../src/decisions/bundle-format';
 import { loadPolicyFile } from '../src/policy-engine/loader';
 import type { Decision, DecisionInput, EvaluationEnv } from '../src/policy-engine/types';
 import { SlidingWindowLimiter } from '../src/policy-engine/sliding-window-limiter';

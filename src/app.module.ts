@@ -6,18 +6,19 @@ import { AlertsModule } from './alerts/alerts.module';
 import { AnalyticsModule } from './analytics/analytics.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AuditModule } from './audit/audit.module';
-import { BundlesModule } from './bundles/bundles.module';
+import { FleetModule } from './fleet/fleet.module';
 import { AuthModule } from './auth/auth.module';
 import { BillingModule } from './billing/billing.module';
 import { ClusterModule } from './cluster/cluster.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
-import { DecisionsModule } from './decisions/decisions.module';
+import { GatewayDecisionsModule } from './gateway-decisions/gateway-decisions.module';
 import { HealthModule } from './health/health.module';
 import { PoliciesModule } from './policies/policies.module';
 import { ProxyModule } from './proxy/proxy.module';
-import { IdentityModule } from './identity/identity.module';
+import { KeysModule } from './keys/keys.module';
+import { ManagedIdentityModule } from './managed-identity/managed-identity.module';
 import { AgentIdentityModule } from './identity/agent-identity.module';
 import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
@@ -40,18 +41,19 @@ export class AppModule {
         AuditModule,
         AnalyticsModule,
         OrganizationsModule,
-        IdentityModule,
+        KeysModule,
+        ManagedIdentityModule,
         AgentsModule,
         ApiKeysModule,
         AuthModule,
         HealthModule,
         PoliciesModule,
-        DecisionsModule,
+        GatewayDecisionsModule,
         ProxyModule,
         PdpModule,
         BillingModule,
         AgentIdentityModule,
-        BundlesModule,
+        FleetModule,
         SidecarTokensModule,
         AlertsModule,
       ],

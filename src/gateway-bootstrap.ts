@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { Logger } from 'pino';
 import { AppConfig } from './config/app-config';
-import { TokenIssuer } from './identity/token-issuer';
+import { TokenIssuer } from './keys/token-issuer';
 import { LOGGER } from './logging/logging.module';
 import { BOOTSTRAP_ORG_ID, OrganizationsService } from './organizations/organizations.service';
 

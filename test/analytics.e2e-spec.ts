@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
-import { AuditRecord, AUDIT_SOURCES } from '../src/audit/audit-record';
+import { AuditRecord, AUDIT_SOURCES } from '../src/decisions/audit-record';
 import { AuditRetention } from '../src/audit/audit-retention';
 import { rollupsFromEntries, ROLLUP_TABLES } from '../src/audit/audit-rollups';
 import { AuditWriter } from '../src/audit/audit-writer';

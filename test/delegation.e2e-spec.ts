@@ -1,7 +1,7 @@
 import { Test } from '@nestjs/testing';
 import { decodeJwt, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pino from 'pino';
-import type { AuditRecord } from '../src/audit/audit-record';
+import type { AuditRecord } from '../src/decisions/audit-record';
 import { DecisionCoreModule } from '../src/decisions/decision-core.module';
 import {
   AGENT_SOURCE,
@@ -16,8 +16,8 @@ import {
   VERIFICATION_KEYS,
 } from '../src/decisions/decision-sources';
 import { DecisionService } from '../src/decisions/decision.service';
-import { AgentAuthenticator } from '../src/identity/agent-authenticator';
-import { JwkSet } from '../src/identity/jwk-set';
+import { AgentAuthenticator } from '../src/decisions/agent-authenticator';
+import { JwkSet } from '../src/decisions/jwk-set';
 import { LoggingModule } from '../src/logging/logging.module';
 import { compilePolicies } from '../src/policy-engine/compile-policies';
 import { SlidingWindowLimiter } from '../src/policy-engine/sliding-window-limiter';

@@ -1,16 +1,16 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from '../audit/audit.module';
-import { IdentityModule } from '../identity/identity.module';
+import { KeysModule } from '../keys/keys.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
-import { PolicyChangesModule } from '../policies/policy-changes.module';
+import { PolicyChangesModule } from '../policy-changes/policy-changes.module';
 import { Agent } from './agent.entity';
 import { AgentDirectory } from './agent-directory';
 import { AgentsController } from './agents.controller';
 import { AgentsService } from './agents.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Agent]), AuditModule, IdentityModule, OrganizationsModule, PolicyChangesModule],
+  imports: [TypeOrmModule.forFeature([Agent]), AuditModule, KeysModule, OrganizationsModule, PolicyChangesModule],
   controllers: [AgentsController],
   providers: [AgentsService, AgentDirectory],
   exports: [AgentsService, AgentDirectory],

@@ -1,4 +1,4 @@
-import type { AuditRecord } from '../audit/audit-record';
+import type { AuditRecord } from '../decisions/audit-record';
 import type { DecisionEvent } from '../decisions/decision-events';
 import type { Decision } from '../policy-engine/types';
 import { activeTriggers, alertsOf, raiseAlerts } from './alert-triggers';

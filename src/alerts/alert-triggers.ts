@@ -1,4 +1,4 @@
-import type { AuditRecord } from '../audit/audit-record';
+import type { AuditRecord } from '../decisions/audit-record';
 import type { AlertTriggerName } from '../config/app-config';
 import type { DecisionEvent, QuotaRefusal } from '../decisions/decision-events';
 import type { RequestFailure } from '../decisions/request-failures';

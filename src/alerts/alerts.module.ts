@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { DecisionsModule } from '../decisions/decisions.module';
+import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
 import { AlertService } from './alert.service';
 
 /** Outgoing alerts (SPEC.md "Alerts (outgoing)") on the per-decision events of every entry point. */
 @Module({
-  imports: [DecisionsModule],
+  imports: [GatewayDecisionsModule],
   providers: [AlertService],
   exports: [AlertService],
 })

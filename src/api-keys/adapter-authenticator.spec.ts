@@ -1,6 +1,6 @@
 import { AppError } from '../common/app-error';
-import type { ManagedIdentity, OidcVerifier } from '../identity/oidc-verifier';
-import { hashAdminToken } from '../organizations/admin-token-hash';
+import type { ManagedIdentity, OidcVerifier } from '../managed-identity/oidc-verifier';
+import { hashAdminToken } from '../decisions/secret-hash';
 import { AdapterAuthenticator } from './adapter-authenticator';
 import type { AdapterPrincipal, ApiKeysService } from './api-keys.service';
 

@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { Metadata } from '@grpc/grpc-js';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
-import { OidcVerifier } from '../identity/oidc-verifier';
-import { hashAdminToken } from '../organizations/admin-token-hash';
+import { OidcVerifier } from '../managed-identity/oidc-verifier';
+import { hashAdminToken } from '../decisions/secret-hash';
 import { AdapterPrincipal, ApiKeysService } from './api-keys.service';
 
 /** What an adapter presents: `X-Api-Key`, or `Authorization: Bearer` from its identity provider. */

@@ -1,9 +1,9 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from '../audit/audit.module';
-import { IdentityModule } from '../identity/identity.module';
+import { ManagedIdentityModule } from '../managed-identity/managed-identity.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
-import { PolicyChangesModule } from '../policies/policy-changes.module';
+import { PolicyChangesModule } from '../policy-changes/policy-changes.module';
 import { AdapterAuthenticator } from './adapter-authenticator';
 import { ApiKey } from './api-key.entity';
 import { ApiKeysController } from './api-keys.controller';
@@ -11,7 +11,7 @@ import { ApiKeysService } from './api-keys.service';
 
 /** Adapter API keys: issued, listed and revoked by admins; checked by the auth guard. */
 @Module({
-  imports: [TypeOrmModule.forFeature([ApiKey]), AuditModule, IdentityModule, OrganizationsModule, PolicyChangesModule],
+  imports: [TypeOrmModule.forFeature([ApiKey]), AuditModule, ManagedIdentityModule, OrganizationsModule, PolicyChangesModule],
   controllers: [ApiKeysController],
   providers: [ApiKeysService, AdapterAuthenticator],
   exports: [ApiKeysService, AdapterAuthenticator],

@@ -4,7 +4,7 @@ import { ClusterEvents } from '../cluster/cluster-events';
 import { AppConfig } from '../config/app-config';
 import { DatabaseConnection } from '../database/database-connection';
 import { OrganizationsService } from '../organizations/organizations.service';
-import { PolicyChangeLog } from '../policies/policy-change-log';
+import { PolicyChangeLog } from '../policy-changes/policy-change-log';
 import { ApiKey } from './api-key.entity';
 import { ApiKeysService } from './api-keys.service';
 

@@ -6,10 +6,10 @@ import { ClusterEvents } from '../cluster/cluster-events';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { newId, newSecret } from '../common/ids';
-import { hashAdminToken } from '../organizations/admin-token-hash';
+import { hashAdminToken } from '../decisions/secret-hash';
 import { CredentialLookups } from '../organizations/credential-lookups';
 import { OrganizationsService } from '../organizations/organizations.service';
-import { PolicyChangeLog } from '../policies/policy-change-log';
+import { PolicyChangeLog } from '../policy-changes/policy-change-log';
 import { ApiKey } from './api-key.entity';
 import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView } from './api-keys.dto';
 

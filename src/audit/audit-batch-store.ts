@@ -1,7 +1,7 @@
 import { GENESIS_HASH } from './audit-chain';
-import { COPY_AUDIT_ROWS_SQL, copyText, copyValue, INSERT_AUDIT_ROWS_SQL, jsonRow } from './audit-entry';
+import { COPY_AUDIT_ROWS_SQL, copyText, copyValue, INSERT_AUDIT_ROWS_SQL, jsonRow } from '../decisions/audit-entry';
 import { createDayPartition, dayStart } from './audit-days';
-import { QueuedAudit, QueuedParts, queuedParts } from './audit-record';
+import { QueuedAudit, QueuedParts, queuedParts } from '../decisions/audit-record';
 import { BatchRollups, rolledDecision } from './audit-rollups';
 import { ChainHead, chainRow, copyLine } from './audit-rows';
 import type { SqlClient } from './sql-client';

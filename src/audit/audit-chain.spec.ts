@@ -1,5 +1,5 @@
 import { chainHash, GENESIS_HASH } from './audit-chain';
-import { copyText, entryText, StoredAudit } from './audit-entry';
+import { copyText, entryText, StoredAudit } from '../decisions/audit-entry';
 
 function entry(overrides: Partial<StoredAudit> = {}): StoredAudit {
   return {

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { entryText, StoredAudit } from './audit-entry';
+import { entryText, StoredAudit } from '../decisions/audit-entry';
 
 /** prev_hash of an organization's first entry. */
 export const GENESIS_HASH = '0'.repeat(64);

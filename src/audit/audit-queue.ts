@@ -1,4 +1,4 @@
-import type { QueuedAudit } from './audit-record';
+import type { QueuedAudit } from '../decisions/audit-record';
 
 /** First capacity of a batch's buffer; it doubles as entries come. */
 const INITIAL_BYTES = 64 * 1024;

@@ -6,7 +6,7 @@ import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
 import { PLANS, PlanId, UNLIMITED } from '../organizations/plans';
 import { createDayPartition, dayStart } from './audit-days';
-import { auditSelectList, ChainedAudit, readAudit } from './audit-entry';
+import { auditSelectList, ChainedAudit, readAudit } from '../decisions/audit-entry';
 import { ROLLUP_TABLES } from './audit-rollups';
 import { AuditPartition, AuditPartitions } from './audit-partitions';
 

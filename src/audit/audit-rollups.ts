@@ -6,7 +6,7 @@
  * Nest: the audit worker thread runs it.
  */
 import { canonicalTier, TIER_NAMES, TrustTier } from '../policy-engine/tiers';
-import { AUDIT_TEXT_INDEX, copyValue } from './audit-entry';
+import { AUDIT_TEXT_INDEX, copyValue } from '../decisions/audit-entry';
 import type { SqlClient } from './sql-client';
 
 export const HOUR_MS = 3_600_000;

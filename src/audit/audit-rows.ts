@@ -1,6 +1,6 @@
 import { hashEntryText } from './audit-chain';
-import { entryHead } from './audit-entry';
-import type { QueuedParts } from './audit-record';
+import { entryHead } from '../decisions/audit-entry';
+import type { QueuedParts } from '../decisions/audit-record';
 
 /** Head of an organization's hash chain: the last sequence number and hash. */
 export interface ChainHead {

@@ -8,8 +8,8 @@ import { LOGGER } from '../logging/logging.module';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { AuditQueue, QueuedBatch, recordsBatch } from './audit-queue';
-import { AuditRecord, queuedAudit } from './audit-record';
-import { AuditSanitizer } from './audit-sanitizer';
+import { AuditRecord, queuedAudit } from '../decisions/audit-record';
+import { AuditSanitizer } from '../decisions/audit-sanitizer';
 import { AuditSink, InProcessAuditSink, WorkerAuditSink } from './audit-sink';
 import { atTurnEnd } from '../common/turn-end';
 

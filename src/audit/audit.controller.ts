@@ -3,7 +3,7 @@ import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@ne
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import { ErrorBody } from '../common/error-body.dto';
-import { AuditPage, AuditQueryDto, AuditStats, AuditStatsQueryDto, AuditVerification, AuditVerifyQueryDto } from './audit.dto';
+import { AuditPage, AuditQueryDto, AuditVerification, AuditVerifyQueryDto } from './audit.dto';
 import { AuditService } from './audit.service';
 
 @ApiTags('audit')
@@ -18,13 +18,6 @@ export class AuditController {
   @ApiOkResponse({ type: AuditPage })
   list(@CurrentAdmin() admin: AdminPrincipal, @Query() query: AuditQueryDto): Promise<AuditPage> {
     return this.audit.list(admin, query);
-  }
-
-  @Get('stats')
-  @ApiOperation({ summary: 'Decision counts of the last 24 h (or `period`)' })
-  @ApiOkResponse({ type: AuditStats })
-  stats(@CurrentAdmin() admin: AdminPrincipal, @Query() query: AuditStatsQueryDto): Promise<AuditStats> {
-    return this.audit.stats(admin, query.period);
   }
 
   @Get('verify')

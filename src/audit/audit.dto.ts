@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ToWholeNumber } from '../common/validation';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsTimestamp } from '../common/is-timestamp';
-import { AUDIT_SOURCES } from './audit-record';
+import { AUDIT_SOURCES } from '../decisions/audit-record';
 
 export const PERIODS = ['24h', '7d', '30d'] as const;
 export type Period = (typeof PERIODS)[number];

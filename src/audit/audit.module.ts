@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { AnalyticsModule } from '../analytics/analytics.module';
 import { AuditController } from './audit.controller';
 import { AuditPartitions } from './audit-partitions';
 import { AuditRetention } from './audit-retention';
@@ -12,7 +11,6 @@ import { AuditWriter } from './audit-writer';
  * (a global module) is still open.
  */
 @Module({
-  imports: [AnalyticsModule],
   controllers: [AuditController],
   providers: [AuditWriter, AuditService, AuditPartitions, AuditRetention],
   exports: [AuditWriter, AuditService, AuditRetention],

@@ -1,13 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { AnalyticsService } from '../analytics/analytics.service';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { chainHash } from './audit-chain';
-import { ALL_AUDIT_FIELDS, auditSelectList, ChainedAudit, readAudit } from './audit-entry';
-import { expandInput } from './audit-input';
-import { AuditEntryView, AuditPage, AuditQueryDto, AuditStats, AuditVerification, ChainBreak, Period } from './audit.dto';
+import { ALL_AUDIT_FIELDS, auditSelectList, ChainedAudit, readAudit } from '../decisions/audit-entry';
+import { expandInput } from '../decisions/audit-input';
+import { AuditEntryView, AuditPage, AuditQueryDto, AuditVerification, ChainBreak } from './audit.dto';
 import { AuditWriter } from './audit-writer';
 
 const VERIFY_PAGE = 2000;
@@ -30,7 +29,6 @@ export class AuditService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly writer: AuditWriter,
-    private readonly analytics: AnalyticsService,
   ) {}
 
   /** Records an admin change in the same trail (and hash chain) as decisions. */
@@ -93,12 +91,6 @@ export class AuditService {
     const page = rows.slice(0, limit).map((row) => readAudit(row, ALL_AUDIT_FIELDS));
     const last = page[page.length - 1];
     return { entries: page.map(toView), nextCursor: rows.length > limit && last ? encodeCursor(new Date(last.ts), last.id) : null };
-  }
-
-  /** Decisions (admin events excluded) of the period, from the analytics rollups (the same hours as the Analytics API). */
-  async stats(principal: AdminPrincipal, period: Period = '24h', nowMs = Date.now()): Promise<AuditStats> {
-    const counts = await this.analytics.counts(principal.orgId, period, nowMs);
-    return { total: counts.requests, allowed: counts.allowed, denied: counts.denied, period };
   }
 
   /**

@@ -1,14 +1,14 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ApiKeysModule } from '../api-keys/api-keys.module';
-import { DecisionsModule } from '../decisions/decisions.module';
+import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { SidecarTokensModule } from '../sidecar-tokens/sidecar-tokens.module';
 import { AuthGuard } from './auth.guard';
 
 /** Registers the global deny-by-default guard. */
 @Module({
-  imports: [OrganizationsModule, DecisionsModule, ApiKeysModule, SidecarTokensModule],
+  imports: [OrganizationsModule, GatewayDecisionsModule, ApiKeysModule, SidecarTokensModule],
   providers: [{ provide: APP_GUARD, useClass: AuthGuard }],
 })
 export class AuthModule {}

@@ -1,6 +1,6 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
-import { TokenIssuer } from '../identity/token-issuer';
+import { TokenIssuer } from '../keys/token-issuer';
 import { OrganizationsService } from '../organizations/organizations.service';
 
 /**

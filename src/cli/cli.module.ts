@@ -6,7 +6,7 @@ import { ClusterModule } from '../cluster/cluster.module';
 import { AppConfig } from '../config/app-config';
 import { ConfigModule } from '../config/config.module';
 import { DatabaseModule } from '../database/database.module';
-import { IdentityModule } from '../identity/identity.module';
+import { KeysModule } from '../keys/keys.module';
 import { LoggingModule } from '../logging/logging.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { AgentsCommand, AgentsCreateCommand, AgentsListCommand, AgentsRevokeCommand, AgentsTokenCommand } from './agents.command';
@@ -29,7 +29,7 @@ export class CliModule {
         ClusterModule,
         AuditModule,
         OrganizationsModule,
-        IdentityModule,
+        KeysModule,
         AgentsModule,
       ],
       providers: [

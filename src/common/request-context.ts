@@ -1,5 +1,5 @@
 import type { AdapterPrincipal } from '../api-keys/api-keys.service';
-import type { AuthenticatedAgent } from '../identity/agent-authenticator';
+import type { AuthenticatedAgent } from '../decisions/agent-authenticator';
 import type { AdminPrincipal } from './admin-principal';
 
 declare module 'express-serve-static-core' {

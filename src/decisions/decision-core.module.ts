@@ -1,6 +1,6 @@
 import { DynamicModule, InjectionToken, Module, ModuleMetadata, Provider } from '@nestjs/common';
-import { AgentAuthenticator } from '../identity/agent-authenticator';
-import { AgentTokenVerifier } from '../identity/agent-token-verifier';
+import { AgentAuthenticator } from './agent-authenticator';
+import { AgentTokenVerifier } from './agent-token-verifier';
 import { DecisionEvents } from './decision-events';
 import { DecisionService } from './decision.service';
 import { RecentDecisions } from './recent-decisions';
@@ -14,7 +14,7 @@ const CORE = [DecisionService, DecisionEvents, RecentDecisions, RequestFailures,
 
 /**
  * The governed decision and agent-token verification, on whatever sources the host binds to
- * the tokens of decision-sources.ts: PostgreSQL on the gateway (DecisionsModule), a signed
+ * the tokens of decision-sources.ts: PostgreSQL on the gateway (GatewayDecisionsModule), a signed
  * bundle on the edge sidecar, in-memory sources in tests. Nothing here imports TypeORM.
  */
 @Module({})

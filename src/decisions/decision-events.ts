@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
-import type { AuditRecord } from '../audit/audit-record';
+import type { AuditRecord } from './audit-record';
 import { Listeners } from '../common/listeners';
 import { LOGGER } from '../logging/logging.module';
 import type { Decision } from '../policy-engine/types';

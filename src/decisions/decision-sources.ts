@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import type { AuditRecord } from '../audit/audit-record';
+import type { AuditRecord } from './audit-record';
 import type { PolicySet } from '../policy-engine/policy-set';
 import type { AgentFacts, OrgFacts, RateLimiter } from '../policy-engine/types';
 

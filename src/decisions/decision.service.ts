@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { AuditRecord, AuditSource } from '../audit/audit-record';
+import type { AuditRecord, AuditSource } from './audit-record';
 import { AppError } from '../common/app-error';
 import { errorBody } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
-import type { Principal, PrincipalDelegation } from '../identity/agent-authenticator';
-import { scopeDenial } from '../identity/delegation-scope';
+import type { Principal, PrincipalDelegation } from './agent-authenticator';
+import { scopeDenial } from './delegation-scope';
 import type { CompiledPolicy } from '../policy-engine/compiled-policy';
 import type { Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter } from '../policy-engine/types';
 import { DecisionEvents } from './decision-events';

@@ -3,24 +3,20 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { Agent } from '../agents/agent.entity';
 import { AgentsModule } from '../agents/agents.module';
 import { AuditModule } from '../audit/audit.module';
-import { DecisionsModule } from '../decisions/decisions.module';
+import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
 import { AgentIdentityService } from './agent-identity.service';
 import { DelegationGrants } from './delegation-grant';
 import { DelegationService } from './delegation.service';
 import { IdentityController } from './identity.controller';
-import { IdentityModule } from './identity.module';
-import { OidcClient } from './oidc-client.entity';
-import { OidcClientsController } from './oidc-clients.controller';
-import { OidcClientsService } from './oidc-clients.service';
+import { KeysModule } from '../keys/keys.module';
 
 /**
- * The identity API over agents and the decision core: identity descriptions, trust scores,
- * delegation, and the registry of managed-identity clients. Apart from IdentityModule, which
- * the agents and the decision core themselves depend on.
+ * The identity API over agents and the decision core: identity descriptions, trust scores and
+ * delegation. Apart from KeysModule, which the agents and the decision core themselves depend on.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Agent, OidcClient]), IdentityModule, AgentsModule, AuditModule, DecisionsModule],
-  controllers: [IdentityController, OidcClientsController],
-  providers: [AgentIdentityService, DelegationGrants, DelegationService, OidcClientsService],
+  imports: [TypeOrmModule.forFeature([Agent]), KeysModule, AgentsModule, AuditModule, GatewayDecisionsModule],
+  controllers: [IdentityController],
+  providers: [AgentIdentityService, DelegationGrants, DelegationService],
 })
 export class AgentIdentityModule {}

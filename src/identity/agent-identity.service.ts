@@ -6,7 +6,7 @@ import { AppError } from '../common/app-error';
 import { AppConfig } from '../config/app-config';
 import { canonicalTier } from '../policy-engine/tiers';
 import { IdentityView, TrustView } from './identity.dto';
-import { KeyRing } from './key-ring';
+import { KeyRing } from '../keys/key-ring';
 import { trustScore } from './trust-score';
 
 /** The recent window of the audit trail the trust score reads. */

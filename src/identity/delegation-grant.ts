@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { AppConfig } from '../config/app-config';
 import { AppError } from '../common/app-error';
-import { ActorClaim, toActor } from './agent-token-claims';
-import { KeyRing } from './key-ring';
+import { ActorClaim, toActor } from '../decisions/agent-token-claims';
+import { KeyRing } from '../keys/key-ring';
 
 /**
  * The JWT `typ` of a delegation grant. Agent tokens carry `JWT`, and AgentTokenVerifier refuses

@@ -5,11 +5,11 @@ import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import type { AgentSnapshot } from '../decisions/decision-sources';
 import { parseDuration } from '../policy-engine/duration';
-import { AgentAuthenticator, AuthenticatedAgent, chainOf, lowestTier } from './agent-authenticator';
-import type { ActorClaim } from './agent-token-claims';
-import { AgentTokenService } from './agent-token.service';
+import { AgentAuthenticator, AuthenticatedAgent, chainOf, lowestTier } from '../decisions/agent-authenticator';
+import type { ActorClaim } from '../decisions/agent-token-claims';
+import { AgentTokenService } from '../keys/agent-token.service';
 import { DelegationGrants, GrantClaims } from './delegation-grant';
-import { scopeProblem } from './delegation-scope';
+import { scopeProblem } from '../decisions/delegation-scope';
 import { DelegationGrantView, DelegateDto, TOKEN_EXCHANGE_GRANT_TYPE, TokenExchangeDto, TokenExchangeView } from './identity.dto';
 
 /** Longest chain a token may carry, original delegator and acting agent included. */

@@ -3,7 +3,7 @@ import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiForb
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, AgentAuth, CurrentAdmin, CurrentAgent, Public } from '../common/auth-decorators';
 import { ErrorBody } from '../common/error-body.dto';
-import type { AuthenticatedAgent } from './agent-authenticator';
+import type { AuthenticatedAgent } from '../decisions/agent-authenticator';
 import { AgentIdentityService } from './agent-identity.service';
 import { DelegationService } from './delegation.service';
 import { DelegateDto, DelegationGrantView, IdentityView, TokenExchangeDto, TokenExchangeView, TrustView } from './identity.dto';

@@ -1,24 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { IsOmittable } from '../common/validation';
-import { MAX_SCOPE_GLOB_LENGTH, MAX_SCOPE_GLOBS } from './delegation-scope';
+import { MAX_SCOPE_GLOB_LENGTH, MAX_SCOPE_GLOBS } from '../decisions/delegation-scope';
 
-export class JsonWebKey {
-  @ApiProperty({ example: 'OKP' }) kty: string;
-  @ApiProperty({ example: 'Ed25519', required: false }) crv?: string;
-  @ApiProperty({ required: false }) x?: string;
-  @ApiProperty({ required: false }) y?: string;
-  @ApiProperty({ description: 'Key id (RFC 7638 thumbprint); matches the `kid` header of tokens' }) kid: string;
-  @ApiProperty({ example: 'EdDSA' }) alg: string;
-  @ApiProperty({ example: 'sig' }) use: string;
-}
-
-export class JwksResponse {
-  @ApiProperty({ type: [JsonWebKey] })
-  keys: object[];
-}
-
-/** Tiers as the identity description names them (SPEC.md "Trust tiers"). */
 export const IDENTITY_TIERS = ['untrusted', 'verified', 'trusted', 'privileged'] as const;
 
 export class IdentityView {
@@ -164,35 +148,3 @@ export class TokenExchangeView {
   @ApiProperty({ type: [String], nullable: true, description: 'Action globs the token is limited to; null: unlimited' }) scope: string[] | null;
 }
 
-export class RegisterOidcClientDto {
-  @ApiProperty({ description: 'Client id of the managed identity as its tokens carry it (`azp`, `appid` or `client_id`, else `sub`)', maxLength: 200 })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(200)
-  clientId: string;
-
-  @ApiProperty({
-    description: 'A current token of this client from the identity provider (OIDC_ISSUER, audience OIDC_AUDIENCE): proves the organization controls the managed identity. Checked, never stored',
-    maxLength: 16_384,
-  })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(16_384)
-  proofToken: string;
-
-  @ApiPropertyOptional({ maxLength: 500, example: 'billing worker (Azure managed identity)' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(500)
-  description?: string;
-}
-
-export class OidcClientView {
-  @ApiProperty() clientId: string;
-  @ApiProperty() description: string;
-  @ApiProperty({ example: '2026-11-21T10:15:30.123Z' }) createdAt: string;
-}
-
-export class OidcClientListView {
-  @ApiProperty({ type: [OidcClientView] }) clients: OidcClientView[];
-}

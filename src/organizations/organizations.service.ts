@@ -9,7 +9,7 @@ import { ErrorCode } from '../common/error-code';
 import { newId, newSecret } from '../common/ids';
 import { LOGGER } from '../logging/logging.module';
 import { AdminToken, AdminTokenKind } from './admin-token.entity';
-import { hashAdminToken } from './admin-token-hash';
+import { hashAdminToken } from '../decisions/secret-hash';
 import { CredentialLookups } from './credential-lookups';
 import { Organization } from './organization.entity';
 import { PLANS, PlanId, PlanLimits, UNLIMITED } from './plans';

@@ -9,7 +9,7 @@ import { decisionSecondOf } from '../decisions/decision-id';
 import { LinkedDecision, linkProblem } from '../decisions/decision-links';
 import { AGENT_SOURCE, AgentSource } from '../decisions/decision-sources';
 import { RecentDecisions } from '../decisions/recent-decisions';
-import { outcomeRecord } from './outcome-record';
+import { outcomeRecord } from '../decisions/outcome-record';
 import type { AdapterAuditDto } from './pdp.dto';
 
 /** A decision this recent may still be queued for writing on another instance. */

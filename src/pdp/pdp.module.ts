@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ApiKeysModule } from '../api-keys/api-keys.module';
 import { AuditModule } from '../audit/audit.module';
-import { DecisionsModule } from '../decisions/decisions.module';
+import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
 import { PoliciesModule } from '../policies/policies.module';
 import { AdapterAuditService } from './adapter-audit.service';
 import { AdapterController } from './adapter.controller';
@@ -12,7 +12,7 @@ import { PolicyChangeFeed } from './policy-change-feed';
 
 /** The policy decision point: gRPC (Evaluate, EvaluateStream, Subscribe), its HTTP fallback, and the adapter endpoints. */
 @Module({
-  imports: [DecisionsModule, ApiKeysModule, AuditModule, PoliciesModule],
+  imports: [GatewayDecisionsModule, ApiKeysModule, AuditModule, PoliciesModule],
   controllers: [PdpGrpcController, AdapterController],
   providers: [PdpService, PdpHttpHandler, PolicyChangeFeed, AdapterAuditService],
   exports: [PdpHttpHandler],

@@ -4,7 +4,7 @@ import { ErrorCode } from '../common/error-code';
 import { resolveTraceId } from '../common/trace-id';
 import { AGENT_SOURCE, AgentSource } from '../decisions/decision-sources';
 import { DecisionService, DecisionSource, Verdict } from '../decisions/decision.service';
-import { DIRECT, Principal } from '../identity/agent-authenticator';
+import { DIRECT, Principal } from '../decisions/agent-authenticator';
 import type { PdpRequest } from './pdp-request';
 
 /** How long an SDK may reuse a cacheable decision; a Subscribe event for the organization ends it sooner. */

@@ -4,7 +4,7 @@ import { Observable, Subscriber } from 'rxjs';
 import { DataSource } from 'typeorm';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
-import { PolicyChangeEvents } from '../policies/policy-change-events';
+import { PolicyChangeEvents } from '../policy-changes/policy-change-events';
 
 /** One change as Subscribe reports it (PolicyChangeEvent). */
 export interface PolicyChangeView {

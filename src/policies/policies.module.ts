@@ -4,11 +4,11 @@ import { AuditModule } from '../audit/audit.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { PoliciesController } from './policies.controller';
 import { PoliciesService } from './policies.service';
-import { PolicyChangesModule } from './policy-changes.module';
+import { PolicyChangesModule } from '../policy-changes/policy-changes.module';
 import { PolicyFileLoader } from './policy-file-loader';
 import { PolicyRegistry } from './policy-registry';
 import { Policy } from './policy.entity';
-import { PolicyVersion } from './policy-version.entity';
+import { PolicyVersion } from '../policy-changes/policy-version.entity';
 
 /** Policy storage, versions, the admin API, the policies file and the compiled-set registry. */
 @Module({

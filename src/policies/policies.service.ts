@@ -1,3 +1,4 @@
+import { lockNextVersion, versionOf } from '../policy-changes/policy-versions';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, Repository } from 'typeorm';
@@ -11,9 +12,9 @@ import { PolicyLoadError } from '../policy-engine/errors';
 import { loadPolicyDocument, loadPolicyFileOrDocument } from '../policy-engine/loader';
 import type { PolicyDefinition, PolicyError } from '../policy-engine/types';
 import { OrganizationsService } from '../organizations/organizations.service';
-import { PolicyChangeEvents } from './policy-change-events';
+import { PolicyChangeEvents } from '../policy-changes/policy-change-events';
 import { Policy, PolicyOrigin } from './policy.entity';
-import { PolicyVersion } from './policy-version.entity';
+import { PolicyVersion } from '../policy-changes/policy-version.entity';
 import { PolicyDetailView, PolicyListView, PolicyVersionListView, PolicyView, ValidationResultView } from './policies.dto';
 
 /** Who changes policies: an admin token, the CLI, or the policies file. */
@@ -184,23 +185,6 @@ export class PoliciesService {
     const rows: Array<{ position: string | null }> = await manager.query('SELECT max(position) AS position FROM policies WHERE org_id = $1', [orgId]);
     await repository.insert({ orgId, name: definition.name, ...fields, position: Number(rows[0]?.position ?? 0) + 1 });
   }
-}
-
-/**
- * The organization's next policy version, with its row locked until the transaction ends:
- * every change that takes a version (policies, agents, API keys) holds it, so versions are
- * taken one after another.
- */
-export async function lockNextVersion(manager: EntityManager, orgId: string): Promise<number> {
-  const locked: unknown[] = await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId]);
-  if (locked.length === 0) throw AppError.notFound('organization', orgId);
-  return (await versionOf(manager, orgId)) + 1;
-}
-
-/** The organization's current policy version (0 before its first change). */
-export async function versionOf(manager: EntityManager, orgId: string): Promise<number> {
-  const rows: Array<{ version: string | null }> = await manager.query('SELECT max(version) AS version FROM policy_versions WHERE org_id = $1', [orgId]);
-  return Number(rows[0]?.version ?? 0);
 }
 
 /**

@@ -10,7 +10,7 @@ import { traceparentFor } from '../common/trace-id';
 import { DecisionRequest, DecisionService, Verdict } from '../decisions/decision.service';
 import type { Decision } from '../policy-engine/types';
 import { RequestFailures } from '../decisions/request-failures';
-import { AgentAuthenticator, AuthenticatedAgent } from '../identity/agent-authenticator';
+import { AgentAuthenticator, AuthenticatedAgent } from '../decisions/agent-authenticator';
 import { LOGGER } from '../logging/logging.module';
 import { actionOf, verbOf } from './action-mapping';
 import { decisionHeaders, sendJson } from './decision-headers';

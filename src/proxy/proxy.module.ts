@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { DecisionsModule } from '../decisions/decisions.module';
+import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
 import { ProxyHandler } from './proxy-handler';
 
 /** The governed proxy (`/proxy/*`); mounted on the HTTP server by mountProxy. */
 @Module({
-  imports: [DecisionsModule],
+  imports: [GatewayDecisionsModule],
   providers: [ProxyHandler],
   exports: [ProxyHandler],
 })

@@ -5,7 +5,7 @@ import { AuditService } from '../audit/audit.service';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { newId, newSecret } from '../common/ids';
-import { hashAdminToken } from '../organizations/admin-token-hash';
+import { hashAdminToken } from '../decisions/secret-hash';
 import { SidecarToken } from './sidecar-token.entity';
 import { SIDECAR_TOKEN_PREFIX } from './sidecar-token-access';
 import { CreatedSidecarTokenView, CreateSidecarTokenDto, SidecarTokenView } from './sidecar-tokens.dto';

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { SidecarConfig } from '../config/sidecar-config';
+import { SidecarConfig } from './sidecar-config';
 import { LOGGER } from '../logging/logging.module';
 import { AuditWal } from './audit-wal';
 import { GatewayLink } from './gateway-link';

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { compactInput } from '../audit/audit-input';
-import type { AuditRecord } from '../audit/audit-record';
-import { AuditSanitizer } from '../audit/audit-sanitizer';
+import { compactInput } from '../decisions/audit-input';
+import type { AuditRecord } from '../decisions/audit-record';
+import { AuditSanitizer } from '../decisions/audit-sanitizer';
 import type { DecisionLog } from '../decisions/decision-sources';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';

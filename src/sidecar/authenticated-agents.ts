@@ -1,5 +1,5 @@
-import type { AuthenticatedAgent } from '../identity/agent-authenticator';
-import type { BundleContent } from '../bundles/bundle-format';
+import type { AuthenticatedAgent } from '../decisions/agent-authenticator';
+import type { BundleContent } from '../decisions/bundle-format';
 
 /** Past this many tokens the cache starts over (a sidecar serves a handful of agents). */
 const MAX_TOKENS = 10_000;

@@ -1,9 +1,9 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { Logger } from 'pino';
-import { SidecarConfig } from '../config/sidecar-config';
+import { SidecarConfig } from './sidecar-config';
 import { LOGGER } from '../logging/logging.module';
-import { SidecarHeader } from '../bundles/sidecar-header';
+import { SidecarHeader } from '../decisions/sidecar-protocol';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';

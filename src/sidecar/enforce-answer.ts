@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { ServiceHeader } from '../common/service-header';
-import { roundMs } from '../audit/audit-record';
+import { roundMs } from '../decisions/audit-record';
 import type { Verdict } from '../decisions/decision.service';
 import { jsonNumber, jsonString } from '../common/json-text';
 

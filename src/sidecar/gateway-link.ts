@@ -1,8 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
-import { SidecarHeader } from '../bundles/sidecar-header';
+import { SidecarHeader } from '../decisions/sidecar-protocol';
 import { ServiceHeader } from '../common/service-header';
-import type { SidecarConfig } from '../config/sidecar-config';
+import type { SidecarConfig } from './sidecar-config';
 
 const REQUEST_TIMEOUT_MS = 10_000;
 /**

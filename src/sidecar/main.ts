@@ -1,6 +1,6 @@
 import { GracefulShutdown } from '../common/graceful-shutdown';
 import { ConfigError } from '../config/app-config';
-import { SidecarConfig } from '../config/sidecar-config';
+import { SidecarConfig } from './sidecar-config';
 import { createLogger } from '../logging/logger';
 import { createSidecar } from './sidecar-app';
 

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { ServiceHeader } from '../common/service-header';
 import { resolveTraceId } from '../common/trace-id';
 import { HttpExceptionFilter } from '../common/http-exception.filter';
-import { SidecarConfig } from '../config/sidecar-config';
+import { SidecarConfig } from './sidecar-config';
 import { NestPinoLogger } from '../logging/logger';
 import { isProxyUrl } from '../proxy/proxy-path';
 import { ProxyHandler } from '../proxy/proxy-handler';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SidecarConfig } from '../config/sidecar-config';
+import { SidecarConfig } from './sidecar-config';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal, WalState } from './audit-wal';
 import { BundleStore } from './bundle-store';

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE, type SidecarConfig } from '../config/sidecar-config';
+import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../decisions/sidecar-protocol';
+import type { SidecarConfig } from './sidecar-config';
 import { readFileIfExists, writeFileAtomic } from './atomic-file';
 
 const ID_FILE = 'sidecar-id';

@@ -1,8 +1,8 @@
 import { Global, Module } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { AuditSanitizer } from '../audit/audit-sanitizer';
+import { AuditSanitizer } from '../decisions/audit-sanitizer';
 import { AppConfig } from '../config/app-config';
-import { SidecarConfig } from '../config/sidecar-config';
+import { SidecarConfig } from './sidecar-config';
 import { LOGGER } from '../logging/logging.module';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';

@@ -1,7 +1,7 @@
 import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import type { Logger } from 'pino';
-import { SidecarConfig } from '../config/sidecar-config';
+import { SidecarConfig } from './sidecar-config';
 import { DecisionCoreModule } from '../decisions/decision-core.module';
 import {
   AGENT_SOURCE,

@@ -1,5 +1,5 @@
-import { AuditRecord, roundMs } from '../audit/audit-record';
-import { AuditSanitizer } from '../audit/audit-sanitizer';
+import { AuditRecord, roundMs } from '../decisions/audit-record';
+import { AuditSanitizer } from '../decisions/audit-sanitizer';
 import { jsonNumber, jsonString } from '../common/json-text';
 import { walLine } from './wal-line';
 

@@ -3,7 +3,7 @@ import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotF
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import { ErrorBody } from '../common/error-body.dto';
-import { OidcClientListView, OidcClientView, RegisterOidcClientDto } from './identity.dto';
+import { OidcClientListView, OidcClientView, RegisterOidcClientDto } from './managed-identity.dto';
 import { OidcClientsService } from './oidc-clients.service';
 
 @ApiTags('identity')

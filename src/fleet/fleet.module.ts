@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from '../audit/audit.module';
-import { DecisionsModule } from '../decisions/decisions.module';
-import { IdentityModule } from '../identity/identity.module';
+import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
+import { KeysModule } from '../keys/keys.module';
 import { BundlesController } from './bundles.controller';
 import { BundlesService } from './bundles.service';
 import { SidecarAuditRange } from './sidecar-audit-range.entity';
@@ -11,8 +11,8 @@ import { SidecarsService } from './sidecars.service';
 
 /** The gateway's side of the edge sidecar: signed bundles, audit ingestion, fleet status. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Sidecar, SidecarAuditRange]), AuditModule, IdentityModule, DecisionsModule],
+  imports: [TypeOrmModule.forFeature([Sidecar, SidecarAuditRange]), AuditModule, KeysModule, GatewayDecisionsModule],
   controllers: [BundlesController],
   providers: [BundlesService, SidecarsService],
 })
-export class BundlesModule {}
+export class FleetModule {}

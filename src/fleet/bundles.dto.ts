@@ -15,7 +15,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../config/sidecar-config';
+import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../decisions/sidecar-protocol';
 
 /** Most entries one ingest request may carry (a sidecar sends at most 500, under 1 MiB). */
 export const MAX_INGEST_ENTRIES = 1000;

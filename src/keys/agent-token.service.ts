@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { SignJWT } from 'jose';
 import { AppConfig } from '../config/app-config';
-import type { ActorClaim } from './agent-token-claims';
+import type { ActorClaim } from '../decisions/agent-token-claims';
 import { KeyRing } from './key-ring';
 import { TokenIssuer } from './token-issuer';
 

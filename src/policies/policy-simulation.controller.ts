@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
-import { InvalidPolicyBody } from '../policies/policies.dto';
+import { InvalidPolicyBody } from './policies.dto';
 import { PolicySimulator } from './policy-simulator';
 import { BacktestReportView, BacktestRequestDto, SimulateRequestDto, SimulationView } from './simulation.dto';
 

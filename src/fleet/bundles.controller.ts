@@ -5,11 +5,11 @@ import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import { ErrorBody } from '../common/error-body.dto';
 import { SidecarTokenAccepted } from '../sidecar-tokens/sidecar-token-access';
-import type { SignedBundle } from './bundle-format';
+import type { SignedBundle } from '../decisions/bundle-format';
 import { AuditIngestDto, AuditIngestResult, SidecarListView } from './bundles.dto';
 import { BundlesService } from './bundles.service';
 import { ingestBatchOf } from './ingest-batch';
-import { SidecarHeader } from './sidecar-header';
+import { SidecarHeader } from '../decisions/sidecar-protocol';
 import { SidecarsService } from './sidecars.service';
 
 @ApiTags('sidecar')

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
-import { AGENT_SOURCE, AgentSnapshot, AgentSource } from '../decisions/decision-sources';
+import { AGENT_SOURCE, AgentSnapshot, AgentSource } from './decision-sources';
 import { rankOfValue } from '../policy-engine/tiers';
 import type { DelegationFacts } from '../policy-engine/types';
 import { ActorClaim, AgentTokenClaims, InvalidTokenError } from './agent-token-claims';

@@ -6,7 +6,7 @@ import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { isUniqueViolation } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
-import { OidcClientView, RegisterOidcClientDto } from './identity.dto';
+import { OidcClientView, RegisterOidcClientDto } from './managed-identity.dto';
 import { OidcClient } from './oidc-client.entity';
 import { OidcVerifier } from './oidc-verifier';
 

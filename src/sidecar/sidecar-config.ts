@@ -1,13 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
-import { publicKeyOfText } from '../bundles/bundle-format';
-import { AppConfig, ConfigError, GatewayMode, LogLevel } from './app-config';
-import { EnvReader, hasCredentials } from './env-reader';
+import { publicKeyOfText } from '../decisions/bundle-format';
+import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../decisions/sidecar-protocol';
+import { AppConfig, ConfigError, GatewayMode, LogLevel } from '../config/app-config';
+import { EnvReader, hasCredentials } from '../config/env-reader';
 
-/** A sidecar's id, as the gateway's ingest and fleet status take it. */
-export const SIDECAR_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
-export const SIDECAR_ID_RULE = '1-128 letters, digits, or . _ : -';
 
 /** Largest BUNDLE_PUBLIC_KEY file read: a key is a few hundred bytes; a wrong path (a device, a log) must not be read whole. */
 const MAX_KEY_FILE_BYTES = 64 * 1024;

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import type { PolicyChangeKind } from '../cluster/cluster-event';
-import { lockNextVersion } from './policies.service';
+import { lockNextVersion } from './policy-versions';
 import { PolicyChangeEvents } from './policy-change-events';
 import { PolicyVersion } from './policy-version.entity';
 

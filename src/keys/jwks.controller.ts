@@ -1,7 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Public } from '../common/auth-decorators';
-import { JwksResponse } from './identity.dto';
+import { JwksResponse } from './keys.dto';
 import { KeyRing } from './key-ring';
 
 @ApiTags('identity')

@@ -1,6 +1,6 @@
 import { generateKeyPairSync, KeyObject } from 'node:crypto';
 import { JWK, SignJWT } from 'jose';
-import type { VerificationKeySource } from '../decisions/decision-sources';
+import type { VerificationKeySource } from './decision-sources';
 import { AgentTokenVerifier } from './agent-token-verifier';
 import { JwkSet } from './jwk-set';
 

@@ -3,10 +3,10 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import type { AdminPrincipal } from '../common/admin-principal';
-import { KeyRing } from '../identity/key-ring';
+import { KeyRing } from '../keys/key-ring';
 import { CANONICAL_TIERS, canonicalTier, TIER_NAMES } from '../policy-engine/tiers';
 import type { PolicyDefinition } from '../policy-engine/types';
-import { BUNDLE_FORMAT, BundleAgent, BundleContent, BundleTiers, contentTag, SignedBundle, signBundle } from './bundle-format';
+import { BUNDLE_FORMAT, BundleAgent, BundleContent, BundleTiers, contentTag, SignedBundle, signBundle } from '../decisions/bundle-format';
 
 /** A bundle ready to serve, with the tag `If-None-Match` compares against. */
 export interface ServedBundle {

@@ -3,7 +3,7 @@ import type { KeyObject } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, JWTPayload } from 'jose';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
-import { DECISION_SETTINGS, DecisionSettings, VERIFICATION_KEYS, VerificationKeySource } from '../decisions/decision-sources';
+import { DECISION_SETTINGS, DecisionSettings, VERIFICATION_KEYS, VerificationKeySource } from './decision-sources';
 import { AgentTokenClaims, InvalidTokenError, toClaims } from './agent-token-claims';
 
 const MAX_CACHED_TOKENS = 50_000;

@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { importJWK, JWK } from 'jose';
-import type { VerificationKeySource } from '../decisions/decision-sources';
+import type { VerificationKeySource } from './decision-sources';
 
 /**
  * A fixed set of public JWKs as a key source: what an edge sidecar trusts from its signed

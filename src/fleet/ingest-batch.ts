@@ -10,7 +10,7 @@ import {
   SHORT_TEXT_MAX,
   SIDECAR_ID_MESSAGE,
 } from './bundles.dto';
-import { SIDECAR_ID_FORMAT } from '../config/sidecar-config';
+import { SIDECAR_ID_FORMAT } from '../decisions/sidecar-protocol';
 
 /** A field's check: null when the value passes, else what is wrong with it (after the field's name). */
 type Check = (value: unknown) => string | null;

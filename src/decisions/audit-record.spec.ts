@@ -1,7 +1,7 @@
-import { chainHash } from './audit-chain';
+import { chainHash } from '../audit/audit-chain';
 import { AUDIT_ENTRY_COLUMNS, copyValue, entryText, jsonRow, readAudit, StoredAudit } from './audit-entry';
 import { AuditRecord, queuedAudit, queuedParts } from './audit-record';
-import { chainRow, copyLine } from './audit-rows';
+import { chainRow, copyLine } from '../audit/audit-rows';
 import { AuditSanitizer, REDACTED } from './audit-sanitizer';
 
 const clean = new AuditSanitizer(['password', 'token']);

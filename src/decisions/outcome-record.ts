@@ -1,8 +1,8 @@
-import type { AuditRecord } from '../audit/audit-record';
+import type { AuditRecord } from './audit-record';
 import { newId } from '../common/ids';
 import { resolveTraceId } from '../common/trace-id';
-import type { AgentSnapshot } from '../decisions/decision-sources';
-import type { AdapterAuditDto } from './pdp.dto';
+import type { AgentSnapshot } from './decision-sources';
+import type { AdapterAuditDto } from '../pdp/pdp.dto';
 
 /** An adapter's `/v1/audit` event as its audit entry (kind `outcome`), on the gateway and at the edge alike. */
 export function outcomeRecord(agent: AgentSnapshot, event: AdapterAuditDto, traceId: string): AuditRecord & { id: string } {

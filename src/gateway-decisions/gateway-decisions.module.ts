@@ -4,13 +4,13 @@ import { AgentsModule } from '../agents/agents.module';
 import { AuditModule } from '../audit/audit.module';
 import { AuditWriter } from '../audit/audit-writer';
 import { AppConfig } from '../config/app-config';
-import { IdentityModule } from '../identity/identity.module';
-import { KeyRing } from '../identity/key-ring';
+import { KeysModule } from '../keys/keys.module';
+import { KeyRing } from '../keys/key-ring';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { UsageMeter } from '../organizations/usage-meter';
 import { PoliciesModule } from '../policies/policies.module';
 import { PolicyRegistry } from '../policies/policy-registry';
-import { DecisionCoreModule } from './decision-core.module';
+import { DecisionCoreModule } from '../decisions/decision-core.module';
 import {
   AGENT_SOURCE,
   DECISION_LOG,
@@ -20,10 +20,10 @@ import {
   RATE_LIMITER,
   USAGE_GATE,
   VERIFICATION_KEYS,
-} from './decision-sources';
+} from '../decisions/decision-sources';
 import { GatewayRateLimiter } from './gateway-rate-limiter';
-import { PolicySimulationController } from './policy-simulation.controller';
-import { PolicySimulator } from './policy-simulator';
+import { PolicySimulationController } from '../policies/policy-simulation.controller';
+import { PolicySimulator } from '../policies/policy-simulator';
 
 /**
  * Deciding on the gateway: the decision core bound to its PostgreSQL-backed sources (policy
@@ -33,7 +33,7 @@ import { PolicySimulator } from './policy-simulator';
 @Module({
   imports: [
     DecisionCoreModule.register({
-      imports: [PoliciesModule, AgentsModule, IdentityModule, OrganizationsModule, AuditModule],
+      imports: [PoliciesModule, AgentsModule, KeysModule, OrganizationsModule, AuditModule],
       sources: [
         { provide: POLICY_SOURCE, useExisting: PolicyRegistry },
         { provide: AGENT_SOURCE, useExisting: AgentDirectory },
@@ -55,4 +55,4 @@ import { PolicySimulator } from './policy-simulator';
   providers: [PolicySimulator],
   exports: [DecisionCoreModule],
 })
-export class DecisionsModule {}
+export class GatewayDecisionsModule {}

@@ -1,0 +1,35 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+
+export class RegisterOidcClientDto {
+  @ApiProperty({ description: 'Client id of the managed identity as its tokens carry it (`azp`, `appid` or `client_id`, else `sub`)', maxLength: 200 })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  clientId: string;
+
+  @ApiProperty({
+    description: 'A current token of this client from the identity provider (OIDC_ISSUER, audience OIDC_AUDIENCE): proves the organization controls the managed identity. Checked, never stored',
+    maxLength: 16_384,
+  })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(16_384)
+  proofToken: string;
+
+  @ApiPropertyOptional({ maxLength: 500, example: 'billing worker (Azure managed identity)' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  description?: string;
+}
+
+export class OidcClientView {
+  @ApiProperty() clientId: string;
+  @ApiProperty() description: string;
+  @ApiProperty({ example: '2026-11-21T10:15:30.123Z' }) createdAt: string;
+}
+
+export class OidcClientListView {
+  @ApiProperty({ type: [OidcClientView] }) clients: OidcClientView[];
+}
