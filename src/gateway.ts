@@ -12,7 +12,9 @@ import { requestContext } from './common/request-context.middleware';
 import { createValidationPipe } from './common/validation';
 import { setupSwagger } from './docs/swagger';
 import { createLogger, NestPinoLogger } from './logging/logger';
-import { mountProxy } from './proxy/mount-proxy';
+import { mountLeanRoutes } from './http/lean-routes';
+import { AdapterHttpHandler } from './pdp/adapter-http.handler';
+import { ProxyHandler } from './proxy/proxy-handler';
 import { pdpGrpcOptions } from './pdp/pdp-grpc-options';
 import './common/request-context';
 
@@ -52,6 +54,7 @@ export async function createGateway(config: AppConfig, logger: Logger = createLo
     await app.close().catch(() => undefined);
     throw error;
   }
-  mountProxy(app);
+  // The lean routes, ahead of express (src/http/lean-routes.ts): the governed proxy and the adapter endpoints.
+  mountLeanRoutes(app, [app.get(ProxyHandler), app.get(AdapterHttpHandler)]);
   return app;
 }

@@ -5,16 +5,14 @@ import { ErrorCode } from '../common/error-code';
 import { OidcVerifier } from '../managed-identity/oidc-verifier';
 import { hashAdminToken } from '../decisions/secret-hash';
 import { AdapterPrincipal, ApiKeysService } from './api-keys.service';
+import type { AdapterAuthentication, AdapterCredentials } from '../decisions/adapter-ports';
 
-/** What an adapter presents: `X-Api-Key`, or `Authorization: Bearer` from its identity provider. */
-export interface AdapterCredentials {
-  apiKey?: string;
-  authorization?: string;
-}
-
-/** Authenticates agent-side adapters, for the auth guard (HTTP and gRPC) and the lean PDP path alike. */
+/**
+ * Authenticates agent-side adapters on the gateway (API keys in PostgreSQL, managed identities
+ * of OIDC_ISSUER), for the auth guard (HTTP and gRPC) and the adapter endpoints alike.
+ */
 @Injectable()
-export class AdapterAuthenticator {
+export class AdapterAuthenticator implements AdapterAuthentication {
   constructor(
     private readonly apiKeys: ApiKeysService,
     private readonly oidc: OidcVerifier,

@@ -55,6 +55,11 @@ export interface DecisionLog {
   record(entry: AuditRecord): void;
   /** Undefined while the log has room, else a promise that resolves when it has (backpressure). */
   whenWritable(): Promise<void> | undefined;
+  /**
+   * Resolves once the entries recorded so far are durable, where an answer must wait for that
+   * (the sidecar's write-ahead file); absent where recording is enough.
+   */
+  durable?(): Promise<void>;
 }
 
 /** How decisions are applied, and whom agent tokens must come from. */

@@ -2,10 +2,22 @@ import type { AuditRecord } from './audit-record';
 import { newId } from '../common/ids';
 import { resolveTraceId } from '../common/trace-id';
 import type { AgentSnapshot } from './decision-sources';
-import type { AdapterAuditDto } from '../pdp/pdp.dto';
+
+/** What an adapter reports of a call it checked (`POST /v1/audit`). */
+export interface ReportedCall {
+  plugin: string;
+  function: string;
+  arguments?: Record<string, unknown>;
+  decision: 'allow' | 'deny';
+  durationMs: number;
+  resultSummary?: string;
+  traceId?: string;
+  eventId?: string;
+  decisionId?: string;
+}
 
 /** An adapter's `/v1/audit` event as its audit entry (kind `outcome`), on the gateway and at the edge alike. */
-export function outcomeRecord(agent: AgentSnapshot, event: AdapterAuditDto, traceId: string): AuditRecord & { id: string } {
+export function outcomeRecord(agent: AgentSnapshot, event: ReportedCall, traceId: string): AuditRecord & { id: string } {
   return {
     id: newId('aud'),
     ts: Date.now(),

@@ -1,20 +1,35 @@
 import { Module } from '@nestjs/common';
+import { AdapterAuthenticator } from '../api-keys/adapter-authenticator';
 import { ApiKeysModule } from '../api-keys/api-keys.module';
 import { AuditModule } from '../audit/audit.module';
+import { StoredOutcomes } from '../audit/stored-outcomes';
+import { AppConfig } from '../config/app-config';
+import { ADAPTER_AUTHENTICATION, OUTCOME_LEDGER } from '../decisions/adapter-ports';
 import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
 import { PoliciesModule } from '../policies/policies.module';
-import { AdapterAuditService } from './adapter-audit.service';
-import { AdapterController } from './adapter.controller';
+import { ADAPTER_HTTP_SETTINGS, AdapterHttpHandler, AdapterHttpSettings } from './adapter-http.handler';
+import { OutcomeRecorder } from './outcome-recorder';
 import { PdpGrpcController } from './pdp-grpc.controller';
-import { PdpHttpHandler } from './pdp-http.handler';
 import { PdpService } from './pdp.service';
 import { PolicyChangeFeed } from './policy-change-feed';
 
-/** The policy decision point: gRPC (Evaluate, EvaluateStream, Subscribe), its HTTP fallback, and the adapter endpoints. */
+/**
+ * The policy decision point on the gateway: gRPC (Evaluate, EvaluateStream, Subscribe) and the
+ * adapter endpoints (`/v1/check`, `/api/v1/pdp/evaluate`, `/v1/audit`), whose ports are bound
+ * to API keys and managed identities and to the audit trail.
+ */
 @Module({
   imports: [GatewayDecisionsModule, ApiKeysModule, AuditModule, PoliciesModule],
-  controllers: [PdpGrpcController, AdapterController],
-  providers: [PdpService, PdpHttpHandler, PolicyChangeFeed, AdapterAuditService],
-  exports: [PdpHttpHandler],
+  controllers: [PdpGrpcController],
+  providers: [
+    PdpService,
+    AdapterHttpHandler,
+    OutcomeRecorder,
+    PolicyChangeFeed,
+    { provide: ADAPTER_AUTHENTICATION, useExisting: AdapterAuthenticator },
+    { provide: OUTCOME_LEDGER, useClass: StoredOutcomes },
+    { provide: ADAPTER_HTTP_SETTINGS, inject: [AppConfig], useFactory: (config: AppConfig): AdapterHttpSettings => ({ maxJsonBytes: config.http.maxJsonBytes }) },
+  ],
+  exports: [AdapterHttpHandler],
 })
 export class PdpModule {}

@@ -13,12 +13,14 @@ import { RequestFailures } from '../decisions/request-failures';
 import { AgentAuthenticator, AuthenticatedAgent } from '../decisions/agent-authenticator';
 import { LOGGER } from '../logging/logging.module';
 import { actionOf, verbOf } from './action-mapping';
-import { decisionHeaders, sendJson } from './decision-headers';
-import { parseProxyUrl, ProxyTarget } from './proxy-path';
+import { decisionHeaders } from '../http/decision-headers';
+import { sendJson } from '../http/send-json';
+import type { LeanRoute } from '../http/lean-routes';
+import { isProxyUrl, parseProxyUrl, ProxyTarget } from './proxy-path';
 import { proxyArgs, proxyContext } from './proxy-input';
 import { bodyFieldsOf, bodyKindOf, MULTIPART_PROBLEM, queryBodyConflict } from './body-fields';
 import { requestIntegrityDenial } from './request-integrity';
-import { limitedBody, readBody } from './request-body';
+import { limitedBody, readBody } from '../http/body-reader';
 import { UpstreamClient, UpstreamOutcome } from './upstream-client';
 import { header, requestTraceId } from '../common/raw-request';
 import { atTurnEnd } from '../common/turn-end';
@@ -41,7 +43,7 @@ const CLIENT_GONE = Symbol('client gone');
  * more than this path's whole budget (docs/architecture.md).
  */
 @Injectable()
-export class ProxyHandler implements OnApplicationShutdown {
+export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
   private readonly upstream: UpstreamClient | null;
 
   constructor(
@@ -52,6 +54,10 @@ export class ProxyHandler implements OnApplicationShutdown {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.upstream = config.proxy.upstreamUrl ? new UpstreamClient(config.proxy.upstreamUrl, config.proxy.timeoutMs, config.http.trustedProxies) : null;
+  }
+
+  matches(request: IncomingMessage): boolean {
+    return isProxyUrl(request.url);
   }
 
   /** Serves one request; never throws (errors become responses). */

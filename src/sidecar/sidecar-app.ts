@@ -1,4 +1,3 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Logger } from 'pino';
@@ -7,15 +6,14 @@ import { resolveTraceId } from '../common/trace-id';
 import { HttpExceptionFilter } from '../common/http-exception.filter';
 import { SidecarConfig } from './sidecar-config';
 import { NestPinoLogger } from '../logging/logger';
-import { isProxyUrl } from '../proxy/proxy-path';
 import { ProxyHandler } from '../proxy/proxy-handler';
 import { BundleStore } from './bundle-store';
-import { SIDECAR_ADAPTER_PATHS, SidecarAdapterHandler } from './sidecar-adapter-handler';
+import { AdapterHttpHandler } from '../pdp/adapter-http.handler';
+import { LeanRoute, mountLeanRoutes } from '../http/lean-routes';
 import { SidecarHandler } from './sidecar-handler';
 import { SidecarModule } from './sidecar.module';
-import { header, pathOf } from '../common/raw-request';
-
-type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
+import { setupSidecarSwagger } from './sidecar-swagger';
+import { header } from '../common/raw-request';
 
 /**
  * Builds the sidecar application (not yet listening). Its routes are served on the lean path,
@@ -31,6 +29,7 @@ export async function createSidecar(config: SidecarConfig, logger: Logger): Prom
   });
   app.disable('x-powered-by');
   app.useGlobalFilters(new HttpExceptionFilter(logger));
+  setupSidecarSwagger(app, config.shared.version);
   try {
     await app.init();
   } catch (error) {
@@ -41,24 +40,25 @@ export async function createSidecar(config: SidecarConfig, logger: Logger): Prom
   return app;
 }
 
+/**
+ * The sidecar's lean routes (src/http/lean-routes.ts): `/enforce`, `/enforce/batch` and `/health`;
+ * the adapter endpoints and `/proxy/*`, both refused while no valid bundle is in force.
+ */
 function mountSidecarRoutes(app: NestExpressApplication): void {
-  const server = app.getHttpServer() as Server;
-  const sidecar = app.get(SidecarHandler);
-  const proxy = app.get(ProxyHandler);
   const store = app.get(BundleStore);
-  const adapters = app.get(SidecarAdapterHandler);
-  const [express] = server.listeners('request') as RequestListener[];
-  server.removeAllListeners('request');
-  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    if (sidecar.serves(request)) return sidecar.handle(request, response);
-    const path = pathOf(request.url);
-    if (SIDECAR_ADAPTER_PATHS.has(path)) return adapters.handle(request, response, path);
-    if (!isProxyUrl(request.url)) return express(request, response);
-    const failure = store.failure;
-    if (failure === null) return proxy.handle(request, response);
-    request.resume();
-    sidecar.failClosed(response, resolveTraceId(header(request, ServiceHeader.ClientTraceId.toLowerCase()), undefined), failure);
-  });
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
+  const sidecar = app.get(SidecarHandler);
+  mountLeanRoutes(app, [sidecar, failingClosed(store, sidecar, app.get(AdapterHttpHandler)), failingClosed(store, sidecar, app.get(ProxyHandler))]);
+}
+
+/** The route, but a 503 naming the reason for every request while no valid bundle is in force (fail closed). */
+function failingClosed(store: BundleStore, sidecar: SidecarHandler, route: LeanRoute): LeanRoute {
+  return {
+    matches: (request, path) => route.matches(request, path),
+    handle: (request, response, path) => {
+      const failure = store.failure;
+      if (failure === null) return route.handle(request, response, path);
+      request.resume();
+      sidecar.failClosed(response, resolveTraceId(header(request, ServiceHeader.ClientTraceId.toLowerCase()), undefined), failure);
+    },
+  };
 }

@@ -2,15 +2,14 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { AppError } from '../common/app-error';
-import { errorBody } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
 import { ServiceHeader } from '../common/service-header';
 import { SidecarConfig } from './sidecar-config';
 import { DecisionService } from '../decisions/decision.service';
 import { AgentAuthenticator, AuthenticatedAgent } from '../decisions/agent-authenticator';
 import { LOGGER } from '../logging/logging.module';
-import { sendJson } from '../proxy/decision-headers';
-import { readJsonContent } from '../proxy/request-body';
+import { sendJson } from '../http/send-json';
+import { readJsonContent } from '../http/body-reader';
 import { AuditWal } from './audit-wal';
 import { AuthenticatedAgents } from './authenticated-agents';
 import { BundleStore } from './bundle-store';
@@ -20,6 +19,8 @@ import { roundMs } from '../decisions/audit-record';
 import { jsonNumber, jsonString } from '../common/json-text';
 import { pathOf, rawHeader, requestTraceId } from '../common/raw-request';
 import { SidecarHealth } from './sidecar-health';
+import type { LeanRoute } from '../http/lean-routes';
+import { sendFailure } from '../http/json-route';
 
 /**
  * The sidecar's hot endpoints on the lean path (no express): `POST /enforce`, `POST
@@ -29,7 +30,7 @@ import { SidecarHealth } from './sidecar-health';
  * with 503 and the reason (fail closed).
  */
 @Injectable()
-export class SidecarHandler {
+export class SidecarHandler implements LeanRoute {
   private readonly agents = new AuthenticatedAgents();
 
   constructor(
@@ -43,7 +44,7 @@ export class SidecarHandler {
   ) {}
 
   /** True when this handler serves the request's path. */
-  serves(request: IncomingMessage): boolean {
+  matches(request: IncomingMessage): boolean {
     const url = request.url ?? '';
     return url === '/enforce' || url === '/enforce/batch' || url === '/health' || url.startsWith('/health?') || url.startsWith('/enforce?') || url.startsWith('/enforce/batch?');
   }
@@ -51,11 +52,9 @@ export class SidecarHandler {
   /** Serves one request; never throws. */
   handle(request: IncomingMessage, response: ServerResponse): void {
     const traceId = requestTraceId(request);
-    this.serve(request, response, traceId).catch((error: unknown) => {
-      const answer = errorBody(error, traceId);
-      if (answer.unexpected) this.logger.error({ err: error, traceId }, 'sidecar request failed');
-      sendJson(response, answer.status, answer.body, { [ServiceHeader.TraceId]: traceId });
-    });
+    this.serve(request, response, traceId).catch((error: unknown) =>
+      sendFailure(request, response, { traceId, headers: { [ServiceHeader.TraceId]: traceId }, logger: this.logger, what: 'sidecar request' }, error),
+    );
   }
 
   /** The 503 every decision gets while no valid bundle is in force. */
@@ -100,6 +99,16 @@ export class SidecarHandler {
   private async enforce(response: ServerResponse, agent: AuthenticatedAgent, body: Record<string, unknown>, traceId: string, started: number): Promise<void> {
     const verdict = await this.decisions.check(agent, decisionRequestOf(enforceItem(body), traceId));
     await this.wal.durable();
+    // A tripped rate limit is a "try again later" on every transport (docs/pdp.md): 429, as at the proxy and the PDP.
+    const { rateLimit } = verdict.decision;
+    if (rateLimit !== undefined && verdict.enforced) {
+      throw new AppError(ErrorCode.RateLimited, `Rate limit exceeded: ${verdict.decision.reason}`, {
+        retry_after: rateLimit.retryAfterSeconds,
+        limit: rateLimit.limit,
+        policy: verdict.decision.policy,
+        decisionId: verdict.id,
+      });
+    }
     const answer = answerMembers(verdict, performance.now() - started);
     sendJsonText(response, 200, `{${answer},${this.trailer(traceId)}}`, traceId);
   }

@@ -16,12 +16,15 @@ import {
 import { LOGGER, LoggingModule } from '../logging/logging.module';
 import { SlidingWindowLimiter } from '../policy-engine/sliding-window-limiter';
 import { PdpService } from '../pdp/pdp.service';
+import { ADAPTER_HTTP_SETTINGS, AdapterHttpHandler, AdapterHttpSettings } from '../pdp/adapter-http.handler';
+import { OutcomeRecorder } from '../pdp/outcome-recorder';
+import { ADAPTER_AUTHENTICATION, OUTCOME_LEDGER } from '../decisions/adapter-ports';
 import { ProxyHandler } from '../proxy/proxy-handler';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
 import { BundleSync } from './bundle-sync';
-import { SidecarAdapterHandler } from './sidecar-adapter-handler';
+import { BundleApiKeys, EdgeOutcomes } from './edge-adapter-ports';
 import { SidecarHandler } from './sidecar-handler';
 import { SidecarHealth } from './sidecar-health';
 import { SidecarStateModule } from './sidecar-state.module';
@@ -46,7 +49,7 @@ class AuditWalCloser implements OnApplicationShutdown {
  * The edge sidecar (SPEC.md "Edge sidecar"): the decision core bound to the signed bundle
  * (policies, agents, keys), an in-process rate limiter, no quota, and the write-ahead audit
  * buffer; bundle sync and audit forwarding on timers; the lean HTTP transports. No TypeORM, no
- * billing, no analytics anywhere in its module graph (sidecar-module.spec.ts).
+ * billing, no analytics anywhere in its module graph (`npm run lint` checks its imports).
  */
 @Module({})
 export class SidecarModule {
@@ -79,7 +82,20 @@ export class SidecarModule {
           ],
         }),
       ],
-      providers: [AuditWalCloser, AuditForwarder, BundleSync, SidecarHealth, SidecarHandler, SidecarAdapterHandler, PdpService, ProxyHandler],
+      providers: [
+        AuditWalCloser,
+        AuditForwarder,
+        BundleSync,
+        SidecarHealth,
+        SidecarHandler,
+        PdpService,
+        ProxyHandler,
+        AdapterHttpHandler,
+        OutcomeRecorder,
+        { provide: ADAPTER_AUTHENTICATION, useClass: BundleApiKeys },
+        { provide: OUTCOME_LEDGER, useClass: EdgeOutcomes },
+        { provide: ADAPTER_HTTP_SETTINGS, useValue: { maxJsonBytes: config.shared.http.maxJsonBytes } satisfies AdapterHttpSettings },
+      ],
     };
   }
 }

@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import type { Decision } from '../policy-engine/types';
 import { ServiceHeader } from '../common/service-header';
 
@@ -14,15 +13,4 @@ export function decisionHeaders(decision: Decision, traceId: string, agentId: st
     [ServiceHeader.TraceId]: traceId,
     [ServiceHeader.AgentId]: agentId,
   };
-}
-
-/** Writes a JSON response on a raw Node response (the proxy's lean path has no express). */
-export function sendJson(response: ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): void {
-  if (response.headersSent) {
-    response.destroy();
-    return;
-  }
-  const payload = JSON.stringify(body);
-  response.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payload) });
-  response.end(payload);
 }

@@ -1,0 +1,38 @@
+import { Injectable } from '@nestjs/common';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
+import type { AdapterAuthentication, AdapterCredentials, AdapterIdentity, OutcomeLedger } from '../decisions/adapter-ports';
+import type { LinkedDecision } from '../decisions/decision-links';
+import { hashAdminToken } from '../decisions/secret-hash';
+import { BundleStore } from './bundle-store';
+
+/**
+ * Adapters at the edge authenticate with an API key of the bundle's organization (the bundle
+ * carries the keys' hashes, revocations included as of the last sync). Managed-identity tokens
+ * need the identity provider and the gateway's registry: they are taken by the gateway only.
+ */
+@Injectable()
+export class BundleApiKeys implements AdapterAuthentication {
+  constructor(private readonly store: BundleStore) {}
+
+  authenticate({ apiKey }: AdapterCredentials): Promise<AdapterIdentity> {
+    if (apiKey === undefined || apiKey === '') return Promise.reject(new AppError(ErrorCode.Unauthorized, 'Missing X-Api-Key'));
+    if (!this.store.hasApiKey(hashAdminToken(apiKey))) return Promise.reject(new AppError(ErrorCode.Unauthorized, 'Invalid or revoked API key'));
+    return Promise.resolve({ orgId: this.store.bundle!.orgId });
+  }
+}
+
+/**
+ * The edge's outcome ledger: it knows only its own recent decisions (RecentDecisions), and
+ * whether an eventId was seen before is known only at the gateway, which records each once when
+ * the sidecar forwards its entries.
+ */
+export class EdgeOutcomes implements OutcomeLedger {
+  findDecision(): Promise<LinkedDecision | null> {
+    return Promise.resolve(null);
+  }
+
+  claim(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+}

@@ -1,0 +1,83 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../common/auth-decorators';
+import { ServiceHeader } from '../common/service-header';
+import { ErrorBody } from '../common/error-body.dto';
+import { addAdapterRoutes, addProxyRoutes } from '../docs/lean-routes.openapi';
+import { AdapterAuditDto, AuditAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
+
+const json = (schema: object) => ({ 'application/json': { schema } });
+const errorBody = { $ref: '#/components/schemas/ErrorBody' };
+
+const ENFORCE_ITEM = {
+  type: 'object',
+  required: ['action'],
+  properties: {
+    action: { type: 'string', example: 'read:docs/report.pdf' },
+    resource: { type: 'string' },
+    context: { type: 'object', description: '`plugin`, `function` and `args` are read as the decision input’s; the rest as `context.*` (the caller’s claim)' },
+  },
+};
+const ANSWER = {
+  type: 'object',
+  properties: {
+    decision: { type: 'string', enum: ['allow', 'deny'] },
+    policy: { type: 'string' },
+    rule: { type: 'string', nullable: true },
+    reason: { type: 'string', description: 'On a denial' },
+    wouldDeny: { type: 'boolean', description: 'MODE=audit: a denial that was let through' },
+    latencyMs: { type: 'number' },
+    decisionId: { type: 'string' },
+    bundleVersion: { type: 'string' },
+    mode: { type: 'string', enum: ['enforce', 'audit'] },
+    traceId: { type: 'string' },
+  },
+};
+
+/** Serves the sidecar's Swagger UI at /docs and its OpenAPI document at /docs-json. */
+export function setupSidecarSwagger(app: INestApplication, version: string): OpenAPIObject {
+  const builder = new DocumentBuilder()
+    .setTitle('Agent Governance Service: edge sidecar')
+    .setDescription('Local decisions from the signed, cached policy bundle (docs/sidecar.md). Agents call `/enforce` and `/proxy/*` with their agent token; adapters call the PDP endpoints with an API key of the bundle’s organization.')
+    .setVersion(version)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, AGENT_TOKEN_SCHEME)
+    .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.ApiKey }, API_KEY_SCHEME)
+    .build();
+  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckRequestDto, CheckAnswerDto, PolicyRequestJsonDto, PolicyResponseJsonDto, AdapterAuditDto, AuditAcceptedDto, ErrorBody] });
+  const refusals = {
+    '400': { description: 'A malformed body, named in the message', content: json(errorBody) },
+    '401': { description: 'Missing, invalid, expired or revoked agent token', content: json(errorBody) },
+    '403': { description: 'The body’s agentId is not the token’s agent', content: json(errorBody) },
+    '429': { description: '`rate_limited`: a `rate_limit` condition tripped (`retry_after`, `limit`, `policy`, `decisionId`; Retry-After)', content: json(errorBody) },
+    '503': { description: 'No valid policy bundle: every decision is refused (fail closed)', content: json(errorBody) },
+  };
+  document.paths['/enforce'] = {
+    post: {
+      tags: ['sidecar'],
+      summary: 'One decision from the cached bundle',
+      security: [{ [AGENT_TOKEN_SCHEME]: [] }],
+      requestBody: { required: true, content: json({ ...ENFORCE_ITEM, properties: { agentId: { type: 'string' }, ...ENFORCE_ITEM.properties } }) },
+      responses: { '200': { description: 'The decision (a denial too)', content: json(ANSWER) }, ...refusals },
+    },
+  };
+  document.paths['/enforce/batch'] = {
+    post: {
+      tags: ['sidecar'],
+      summary: 'Several decisions at once; a tripped rate limit is reported per item (`rateLimited`, `retryAfter`)',
+      security: [{ [AGENT_TOKEN_SCHEME]: [] }],
+      requestBody: { required: true, content: json({ type: 'object', required: ['actions'], properties: { agentId: { type: 'string' }, actions: { type: 'array', items: ENFORCE_ITEM } } }) },
+      responses: { '200': { description: '`results` (one per action), `allAllowed`, `latencyMs`', content: json({ type: 'object' }) }, ...refusals },
+    },
+  };
+  document.paths['/health'] = {
+    get: {
+      tags: ['sidecar'],
+      summary: 'Mode, bundle version and age, last sync, gateway reachability, cached policies and agents, audit buffer',
+      responses: { '200': { description: 'Deciding (healthy or degraded)' }, '503': { description: '`fail_closed`: no valid bundle' } },
+    },
+  };
+  addAdapterRoutes(document);
+  addProxyRoutes(document);
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
+  return document;
+}
