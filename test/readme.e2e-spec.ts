@@ -29,7 +29,7 @@ const RUN = [
   { file: 'docs/pdp.md' },
   { file: 'docs/identity.md' },
 ];
-const BASH_TIMEOUT_MS = 120_000;
+const BASH_TIMEOUT_MS = 90_000;
 
 interface Gateway {
   child: ChildProcess;
@@ -102,7 +102,7 @@ describe('the documents’ examples', () => {
       return missing === null ? [] : [`${step.where}: the output lacks ${JSON.stringify(missing)}\n$ ${step.command}\n${output.slice(0, 3000)}`];
     });
     expect(wrong).toEqual([]);
-  });
+  }, 180_000);
 
   it('name every configuration variable the gateway and the sidecar read in docs/configuration.md', () => {
     const readers = ['app-config.ts', 'sidecar-config.ts'].map((file) => fs.readFileSync(path.join(ROOT, 'src', 'config', file), 'utf8')).join('\n');
