@@ -8,6 +8,12 @@ describe('delegation scope', () => {
     expect(scopeAllows([], 'read:x')).toBe(false);
   });
 
+  it('holds an action to the case its scope names: another case is outside, so denied', () => {
+    expect(scopeAllows(['read:docs/*'], 'read:DOCS/secret')).toBe(false);
+    expect(scopeDenial(['read:docs/*'], { action: 'read:Docs/a' })?.effect).toBe('deny');
+    expect(globWithin('read:DOCS/*', ['read:docs/*'])).toBe(false);
+  });
+
   it('knows a narrower glob is within a wider one and a wider one is not', () => {
     expect(globWithin('read:files/*', ['read:*'])).toBe(true);
     expect(globWithin('read:*', ['read:*'])).toBe(true);

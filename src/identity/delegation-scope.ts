@@ -14,7 +14,12 @@ export interface ScopedRequest {
   derivedAction?: string;
 }
 
-/** True when one of the scope's globs matches the action. */
+/**
+ * True when one of the scope's globs matches the action. Case-sensitive, unlike policy `match`
+ * globs (docs/policies.md): a scope is an allow-list, so an action in another case is outside it
+ * and denied, where folding case would let `read:docs/*` reach `read:DOCS/x` on an upstream that
+ * tells them apart.
+ */
 export function scopeAllows(scope: readonly string[], action: string): boolean {
   return scope.some((glob) => globMatcher(glob)(action));
 }

@@ -49,8 +49,11 @@ describe('checkCondition: load-time errors', () => {
     ['agent.trust_tier in ["trusted", "boss", 3]', [[32, `the string "boss" is not a trust tier: ${TIERS}`], [40, `the number 3 is not a trust tier: ${TIERS}`]]],
     ['agent.trust_tier in "trusted"', [[20, 'agent.trust_tier in … needs a list of trust tiers or a path']]],
     ['args.p matches args.q', [[15, 'the right side of matches must be a quoted regular expression']]],
-    ['args.p matches "(a+)+$"', [[15, 'unsafe or invalid regular expression: nested quantifier: a repeated group contains a variably repeated element, as in (a+)+ or (a*)*, which can backtrack catastrophically']]],
-    ['args.p matches "(x"', [[15, 'unsafe or invalid regular expression: invalid regular expression: Invalid regular expression: /(x/: Unterminated group']]],
+    ['args.p matches "(a+)+$" and args.q matches "a*a*b"', []],
+    ['args.p matches "(a)\\\\1"', [[19, 'unsafe or invalid regular expression: backreference \\1 at offset 3 is not supported: RE2 matches in linear time and has no backreferences']]],
+    ['args.p matches "a(?=b)"', [[17, 'unsafe or invalid regular expression: lookaround (?= at offset 1 is not supported: RE2 matches in linear time and has no lookahead or lookbehind']]],
+    ['args.p matches "(x"', [[16, 'unsafe or invalid regular expression: missing closing ): `(x`']]],
+    [`args.p matches "${'a'.repeat(257)}"`, [[15, 'unsafe or invalid regular expression: regular expression longer than 256 characters']]],
   ])('%s', (text, expected) => {
     expect(issues(text)).toEqual(expected);
   });

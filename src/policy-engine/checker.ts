@@ -20,7 +20,7 @@ import {
   ValueIr,
 } from './ir';
 import { parseCondition } from './parser';
-import { compileSafeRegex } from './regex-safety';
+import { compileLinearRegex } from './linear-regex';
 import { CANONICAL_TIERS, TIER_NAMES, tierRank } from './tiers';
 
 /** A problem in a condition, at a 0-based offset into its text. */
@@ -58,12 +58,15 @@ export function analyzeCondition(text: string): CheckResult {
     if (error instanceof ConditionSyntaxError) return { ok: false, issues: [{ offset: error.offset, message: error.message }] };
     throw error;
   }
-  return checkCondition(ast);
+  return checkCondition(ast, text);
 }
 
-/** Resolves names and validates operators, functions, tiers, regexes and rate limits; collects every issue. */
-export function checkCondition(ast: ConditionAst): CheckResult {
-  const checker = new ConditionChecker();
+/**
+ * Resolves names and validates operators, functions, tiers, regexes and rate limits; collects every
+ * issue. `text` is the condition `ast` was parsed from, to place issues inside string literals.
+ */
+export function checkCondition(ast: ConditionAst, text: string): CheckResult {
+  const checker = new ConditionChecker(text);
   const ir = checker.condition(ast);
   if (checker.issues.length > 0) return { ok: false, issues: checker.issues };
   return { ok: true, condition: { ir, argNames: checker.argNames, rateLimits: checker.rateLimits } };
@@ -76,6 +79,8 @@ class ConditionChecker {
   readonly argNames = new Set<string>();
   readonly rateLimits: RateLimitIr[] = [];
   private operandDepth = 0;
+
+  constructor(private readonly text: string) {}
 
   condition(node: ConditionAst): BoolIr {
     switch (node.kind) {
@@ -149,9 +154,11 @@ class ConditionChecker {
     if (node.right.kind !== 'string') {
       return this.fail(node.right, 'the right side of matches must be a quoted regular expression', PLACEHOLDER);
     }
-    const compiled = compileSafeRegex(node.right.value);
+    const compiled = compileLinearRegex(node.right.value);
     // `in` narrowing keeps this compiling under non-strict settings too (the bench's quick build).
-    if ('reason' in compiled) return this.fail(node.right, `unsafe or invalid regular expression: ${compiled.reason}`, PLACEHOLDER);
+    if ('reason' in compiled) {
+      return this.failAt(this.stringValueOffset(node.right, compiled.offset), `unsafe or invalid regular expression: ${compiled.reason}`, PLACEHOLDER);
+    }
     return { kind: 'matches', left, regex: compiled.regex };
   }
 
@@ -301,6 +308,19 @@ class ConditionChecker {
       return this.failAt(segmentOffset(node, 1), `${node.root}.${field} has no fields`, undefined);
     }
     return make(field);
+  }
+
+  /**
+   * The offset in the condition of character `index` of a string literal's value (an escape takes
+   * two characters there); null: the literal itself.
+   */
+  private stringValueOffset(node: ConditionAst, index: number | null): number {
+    const span = spanOf(node);
+    if (span === undefined) return 0;
+    if (index === null) return span.start;
+    let at = span.start + 1;
+    for (let decoded = 0; decoded < index && at < span.end - 1; decoded++) at += this.text[at] === '\\' ? 2 : 1;
+    return at;
   }
 
   private fail<T>(node: ConditionAst, message: string, fallback: T): T {

@@ -1,6 +1,6 @@
 import type { CheckedCondition } from './checker';
 import { compileCondition, SyncTest } from './compiler';
-import { globMatcher } from './glob';
+import { caseInsensitiveGlobMatcher } from './glob';
 import type { RateTest } from './rate-limit-call';
 import type { Decision, Effect, FiredAlert, MatchDefinition, MatchTarget, PolicyDefinition, RuleAction, RuleDefinition } from './types';
 
@@ -34,7 +34,7 @@ export class CompiledPolicy {
   readonly readsBodyArgs: boolean;
   readonly rules: readonly CompiledRule[];
   readonly matchesEverything: boolean;
-  /** Whether the policy's `match` globs all accept the target. */
+  /** Whether the policy's `match` globs all accept the target; globs ignore case (docs/policies.md "Shape"). */
   readonly matches: (target: MatchTarget) => boolean;
   /** Whether the `match.plugin` glob (if any) accepts a plugin name. */
   readonly matchesPlugin: (plugin: string) => boolean;
@@ -57,7 +57,7 @@ export class CompiledPolicy {
     this.matchesEverything = matchKeys(definition.match).length === 0;
     this.matches = targetMatcher(definition.match, matchKeys(definition.match));
     const pluginGlob = matchKeys(definition.match).includes('plugin') ? definition.match?.plugin : undefined;
-    this.matchesPlugin = pluginGlob === undefined ? () => true : globMatcher(pluginGlob);
+    this.matchesPlugin = pluginGlob === undefined ? () => true : caseInsensitiveGlobMatcher(pluginGlob);
     const restKeys = matchKeys(definition.match).filter((key) => key !== 'plugin');
     this.matchesRest = restKeys.length === 0 ? null : targetMatcher(definition.match, restKeys);
     this.defaultDeny = definition.default === 'deny';
@@ -99,7 +99,7 @@ function matchKeys(match: MatchDefinition | undefined): MatchKey[] {
 
 function targetMatcher(match: MatchDefinition | undefined, keys: readonly MatchKey[]): (target: MatchTarget) => boolean {
   if (match === undefined || keys.length === 0) return () => true;
-  const checks = keys.map((key) => keyMatcher(key, globMatcher(match[key] as string)));
+  const checks = keys.map((key) => keyMatcher(key, caseInsensitiveGlobMatcher(match[key] as string)));
   if (checks.length === 1) return checks[0];
   if (checks.length === 2) {
     const [first, second] = checks;

@@ -1,4 +1,5 @@
-import { globMatcher, globProblem } from './glob';
+import fc from 'fast-check';
+import { caseInsensitiveGlobMatcher, globMatcher, globProblem } from './glob';
 
 describe('globMatcher', () => {
   it.each([
@@ -31,6 +32,43 @@ describe('globMatcher', () => {
     ['*x*y*', 'axbyc', true],
   ])('%j matches %j: %s', (glob, subject, expected) => {
     expect(globMatcher(glob)(subject)).toBe(expected);
+  });
+
+  it.each([
+    ['*:admin*', 'read:Admin/users', true],
+    ['*:admin*', 'READ:ADMIN', true],
+    ['*:Admin*', 'read:admin/users', true],
+    ['FilePlugin', 'fileplugin', true],
+    ['FilePlugin', 'FILEPLUGIN2', false],
+    ['Read*', 'readFile', true],
+    ['*File', 'READFILE', true],
+    ['a*B*c', 'AxbYC', true],
+    ['a*b*c', 'ACB', false],
+    ['*:admin*', 'read:api/admin', false],
+    ['*', 'Anything', true],
+    ['straße', 'STRASSE', false],
+    ['*ünïcode*', 'x-ÜNÏCODE-y', true],
+    ['*:admin*', 'read:\u212Admin', false],
+    ['kill*', '\u212Aill', true],
+    ['*i', 'x\u0130', false],
+    ['*i*', 'x\u0130', true],
+    ['ab', 'AB', true],
+    ['ab', 'A\u00df', false],
+    ['a*z', 'Az', true],
+    ['a*z', 'A', false],
+  ])('case-insensitively, %j matches %j: %s', (glob, subject, expected) => {
+    expect(caseInsensitiveGlobMatcher(glob)(subject)).toBe(expected);
+  });
+
+  it('case-insensitively matches exactly when the lower-cased glob matches the lower-cased subject', () => {
+    const text = (chars: string[]) => fc.array(fc.constantFrom(...chars), { maxLength: 8 }).map((items) => items.join(''));
+    const letters = ['a', 'A', 'b', 'B', 'k', 'K', 'i', 'I', ':', '/', '\u212A', '\u0130', '\u0307', '\u00df', '\u03a3', '\u00e9', '\u00c9'];
+    fc.assert(
+      fc.property(text([...letters, '*']), text(letters), (glob, subject) => {
+        expect(caseInsensitiveGlobMatcher(glob)(subject)).toBe(globMatcher(glob.toLowerCase())(subject.toLowerCase()));
+      }),
+      { numRuns: 20_000 },
+    );
   });
 
   it.each([

@@ -3,6 +3,7 @@
  * The compiler turns it into closures and cannot fail.
  */
 import type { CompareOperator } from './ast';
+import type { LinearRegex } from './linear-regex';
 
 export const AGENT_FIELDS = ['id', 'name', 'trust_tier', 'tags', 'org'] as const;
 export type AgentField = (typeof AGENT_FIELDS)[number];
@@ -64,7 +65,7 @@ export type BoolIr =
   | { readonly kind: 'truthy'; readonly value: ValueIr }
   | { readonly kind: 'exists'; readonly path: PathRef }
   | { readonly kind: 'compare'; readonly op: Exclude<CompareOperator, 'matches'>; readonly left: ValueIr; readonly right: ValueIr }
-  | { readonly kind: 'matches'; readonly left: ValueIr; readonly regex: RegExp }
+  | { readonly kind: 'matches'; readonly left: ValueIr; readonly regex: LinearRegex }
   | { readonly kind: 'tier-compare'; readonly op: TierOperator; readonly left: TierOperand; readonly right: TierOperand }
   | { readonly kind: 'tier-in'; readonly left: TierOperand; readonly ranks: readonly number[] }
   | { readonly kind: 'tier-in-value'; readonly left: TierOperand; readonly list: ValueIr }

@@ -133,7 +133,10 @@ describe('PolicySet: matching', () => {
     ['FilePlugin', 'WriteFile', 'write:/a', ['writes', 'everything', 'empty-match', 'star']],
     ['http', 'read', 'read:/admin/users', ['everything', 'empty-match', 'star', 'admin']],
     ['http', 'read', 'read:/public', ['everything', 'empty-match', 'star']],
-    ['fileplugin', 'ReadFile', 'read:/a', ['everything', 'empty-match', 'star']],
+    // Case never keeps a policy out: a deny cannot be evaded by writing a name in another case.
+    ['fileplugin', 'readfile', 'read:/a', ['files', 'everything', 'empty-match', 'star']],
+    ['HTTP', 'READ', 'READ:/Admin/users', ['everything', 'empty-match', 'star', 'admin']],
+    ['FilePlugin', 'WriteFile', 'WRITE:/a', ['writes', 'everything', 'empty-match', 'star']],
   ])('%s %s %s', (plugin, fn, action, expected) => {
     const target = { plugin, function: fn, action };
     expect(set.applicable(target).map((p) => p.name)).toEqual(expected);
