@@ -8,6 +8,7 @@ import inspect
 import json
 import logging
 import math
+import numbers
 import os
 import threading
 import time
@@ -118,7 +119,7 @@ class Client:
         try:
             result = call()
         except BaseException as error:
-            self._record(request, decision, _elapsed_ms(started), _flagged(decision, f"raised {type(error).__name__}"))
+            self._record(request, decision, _elapsed_ms(started), _flagged(decision, _raised(error)))
             raise
         self._record(request, decision, _elapsed_ms(started), _flagged(decision, (summarize or summary_of)(result)))
         return result
@@ -139,7 +140,7 @@ class Client:
         try:
             result = await call()
         except BaseException as error:
-            await asyncio.to_thread(self._record, request, decision, _elapsed_ms(started), _flagged(decision, f"raised {type(error).__name__}"))
+            await asyncio.to_thread(self._record, request, decision, _elapsed_ms(started), _flagged(decision, _raised(error)))
             raise
         await asyncio.to_thread(self._record, request, decision, _elapsed_ms(started), _flagged(decision, (summarize or summary_of)(result)))
         return result
@@ -314,13 +315,34 @@ def _argument_binder(tool: Callable[..., Any]) -> Callable[..., Dict[str, Any]]:
 
 
 def summary_of(result: Any) -> str:
-    """A result summary that names the result's shape, not its content (which may be sensitive)."""
+    """The default result summary: the result's shape, never its content (which may be
+    sensitive), in the words every SDK uses (sdk/fixtures/result-summaries.json states the rule;
+    the TypeScript and .NET SDKs write the same text for the same value)."""
     if result is None:
-        return "returned None"
-    if isinstance(result, (str, bytes, list, tuple, dict, set)):
-        unit = {str: "characters", bytes: "bytes", dict: "keys"}.get(type(result), "items")
-        return f"returned {type(result).__name__} of {len(result)} {unit}"
+        return "returned null"
+    if isinstance(result, bool):
+        return "returned boolean"
+    if isinstance(result, numbers.Number):
+        return "returned number"
+    if isinstance(result, str):
+        return f"returned string of {_counted(len(result), 'character')}"
+    if isinstance(result, (bytes, bytearray, memoryview)):
+        return f"returned binary of {_counted(memoryview(result).nbytes, 'byte')}"
+    if isinstance(result, Mapping):
+        return f"returned object of {_counted(len(result), 'key')}"
+    if isinstance(result, (list, tuple, set, frozenset)):
+        return f"returned list of {_counted(len(result), 'item')}"
     return f"returned {type(result).__name__}"
+
+
+def _raised(error: BaseException) -> str:
+    """The summary of a call that raised: the error's type, never its message (which may quote
+    the call's data)."""
+    return f"raised {type(error).__name__}"
+
+
+def _counted(count: int, unit: str) -> str:
+    return f"{count} {unit}{'' if count == 1 else 's'}"
 
 
 def default_wal_path(agent_id: str) -> str:

@@ -46,7 +46,7 @@ def test_guard_runs_an_allowed_call_and_audits_its_duration_and_summary(make_cli
     [outcome] = gateway.wait_for_outcomes(agent_id, 1)
     assert outcome["action"] == "FilePlugin.ReadFile"
     assert outcome["decision"] == "allow"
-    assert outcome["details"]["resultSummary"] == "returned str of 12 characters"
+    assert outcome["details"]["resultSummary"] == "returned string of 12 characters"
     assert outcome["details"]["durationMs"] >= 0
     assert outcome["details"]["decisionId"].startswith("aud_")
 

@@ -4,6 +4,7 @@ import { DecisionCache } from './decision-cache';
 import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
 import { GrpcTransport } from './grpc-transport';
 import { HttpTransport } from './http-transport';
+import { raisedSummary, summaryOf } from './result-summary';
 import { CallOptions, callOptions, GovernanceOptions, ResolvedOptions, resolveOptions } from './options';
 import type { CheckRequest, CheckResult, GatewayDecision, Transport } from './transport';
 
@@ -25,7 +26,8 @@ export class SoftDenial {
 
 /** After a Subscribe stream fails, wait this long before opening another. */
 const RESUBSCRIBE_AFTER_MS = 1000;
-const MAX_SUMMARY = 200;
+/** The longest error text a failure-mode reason quotes. */
+const MAX_REASON = 200;
 /** The longest resultSummary and durationMs POST /v1/audit takes. */
 const MAX_AUDIT_SUMMARY = 2048;
 const MAX_AUDIT_DURATION_MS = 86_400_000;
@@ -69,8 +71,18 @@ export class GovernanceClient {
     return new GovernanceClient(resolved, grpc, http, audits);
   }
 
-  /** Asks whether the agent may call `plugin.fn` with `args`; a denial throws PolicyDeniedError unless throwOnDenied is false. */
+  /**
+   * Asks whether the agent may call `plugin.fn` with `args`; a denial throws PolicyDeniedError
+   * unless throwOnDenied is false. An answer of the failure mode leaves a failure-mode audit event.
+   */
   async check(plugin: string, fn: string, args: Record<string, unknown> = {}, context: Record<string, unknown> = {}): Promise<CheckResult> {
+    const result = await this.decide(plugin, fn, args, context);
+    if (result.via === 'failure-mode') await this.audit({ plugin, function: fn, decision: 'allow', durationMs: 0, resultSummary: result.reason });
+    return result;
+  }
+
+  /** check() without its failure-mode event: guard() records one event for the whole call. */
+  private async decide(plugin: string, fn: string, args: Record<string, unknown>, context: Record<string, unknown>): Promise<CheckResult> {
     const call = callOptions(this.options, plugin);
     const request: CheckRequest = { agentId: this.options.agentId, plugin, function: fn, args, context, trustTier: call.trustTier };
     refuseNonFinite(request);
@@ -81,7 +93,7 @@ export class GovernanceClient {
     try {
       decision = await this.ask(request, call.timeoutMs);
     } catch (error) {
-      return settle(await this.withoutDecision(error, request, call), call);
+      return settle(this.withoutDecision(error, call), call);
     }
     if (hash !== '') {
       this.cache.put(hash, decision);
@@ -95,18 +107,23 @@ export class GovernanceClient {
     return this.audits.record({ agentId: this.options.agentId, ...fitted(record) });
   }
 
-  /** check(), then run `call` if allowed, then audit() its duration and outcome; a soft denial returns SoftDenial without running it. */
+  /**
+   * check(), then run `call` if allowed, then audit() its duration and a summary of its result
+   * (summaryOf: the result's shape, never its content); a soft denial returns SoftDenial without
+   * running it. A call allowed without a gateway decision is one event, its summary saying so.
+   */
   async guard<T>(plugin: string, fn: string, args: Record<string, unknown>, call: () => T | Promise<T>, context: Record<string, unknown> = {}): Promise<T | SoftDenial> {
-    const result = await this.check(plugin, fn, args, context);
+    const result = await this.decide(plugin, fn, args, context);
     if (!result.allowed) return new SoftDenial(result);
     const outcome = { plugin, function: fn, decision: 'allow' as const, decisionId: result.decisionId || undefined, traceId: result.traceId || undefined };
+    const flagged = (summary: string) => (result.via === 'failure-mode' ? `${result.reason}; ${summary}` : summary);
     const started = performance.now();
     try {
       const value = await call();
-      await this.audit({ ...outcome, durationMs: performance.now() - started, resultSummary: summaryOf(value) });
+      await this.audit({ ...outcome, durationMs: performance.now() - started, resultSummary: flagged(summaryOf(value)) });
       return value;
     } catch (error) {
-      await this.audit({ ...outcome, durationMs: performance.now() - started, resultSummary: `error: ${errorText(error)}` });
+      await this.audit({ ...outcome, durationMs: performance.now() - started, resultSummary: flagged(raisedSummary(error)) });
       throw error;
     }
   }
@@ -156,15 +173,14 @@ export class GovernanceClient {
   /**
    * No decision came: a refusal (a tripped rate limit included: RESOURCE_EXHAUSTED is an error
    * in proto/pdp.proto, and the Python SDK raises it too) is thrown; a timeout proceeds when
-   * throwOnDenied is false; otherwise fail-open allows and fail-closed throws. Every call
-   * allowed without a decision leaves a failure-mode audit event.
+   * throwOnDenied is false; otherwise fail-open allows and fail-closed throws. The reason is the
+   * failure-mode audit text all SDKs write (sdk/fixtures/result-summaries.json).
    */
-  private async withoutDecision(error: unknown, request: CheckRequest, call: CallOptions): Promise<CheckResult> {
+  private withoutDecision(error: unknown, call: CallOptions): CheckResult {
     if (!(error instanceof GatewayUnavailableError || error instanceof GatewayTimeoutError)) throw error;
-    const failOpen = this.options.failureMode === 'fail-open';
-    if (!failOpen && !(error instanceof GatewayTimeoutError && !call.throwOnDenied)) throw error;
-    const reason = `${failOpen ? 'fail-open' : 'timeout, throwOnDenied false'}: allowed without a decision (${errorText(error)})`;
-    await this.audit({ plugin: request.plugin, function: request.function, decision: 'allow', durationMs: 0, resultSummary: reason });
+    const lenientTimeout = error instanceof GatewayTimeoutError && !call.throwOnDenied;
+    if (this.options.failureMode !== 'fail-open' && !lenientTimeout) throw error;
+    const reason = `${lenientTimeout ? 'timeout' : 'fail-open'}: allowed without a gateway decision (${error.message.slice(0, MAX_REASON)})`;
     return { decision: 'allow', allowed: true, reason, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, enforced: false, via: 'failure-mode' };
   }
 
@@ -213,17 +229,4 @@ function fitted(record: AuditRecord): AuditRecord {
 function settle(result: CheckResult, call: CallOptions): CheckResult {
   if (!result.allowed && call.throwOnDenied) throw new PolicyDeniedError(result);
   return result;
-}
-
-/** A short description of a result that does not copy its content (results may hold secrets). */
-function summaryOf(value: unknown): string {
-  if (value === undefined || value === null) return `ok: ${value}`;
-  if (typeof value === 'string') return `ok: string of ${value.length} characters`;
-  if (Array.isArray(value)) return `ok: list of ${value.length}`;
-  if (typeof value === 'object') return `ok: object with ${Object.keys(value).slice(0, 10).join(', ')}`.slice(0, MAX_SUMMARY);
-  return `ok: ${typeof value}`;
-}
-
-function errorText(error: unknown): string {
-  return (error instanceof Error ? `${error.name}: ${error.message}` : String(error)).slice(0, MAX_SUMMARY);
 }

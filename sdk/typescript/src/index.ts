@@ -4,3 +4,4 @@ export { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, Pol
 export type { RejectionCode } from './errors';
 export type { FailureMode, GovernanceOptions, PluginOptions } from './options';
 export type { AnswerSource, CheckResult } from './transport';
+export { summaryOf } from './result-summary';

@@ -47,7 +47,7 @@ describe('timeout against a stalled server', () => {
     const lenient = await client({ ...addresses, timeoutSeconds: 0.5, throwOnDenied: false });
     const result = await lenient.check('FilePlugin', 'ReadFile', { path: '/tmp/a' });
     expect(result).toMatchObject({ allowed: true, via: 'failure-mode' });
-    expect(result.reason).toMatch(/^timeout, throwOnDenied false: allowed without a decision/);
+    expect(result.reason).toMatch(/^timeout: allowed without a gateway decision \((gRPC|HTTP)\b.+\)$/);
     expect(lenient.pendingAudit).toBe(1);
   });
 
@@ -90,14 +90,20 @@ describe('failure modes against an unreachable gateway', () => {
     });
     const result = await open.check('FilePlugin', 'ReadFile', { path: '/etc/passwd' });
     expect(result).toMatchObject({ allowed: true, via: 'failure-mode' });
-    expect(result.reason).toMatch(/^fail-open: allowed without a decision \(GatewayUnavailableError/);
+    expect(result.reason).toMatch(/^fail-open: allowed without a gateway decision \(HTTP .+\)$/);
     expect(open.pendingAudit).toBe(1);
+    // guard(): one event for the call, its summary flagged as the other SDKs flag it.
+    expect(await open.guard('FilePlugin', 'ReadText', { path: '/etc/hosts' }, () => 'hosts')).toBe('hosts');
+    expect(open.pendingAudit).toBe(2);
 
     const back = await forwarder(deadPort, Number(new URL(gateway.url).port));
     try {
       const isFailOpen = (entry: AuditEntry) => entry.kind === 'outcome' && (entry.reason ?? '').startsWith('fail-open');
-      const entries = await gateway.auditEntries(`agentId=${agentId}&source=check`, (found) => found.some(isFailOpen));
-      expect(entries.filter(isFailOpen)).toEqual([expect.objectContaining({ action: 'FilePlugin.ReadFile', decision: 'allow' })]);
+      const entries = await gateway.auditEntries(`agentId=${agentId}&source=check`, (found) => found.filter(isFailOpen).length >= 2);
+      expect(entries.filter(isFailOpen).sort((a, b) => a.action.localeCompare(b.action))).toEqual([
+        expect.objectContaining({ action: 'FilePlugin.ReadFile', decision: 'allow', reason: result.reason }),
+        expect.objectContaining({ action: 'FilePlugin.ReadText', decision: 'allow', reason: expect.stringMatching(/^fail-open: allowed without a gateway decision \(HTTP .+\); returned string of 5 characters$/) }),
+      ]);
       for (let waited = 0; open.pendingAudit > 0 && waited < 5000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
       expect(open.pendingAudit).toBe(0);
     } finally {

@@ -109,7 +109,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         }
         catch (Exception error)
         {
-            await RecordOutcomeAsync(request, arguments, decision, Stopwatch.GetElapsedTime(started), Flagged(decision, $"raised {error.GetType().Name}")).ConfigureAwait(false);
+            await RecordOutcomeAsync(request, arguments, decision, Stopwatch.GetElapsedTime(started), Flagged(decision, ResultSummary.OfException(error))).ConfigureAwait(false);
             throw;
         }
         await RecordOutcomeAsync(request, arguments, decision, Stopwatch.GetElapsedTime(started), Flagged(decision, SummaryOf(value))).ConfigureAwait(false);
@@ -136,15 +136,8 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     /// <summary>As <see cref="DisposeAsync"/>, blocking; prefer <see cref="DisposeAsync"/>.</summary>
     public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
 
-    /// <summary>A short description of a result that names its shape, never its content (results may hold secrets).</summary>
-    public static string SummaryOf(object? value) => value switch
-    {
-        null => "returned null",
-        string text => string.Create(CultureInfo.InvariantCulture, $"returned string of {text.Length} characters"),
-        ICollection collection => string.Create(CultureInfo.InvariantCulture, $"returned {value.GetType().Name} of {collection.Count} items"),
-        JsonElement element => $"returned JSON {element.ValueKind}",
-        _ => $"returned {value.GetType().Name}",
-    };
+    /// <summary>The default result summary of a guarded call: the result's shape, never its content (<see cref="ResultSummary.Of"/>).</summary>
+    public static string SummaryOf(object? value) => ResultSummary.Of(value);
 
     private (CheckRequest Request, PluginCallOptions Options) Prepare(string pluginName, string functionName, IReadOnlyDictionary<string, object?>? arguments, IReadOnlyDictionary<string, object?>? context)
     {

@@ -11,7 +11,8 @@ namespace AgentGovernance.Tests.Support;
 /// <summary>
 /// A real gateway for the tests and the bench: <c>node dist/src/main.js</c> from the repository
 /// root, as <c>npm start</c> runs it (build it first with <c>npm run build</c>), on free ports,
-/// with the shared policies of sdk/fixtures/decision-cases.json. On a throwaway database on
+/// with the shared policies of sdk/fixtures/decision-cases.json (or a policies file of the
+/// test's choosing, such as the demo policies config/policies.yaml). On a throwaway database on
 /// DATABASE_URL's server when that is set, else on embedded PGlite in a temporary DATA_DIR.
 /// It can be stopped and started again on the same ports and data, as a gateway restarts.
 /// </summary>
@@ -22,12 +23,14 @@ public sealed class GatewayProcess : IAsyncDisposable
     private readonly string repositoryRoot;
     private readonly string dataDirectory;
     private readonly string? scratchDatabase;
+    private readonly string? policiesFile;
     private readonly HttpClient admin;
     private Process? process;
 
-    private GatewayProcess(string repositoryRoot, int port, int grpcPort, string dataDirectory, string? scratchDatabase)
+    private GatewayProcess(string repositoryRoot, int port, int grpcPort, string dataDirectory, string? scratchDatabase, string? policiesFile)
     {
         this.repositoryRoot = repositoryRoot;
+        this.policiesFile = policiesFile;
         Port = port;
         GrpcPort = grpcPort;
         this.dataDirectory = dataDirectory;
@@ -47,8 +50,8 @@ public sealed class GatewayProcess : IAsyncDisposable
     /// <summary>Whether the gateway uses PostgreSQL (DATABASE_URL) rather than embedded PGlite.</summary>
     public bool OnPostgres => scratchDatabase is not null;
 
-    /// <summary>Starts a gateway and waits for GET /health to answer 200.</summary>
-    public static async Task<GatewayProcess> StartAsync()
+    /// <summary>Starts a gateway (with the shared decision cases' policies unless <paramref name="policiesFile"/> names others) and waits for GET /health to answer 200.</summary>
+    public static async Task<GatewayProcess> StartAsync(string? policiesFile = null)
     {
         var root = RepositoryRoot.Find();
         var main = Path.Combine(root, "dist", "src", "main.js");
@@ -56,7 +59,7 @@ public sealed class GatewayProcess : IAsyncDisposable
         var dataDirectory = Directory.CreateTempSubdirectory("agentgov-sdk-dotnet-").FullName;
         var serverUrl = Environment.GetEnvironmentVariable("DATABASE_URL");
         var scratch = string.IsNullOrEmpty(serverUrl) ? null : await CreateDatabaseAsync(serverUrl);
-        var gateway = new GatewayProcess(root, FreePort(), FreePort(), dataDirectory, scratch);
+        var gateway = new GatewayProcess(root, FreePort(), FreePort(), dataDirectory, scratch, policiesFile);
         try
         {
             await gateway.StartAgainAsync();
@@ -74,7 +77,7 @@ public sealed class GatewayProcess : IAsyncDisposable
     {
         if (process is { HasExited: false }) return;
         var policies = Path.Combine(dataDirectory, "policies.yaml");
-        await File.WriteAllTextAsync(policies, DecisionCases.Load(repositoryRoot).Policies);
+        await File.WriteAllTextAsync(policies, policiesFile is null ? DecisionCases.Load(repositoryRoot).Policies : await File.ReadAllTextAsync(policiesFile));
         var start = new ProcessStartInfo("node", [Path.Combine(repositoryRoot, "dist", "src", "main.js")])
         {
             WorkingDirectory = repositoryRoot,
