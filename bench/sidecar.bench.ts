@@ -191,7 +191,7 @@ async function inProcessRows(tmp: string, publicJwk: JWK, bundle: unknown): Prom
   const store = new BundleStore(path.join(tmp, 'in-process'), publicKeyOf(publicJwk), pino({ level: 'silent' }));
   const offer = await store.offer(bundle, null, 'gateway');
   if (!offer.applied) throw new Error(`bench bundle refused: ${offer.reason}`);
-  const set = store.get(ORG).set;
+  const { set } = await store.get(ORG);
   const env: EvaluationEnv = { limiter: new SlidingWindowLimiter(), nowMs: Date.now() };
   const pool = makeInputPool(2000);
   const decide = (input: DecisionInput) => {

@@ -5,7 +5,7 @@ import { Logger } from 'pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { bodyParserErrors } from './common/body-parser-errors';
-import { HttpExceptionFilter } from './common/http-exception.filter';
+import { HttpExceptionFilter } from './http/http-exception.filter';
 import { RequestFailures } from './decisions/request-failures';
 import { jsonBodyGuard } from './common/json-body-guard';
 import { requestContext } from './common/request-context.middleware';
@@ -16,7 +16,7 @@ import { mountLeanRoutes } from './http/lean-routes';
 import { AdapterHttpHandler } from './pdp/adapter-http.handler';
 import { ProxyHandler } from './proxy/proxy-handler';
 import { pdpGrpcOptions } from './pdp/pdp-grpc-options';
-import './common/request-context';
+import './auth/request-context';
 
 export const YAML_MEDIA_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
 

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { AuditRetention } from '../src/audit/audit-retention';
-import type { PlanId } from '../src/organizations/plans';
+import type { PlanId } from '../src/plans/plans';
 import { call } from './support/http-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';

@@ -6,7 +6,7 @@ import { call, TestResponse } from './support/http-client';
 import { ownDatabase } from './support/own-database';
 import { createOrganization, startGateway, TEST_PUBLIC_URL, TestGateway, TestOrganization } from './support/test-gateway';
 import { EchoBody, rawRequest, startUpstream, TestUpstream } from './support/upstream';
-import type { PlanId } from '../src/organizations/plans';
+import type { PlanId } from '../src/plans/plans';
 
 /** The governed proxy (SPEC.md "Gateway", "Authentication", "Errors"; CONTRACT.md "Decision input"). */
 

@@ -157,7 +157,10 @@ describe('alerts of decisions made at the edge', () => {
   it('a rate limit tripped at the sidecar raises a rate_limit alert naming the limit, which its entry records', async () => {
     const action = 'write:edge/notes.txt';
     expect((await enforce('/edge/notes.txt', action)).body).toMatchObject({ decision: 'allow' });
-    expect((await enforce('/edge/notes.txt', action)).body).toMatchObject({ decision: 'deny' });
+    // A tripped rate limit answers 429 at the sidecar too, as at the proxy and the PDP.
+    const limited = await enforce('/edge/notes.txt', action);
+    expect(limited.status).toBe(429);
+    expect(limited.body).toMatchObject({ error: 'rate_limited', limit: '1/1m per_agent', retry_after: expect.any(Number) });
     const alerts = await webhook.waitFor(1, about(action), 30_000);
     expect(alerts.map((alert) => alert.json.trigger)).toEqual(['rate_limit']);
     expect(alerts[0].json.message).toContain('exceeded a rate limit (1/1m per_agent)');

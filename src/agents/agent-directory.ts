@@ -29,10 +29,10 @@ export class AgentDirectory implements AgentSource, OnModuleInit {
     });
   }
 
-  /** The agent, or null when it does not exist; sync when cached. */
-  get(agentId: string): AgentSnapshot | null | Promise<AgentSnapshot | null> {
+  /** The agent, or null when it does not exist; resolved at once when cached. */
+  get(agentId: string): Promise<AgentSnapshot | null> {
     const cached = this.agents.get(agentId);
-    return cached !== undefined ? cached : this.load(agentId);
+    return cached !== undefined ? Promise.resolve(cached) : this.load(agentId);
   }
 
   private evict(agentId: string): void {

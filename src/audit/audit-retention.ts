@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
-import { PLANS, PlanId, UNLIMITED } from '../organizations/plans';
+import { PLANS, PlanId, UNLIMITED } from '../plans/plans';
 import { createDayPartition, dayStart } from './audit-days';
 import { auditSelectList, ChainedAudit, readAudit } from '../decisions/audit-entry';
 import { ROLLUP_TABLES } from './audit-rollups';

@@ -5,7 +5,7 @@ import type { AdapterAuthenticator } from '../api-keys/adapter-authenticator';
 import { AppError } from '../common/app-error';
 import { AUTH_KIND, AuthKind } from '../common/auth-decorators';
 import { ErrorCode } from '../common/error-code';
-import { grpcPrincipal } from '../common/grpc-principal';
+import { grpcPrincipal } from './grpc-principal';
 import type { AgentAuthenticator } from '../decisions/agent-authenticator';
 import type { OrganizationsService } from '../organizations/organizations.service';
 import type { SidecarTokensService } from '../sidecar-tokens/sidecar-tokens.service';

@@ -6,7 +6,7 @@ import { AdapterAuthenticator, grpcAdapterCredentials } from '../api-keys/adapte
 import { AppError } from '../common/app-error';
 import { AUTH_KIND, AuthKind } from '../common/auth-decorators';
 import { ErrorCode } from '../common/error-code';
-import { setGrpcPrincipal } from '../common/grpc-principal';
+import { setGrpcPrincipal } from './grpc-principal';
 import { AgentAuthenticator } from '../decisions/agent-authenticator';
 import { OrganizationsService } from '../organizations/organizations.service';
 import { isSidecarToken, SIDECAR_TOKEN_ACCEPTED } from '../sidecar-tokens/sidecar-token-access';

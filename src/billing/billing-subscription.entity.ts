@@ -1,5 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
-import type { PlanId } from '../organizations/plans';
+import type { PlanId } from '../plans/plans';
 
 /** A payment-provider subscription of an organization, as the last applied event left it. */
 @Entity('billing_subscriptions')

@@ -8,7 +8,7 @@ import { AuditService } from '../audit/audit.service';
 import { ClusterEvents } from '../cluster/cluster-events';
 import { LOGGER } from '../logging/logging.module';
 import { OrganizationsService } from '../organizations/organizations.service';
-import { PLAN_IDS, PLANS, PlanId } from '../organizations/plans';
+import { PLAN_IDS, PLANS, PlanId } from '../plans/plans';
 import { BillingMail } from './billing-mailer';
 import { ConfirmationSender } from './confirmation-sender';
 import { PaymentProvider, ProviderEvent } from './payment-provider';

@@ -3,7 +3,7 @@ import { Transform } from 'class-transformer';
 import { IsEmail, IsIn, IsNotEmpty, IsString, Matches, MaxLength } from 'class-validator';
 import { ErrorBody } from '../common/error-body.dto';
 import { PlanLimitsView } from '../organizations/organizations.dto';
-import { PLAN_IDS } from '../organizations/plans';
+import { PLAN_IDS } from '../plans/plans';
 import { BILLING_INTERVALS, INTERVAL_ALIASES, PAID_PLANS } from './plan-prices';
 
 export class CheckoutRequestDto {

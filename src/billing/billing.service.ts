@@ -6,7 +6,7 @@ import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { Organization } from '../organizations/organization.entity';
-import { Plan, PLAN_IDS, PLANS } from '../organizations/plans';
+import { Plan, PLAN_IDS, PLANS } from '../plans/plans';
 import { BillingSubscription } from './billing-subscription.entity';
 import { CheckoutRequestDto, CheckoutView, PlanView, PlansView, PortalRequestDto, PortalView } from './billing.dto';
 import { PaymentProvider } from './payment-provider';

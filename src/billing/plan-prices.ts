@@ -1,5 +1,5 @@
 import { AppConfig } from '../config/app-config';
-import type { PlanId } from '../organizations/plans';
+import type { PlanId } from '../plans/plans';
 
 /** Plans sold through checkout. */
 export const PAID_PLANS = ['starter', 'professional'] as const;

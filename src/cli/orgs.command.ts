@@ -1,6 +1,6 @@
 import { Option, SubCommand } from 'nest-commander';
 import { OrganizationsService } from '../organizations/organizations.service';
-import { PLAN_IDS, PlanId } from '../organizations/plans';
+import { PLAN_IDS, PlanId } from '../plans/plans';
 import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields } from './cli-output';
 import { isDisplayName } from '../common/validation';

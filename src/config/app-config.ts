@@ -1,10 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { EnvReader } from './env-reader';
-import { PLAN_IDS, PlanId } from '../organizations/plans';
+import { PLAN_IDS, PlanId } from '../plans/plans';
 
 export type GatewayMode = 'enforce' | 'audit';
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+import type { LogLevel } from '../logging/logger';
+import { readAuditRedact, readMaxJsonBytes, readProxyVariables, readShutdownTimeoutMs } from './shared-settings';
+
+export type { LogLevel };
 
 /** Raised at boot when the environment is invalid; lists every problem. */
 export class ConfigError extends Error {
@@ -138,12 +141,12 @@ export class AppConfig {
         host: read.string('HOST', '0.0.0.0'),
         publicUrl: read.url('PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`,
         publicUrlSet: read.raw('PUBLIC_URL') !== undefined,
-        maxJsonBytes: read.int('MAX_JSON_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+        maxJsonBytes: readMaxJsonBytes(read),
         rateLimitRpm: read.int('RATE_LIMIT_RPM', 600, 1, 1_000_000),
         trustedProxies: read.proxies('TRUSTED_PROXIES'),
       },
       // 25 s: inside the 30 s Kubernetes gives between SIGTERM and SIGKILL.
-      shutdown: { timeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000) },
+      shutdown: { timeoutMs: readShutdownTimeoutMs(read) },
       grpc: { port: read.int('PDP_GRPC_PORT', 50051, 0, 65535) },
       database: {
         url: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),
@@ -157,14 +160,12 @@ export class AppConfig {
         signingKeyFile: path.resolve(read.string('SIGNING_KEY_FILE', path.join(dataDir, 'signing-key.pem'))),
       },
       proxy: {
-        upstreamUrl: read.url('UPSTREAM_URL', ['http:', 'https:']),
-        timeoutMs: read.int('UPSTREAM_TIMEOUT_MS', 30000, 1, 3_600_000),
-        maxBodyBytes: read.int('PROXY_MAX_BODY_BYTES', 50 * 1024 * 1024, 0, Number.MAX_SAFE_INTEGER),
+        ...readProxyVariables(read),
       },
       policies: { file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')) },
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
       audit: {
-        redact: read.list('AUDIT_REDACT', ['password', 'secret', 'token', 'authorization', 'api_key']).map((n) => n.toLowerCase()),
+        redact: readAuditRedact(read),
         batchSize: read.int('AUDIT_BATCH_SIZE', 5000, 1, 10000),
         flushMs: read.int('AUDIT_FLUSH_MS', 250, 1, 60000),
         queueMax: read.int('AUDIT_QUEUE_MAX', 20000, 1, 10_000_000),
@@ -198,7 +199,7 @@ export class AppConfig {
   }
 }
 
-function packageVersion(): string {
+export function packageVersion(): string {
   // package.json sits two levels above both src/config (ts-jest) and dist/src/config (built).
   for (const candidate of ['../../package.json', '../../../package.json']) {
     const file = path.join(__dirname, candidate);

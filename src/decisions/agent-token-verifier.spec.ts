@@ -9,7 +9,7 @@ const ISSUER = 'https://gateway.test';
 /** A key source whose trusted set the test swaps, as a new bundle swaps the sidecar's. */
 class SwappableKeys implements VerificationKeySource {
   constructor(public set: JwkSet) {}
-  verificationKey(kid: string | undefined): KeyObject | undefined {
+  verificationKey(kid: string | undefined): Promise<KeyObject | undefined> {
     return this.set.verificationKey(kid);
   }
 }

@@ -7,8 +7,7 @@ import type { AgentFacts, OrgFacts, RateLimiter } from '../policy-engine/types';
  * What the governed decision reads and writes, as small interfaces (Cerbos's PolicyLoader is the
  * model). The gateway binds them to PostgreSQL-backed services (PolicyRegistry, AgentDirectory,
  * KeyRing, UsageMeter, AuditWriter); the edge sidecar binds them to its signed bundle and its
- * write-ahead audit file. Lookups answer synchronously when they can (a cache hit) and with a
- * promise when they must load: callers simply await either.
+ * write-ahead audit file. Lookups answer with promises, resolved at once on a cache hit.
  */
 
 /** An organization's compiled policies and the policy version they reflect. */
@@ -30,22 +29,22 @@ export interface AgentSnapshot {
 
 export interface PolicySource {
   /** The organization's compiled policies. */
-  get(orgId: string): LoadedPolicies | Promise<LoadedPolicies>;
+  get(orgId: string): Promise<LoadedPolicies>;
 }
 
 export interface AgentSource {
   /** The agent's current record (revoked ones included), or null when it does not exist. */
-  get(agentId: string): AgentSnapshot | null | Promise<AgentSnapshot | null>;
+  get(agentId: string): Promise<AgentSnapshot | null>;
 }
 
 export interface VerificationKeySource {
   /** The public key a token names by `kid`, if it is trusted. */
-  verificationKey(kid: string | undefined): KeyObject | undefined | Promise<KeyObject | undefined>;
+  verificationKey(kid: string | undefined): Promise<KeyObject | undefined>;
 }
 
 export interface UsageGate {
   /** Counts one policy check; false when the organization's monthly quota is used up. */
-  tryConsume(orgId: string, nowMs: number): boolean | Promise<boolean>;
+  tryConsume(orgId: string, nowMs: number): Promise<boolean>;
   /** The organization's plan and usage for `org.*` conditions, when the host knows them. */
   orgFacts?(orgId: string): OrgFacts | undefined;
 }

@@ -107,7 +107,7 @@ export class DecisionService {
   }
 
   /** The organization's compiled policies. */
-  policiesOf(orgId: string): LoadedPolicies | Promise<LoadedPolicies> {
+  policiesOf(orgId: string): Promise<LoadedPolicies> {
     return this.policies.get(orgId);
   }
 

@@ -21,8 +21,8 @@ export class JwkSet implements VerificationKeySource {
     return new JwkSet(keys);
   }
 
-  verificationKey(kid: string | undefined): KeyObject | undefined {
-    return kid === undefined ? undefined : this.keys.get(kid);
+  verificationKey(kid: string | undefined): Promise<KeyObject | undefined> {
+    return Promise.resolve(kid === undefined ? undefined : this.keys.get(kid));
   }
 
   get size(): number {

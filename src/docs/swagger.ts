@@ -5,7 +5,7 @@ import { ADMIN_BEARER_SCHEME, ADMIN_TOKEN_SCHEME, AGENT_TOKEN_SCHEME, API_KEY_SC
 import { ServiceHeader } from '../common/service-header';
 import { ErrorBody } from '../common/error-body.dto';
 import { AdapterAuditDto, AuditAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
-import { addAdapterRoutes, addProxyRoutes } from './lean-routes.openapi';
+import { addAdapterRoutes, addProxyRoutes } from '../http/lean-routes.openapi';
 
 /** Serves Swagger UI at /docs and the OpenAPI document at /docs-json. */
 export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIObject {

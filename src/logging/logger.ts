@@ -1,6 +1,8 @@
 import pino, { Logger } from 'pino';
 import type { LoggerService } from '@nestjs/common';
-import type { LogLevel } from '../config/app-config';
+
+/** LOG_LEVEL's values, lowest first. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /** Keys whose values never reach a log line. */
 const REDACTED_PATHS = [

@@ -1,5 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
-import type { PlanId } from './plans';
+import type { PlanId } from '../plans/plans';
 
 @Entity('organizations')
 export class Organization {

@@ -5,7 +5,7 @@ import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import { OrganizationView } from './organizations.dto';
 import { OrganizationsService } from './organizations.service';
 import { periodOf, UsageMeter } from './usage-meter';
-import { PLANS } from './plans';
+import { PLANS } from '../plans/plans';
 
 @ApiTags('organization')
 @AdminAuth()

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { PLAN_IDS } from './plans';
+import { PLAN_IDS } from '../plans/plans';
 
 export class PlanLimitsView {
   @ApiProperty({ description: '-1 = unlimited' }) agents: number;

@@ -12,7 +12,7 @@ import { AdminToken, AdminTokenKind } from './admin-token.entity';
 import { hashAdminToken } from '../decisions/secret-hash';
 import { CredentialLookups } from './credential-lookups';
 import { Organization } from './organization.entity';
-import { PLANS, PlanId, PlanLimits, UNLIMITED } from './plans';
+import { PLANS, PlanId, PlanLimits, UNLIMITED } from '../plans/plans';
 
 export const BOOTSTRAP_ORG_ID = 'org_default';
 

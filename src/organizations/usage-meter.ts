@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
 import type { OrgFacts } from '../policy-engine/types';
-import { PLANS, PlanId, UNLIMITED } from './plans';
+import { PLANS, PlanId, UNLIMITED } from '../plans/plans';
 
 interface OrgUsage {
   orgId: string;
@@ -63,10 +63,10 @@ export class UsageMeter implements OnModuleInit, OnApplicationShutdown {
     return { id: orgId, plan: usage.plan, usage: { policy_checks: usage.stored + usage.pending, agents: usage.agents } };
   }
 
-  /** Counts one policy check; false when the month's quota is used up. Sync once loaded. */
-  tryConsume(orgId: string, nowMs: number): boolean | Promise<boolean> {
+  /** Counts one policy check; false when the month's quota is used up. Resolved at once when loaded. */
+  tryConsume(orgId: string, nowMs: number): Promise<boolean> {
     const usage = this.usage.get(orgId);
-    if (usage !== undefined && nowMs < usage.periodEndsMs) return consume(usage);
+    if (usage !== undefined && nowMs < usage.periodEndsMs) return Promise.resolve(consume(usage));
     return this.load(orgId, nowMs).then(consume);
   }
 

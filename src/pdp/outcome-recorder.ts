@@ -58,15 +58,21 @@ export class OutcomeRecorder {
 
 /**
  * The body as an AdapterAuditDto, checked as the gateway's ValidationPipe checks (the same
- * messages on every transport); `arguments` kept as sent, `__proto__` keys included, so none
- * can be kept out of the trail.
+ * messages on every transport). `arguments` is validated as an object and then kept as sent:
+ * class-transformer would drop (or trip over) `__proto__`, `constructor` and `prototype` keys,
+ * which would let a caller keep an argument out of the trail.
  */
 function outcomeOf(body: unknown): AdapterAuditDto {
   if (typeof body !== 'object' || body === null) throw new AppError(ErrorCode.InvalidJson, 'Request body is not valid JSON');
   if (Array.isArray(body)) throw AppError.invalid('body must be a JSON object');
-  const event = plainToInstance(AdapterAuditDto, body);
+  const sent = (body as { arguments?: unknown }).arguments;
+  const checkable = isPlainObject(sent) ? { ...body, arguments: {} } : body;
+  const event = plainToInstance(AdapterAuditDto, checkable);
   const problems = validateSync(event, { whitelist: true, forbidNonWhitelisted: true });
   if (problems.length > 0) throw validationFailure(problems);
-  const sent = (body as { arguments?: Record<string, unknown> }).arguments;
-  return sent === undefined ? event : Object.assign(event, { arguments: sent });
+  return isPlainObject(sent) ? Object.assign(event, { arguments: sent }) : event;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -9,7 +9,7 @@ import { AppError } from '../common/app-error';
 import { AdapterAuth } from '../common/auth-decorators';
 import { errorBody, GrpcErrorStatus, grpcErrorOf } from '../common/error-body';
 import { ErrorCode } from '../common/error-code';
-import { grpcPrincipal } from '../common/grpc-principal';
+import { grpcPrincipal } from '../auth/grpc-principal';
 import { callTrace } from '../common/grpc-trace';
 import { RequestFailures } from '../decisions/request-failures';
 import { checked, PdpRequest, traced } from './pdp-request';

@@ -34,9 +34,10 @@ export class PolicyRegistry implements PolicySource, OnModuleInit {
     });
   }
 
-  /** The organization's policies; sync once compiled. */
-  get(orgId: string): LoadedPolicies | Promise<LoadedPolicies> {
-    return this.loaded.get(orgId) ?? this.load(orgId);
+  /** The organization's policies; resolved at once when compiled. */
+  get(orgId: string): Promise<LoadedPolicies> {
+    const loaded = this.loaded.get(orgId);
+    return loaded !== undefined ? Promise.resolve(loaded) : this.load(orgId);
   }
 
   private evict(orgId: string): void {

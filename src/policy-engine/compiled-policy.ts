@@ -1,5 +1,6 @@
 import type { CheckedCondition } from './checker';
-import { compileCondition, SyncTest } from './compiler';
+import { compileCondition } from './compiler';
+import type { SyncTest } from './sync-test';
 import { caseInsensitiveGlobMatcher } from './glob';
 import type { RateTest } from './rate-limit-call';
 import type { Decision, Effect, FiredAlert, MatchDefinition, MatchTarget, PolicyDefinition, RuleAction, RuleDefinition } from './types';

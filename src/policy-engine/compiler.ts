@@ -5,12 +5,11 @@ import { testAtPath } from './path-tests';
 import { RateLimitRecorder, RateLimitSite, RateTest, rateLimitTest } from './rate-limit-call';
 import { FLIPPED_TIER_OPERATOR, rankSetTest, rankTest, tierComparison, tierInList } from './tier-tests';
 import { CANONICAL_TIERS } from './tiers';
+import type { SyncTest } from './sync-test';
 import type { DecisionInput } from './types';
 import { TypeFit, typeFitOf } from './type-fit';
 import { literalTest, reversedLiteralTest, ValueTest } from './value-tests';
 
-/** A condition without rate_limit: plain, synchronous, allocation-free. */
-export type SyncTest = (input: DecisionInput) => boolean;
 
 /** Exactly one of the two is set: `sync` when the condition never consults a limiter. */
 export interface CompiledCondition {

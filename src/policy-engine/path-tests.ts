@@ -1,4 +1,4 @@
-import type { SyncTest } from './compiler';
+import type { SyncTest } from './sync-test';
 import type { AgentField, InputField, PathRef } from './ir';
 import { ownValue, pathReader } from './path-readers';
 import type { ValueTest } from './value-tests';

@@ -3,7 +3,7 @@
  * time, run-time values are ranked with one map lookup. Unknown tiers rank -1: every ordering with
  * them is false and `!=` is true, as `!=` is `not ==`.
  */
-import type { SyncTest } from './compiler';
+import type { SyncTest } from './sync-test';
 import type { TierOperator } from './ir';
 import type { ValueReader } from './path-readers';
 import { rankOfValue } from './tiers';

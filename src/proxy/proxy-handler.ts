@@ -1,7 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger } from 'pino';
-import { AppConfig } from '../config/app-config';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { errorBody, ErrorResponse } from '../common/error-body';
@@ -21,6 +20,7 @@ import { proxyArgs, proxyContext } from './proxy-input';
 import { bodyFieldsOf, bodyKindOf, MULTIPART_PROBLEM, queryBodyConflict } from './body-fields';
 import { requestIntegrityDenial } from './request-integrity';
 import { limitedBody, readBody } from '../http/body-reader';
+import { PROXY_SETTINGS, ProxySettings } from './proxy-settings';
 import { UpstreamClient, UpstreamOutcome } from './upstream-client';
 import { header, requestTraceId } from '../common/raw-request';
 import { atTurnEnd } from '../common/turn-end';
@@ -47,13 +47,13 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
   private readonly upstream: UpstreamClient | null;
 
   constructor(
-    private readonly config: AppConfig,
+    @Inject(PROXY_SETTINGS) private readonly settings: ProxySettings,
     private readonly authenticator: AgentAuthenticator,
     private readonly decisions: DecisionService,
     private readonly failures: RequestFailures,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
-    this.upstream = config.proxy.upstreamUrl ? new UpstreamClient(config.proxy.upstreamUrl, config.proxy.timeoutMs, config.http.trustedProxies) : null;
+    this.upstream = settings.upstreamUrl ? new UpstreamClient(settings.upstreamUrl, settings.timeoutMs, settings.trustedProxies) : null;
   }
 
   matches(request: IncomingMessage): boolean {
@@ -144,9 +144,9 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
 
   /** The body a policy inspects, bounded by MAX_JSON_BYTES. */
   private async readInspectedBody(request: IncomingMessage): Promise<Buffer> {
-    const read = await readBody(request, Math.min(this.config.http.maxJsonBytes, this.config.proxy.maxBodyBytes));
+    const read = await readBody(request, Math.min(this.settings.maxInspectedBytes, this.settings.maxBodyBytes));
     if (read === 'aborted') throw CLIENT_GONE;
-    if (read === 'too_large') throw tooLarge(this.config.http.maxJsonBytes, 'inspected by policy');
+    if (read === 'too_large') throw tooLarge(this.settings.maxInspectedBytes, 'inspected by policy');
     return read;
   }
 
@@ -180,12 +180,12 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
     }
     const limit = { tooLarge: false };
     const declared = request.headers['content-length'];
-    if (declared !== undefined && Number(declared) > this.config.proxy.maxBodyBytes) {
+    if (declared !== undefined && Number(declared) > this.settings.maxBodyBytes) {
       request.resume();
-      sendJson(response, 413, errorBody(tooLarge(this.config.proxy.maxBodyBytes, 'proxied'), traceId).body, headers);
+      sendJson(response, 413, errorBody(tooLarge(this.settings.maxBodyBytes, 'proxied'), traceId).body, headers);
       return this.record(exchange, 413, null);
     }
-    const streamed = body ?? (declared !== undefined ? (declared === '0' ? undefined : request) : request.headers['transfer-encoding'] ? limitedBody(request, this.config.proxy.maxBodyBytes, limit) : undefined);
+    const streamed = body ?? (declared !== undefined ? (declared === '0' ? undefined : request) : request.headers['transfer-encoding'] ? limitedBody(request, this.settings.maxBodyBytes, limit) : undefined);
     this.upstream.forward(
       {
         method: exchange.verdict.request.method!,
@@ -218,7 +218,7 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
         // nginx's 499: the client closed the connection before its answer was complete.
         return this.record(exchange, CLIENT_CLOSED_REQUEST, outcome.upstreamStatus);
       case 'timeout':
-        sendJson(response, 504, errorBody(new AppError(ErrorCode.GatewayTimeout, `The upstream did not answer within ${this.config.proxy.timeoutMs} ms`), traceId).body, headers);
+        sendJson(response, 504, errorBody(new AppError(ErrorCode.GatewayTimeout, `The upstream did not answer within ${this.settings.timeoutMs} ms`), traceId).body, headers);
         return this.record(exchange, 504, null);
       case 'invalid-response':
         this.logger.warn({ traceId, problem: outcome.problem }, 'upstream answer not relayable');
@@ -226,7 +226,7 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
         return this.record(exchange, 502, null);
       case 'unreachable':
         if (tooLargeBody) {
-          sendJson(response, 413, errorBody(tooLarge(this.config.proxy.maxBodyBytes, 'proxied'), traceId).body, headers);
+          sendJson(response, 413, errorBody(tooLarge(this.settings.maxBodyBytes, 'proxied'), traceId).body, headers);
           return this.record(exchange, 413, null);
         }
         this.logger.warn({ traceId }, 'upstream unreachable');

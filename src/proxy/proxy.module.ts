@@ -1,11 +1,20 @@
 import { Module } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
 import { ProxyHandler } from './proxy-handler';
+import { PROXY_SETTINGS, ProxySettings } from './proxy-settings';
 
-/** The governed proxy (`/proxy/*`); mounted on the HTTP server by mountProxy. */
+/** The governed proxy (`/proxy/*`) on the gateway; a lean route of the gateway (gateway.ts). */
 @Module({
   imports: [GatewayDecisionsModule],
-  providers: [ProxyHandler],
+  providers: [
+    ProxyHandler,
+    {
+      provide: PROXY_SETTINGS,
+      inject: [AppConfig],
+      useFactory: ({ proxy, http }: AppConfig): ProxySettings => ({ ...proxy, maxInspectedBytes: http.maxJsonBytes, trustedProxies: http.trustedProxies }),
+    },
+  ],
   exports: [ProxyHandler],
 })
 export class ProxyModule {}

@@ -7,12 +7,15 @@ import { AuditSanitizer } from '../decisions/audit-sanitizer';
 import type { DecisionLog } from '../decisions/decision-sources';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
-import { AckFile } from './ack-file';
 import { syncDirectoryInBackground } from './atomic-file';
 import { SeqFile } from './seq-file';
 import { walLine } from './wal-line';
 import { atTurnEnd } from '../common/turn-end';
 import { WalSegment } from './wal-segment';
+import { recoverWal } from './wal-recovery';
+import { WalBatch, WalForwardCursor } from './wal-forward-cursor';
+
+export type { WalBatch };
 
 const ACKED_FILE = 'audit.acked';
 const SEQ_FILE = 'audit.seq';
@@ -22,7 +25,6 @@ const SEQ_FILE = 'audit.seq';
  * whatever the forwarding lags behind.
  */
 const SEGMENT_BYTES = 8 * 1024 * 1024;
-const COMMA = 0x2c;
 /**
  * A line's input beyond this many characters of JSON is replaced by `{"truncated":true,
  * "jsonChars":N}`, so that every line fits one ingest request (the gateway takes bodies of 1 MiB;
@@ -36,14 +38,6 @@ const STAGING_BYTES = 256 * 1024;
 const MAX_UTF8_PER_CHAR = 3;
 /** AUDIT_DURABILITY=write: the background fdatasync runs at most this often (the power-loss window). */
 const BACKGROUND_SYNC_MS = 10;
-
-/** A batch of entries to forward: their JSON objects joined by commas (a JSON array's inside), and their numbers. */
-export interface WalBatch {
-  entries: Buffer;
-  count: number;
-  firstSeq: number;
-  lastSeq: number;
-}
 
 /** What /health shows of the buffer. */
 export interface WalState {
@@ -104,7 +98,6 @@ export class AuditWal implements DecisionLog {
   /** Oldest first; the last one takes new lines. */
   private segments: WalSegment[] = [];
   private lastSeq = 0;
-  private ackedSeq = 0;
   private syncedSeq = 0;
   private dropped = 0;
   private damagedLines = 0;
@@ -125,10 +118,8 @@ export class AuditWal implements DecisionLog {
   private syncTimer: NodeJS.Timeout | null = null;
   private lastSyncStart = -Infinity;
   private readonly settled = Promise.resolve();
-  private ackFile: AckFile | null = null;
+  private cursor!: WalForwardCursor;
   private seqFile: SeqFile;
-  /** The last acknowledgement's write: they go one at a time. */
-  private ackWriting: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly dir: string,
@@ -201,33 +192,15 @@ export class AuditWal implements DecisionLog {
     if (last !== null && last !== undefined) await last.promise;
   }
 
-  /**
-   * The oldest synced, unacknowledged entries: at most `maxEntries` and about `maxBytes`, from
-   * one segment.
-   */
+  /** The oldest synced entries the gateway has not acknowledged (WalForwardCursor). */
   batch(maxEntries: number, maxBytes: number): WalBatch | null {
-    const segment = this.segments.find((candidate) => candidate.unacknowledged > 0);
-    if (segment === undefined) return null;
-    const { head, seqs, ends, start } = segment;
-    let end = head;
-    while (end < seqs.length && end - head < maxEntries && seqs[end] <= this.syncedSeq) {
-      if (end > head && ends[end] - start > maxBytes) break;
-      end++;
-    }
-    if (end === head) return null;
-    // The lines as they are on disk, their newlines turned into the commas of a JSON array.
-    return { entries: segment.read(head, end, COMMA), count: end - head, firstSeq: seqs[head], lastSeq: seqs[end - 1] };
+    return this.cursor.next(this.segments, this.syncedSeq, maxEntries, maxBytes);
   }
 
   /** The gateway has every entry up to `seq`: remember it (off the event loop), then drop them from the disk. */
   async acknowledge(seq: number): Promise<void> {
     // After close (shutdown), a batch answered meanwhile is simply forwarded again at the next start.
-    if (seq <= this.ackedSeq || this.closed) return;
-    const write = this.ackWriting.catch(() => undefined).then(() => this.persistAck(seq));
-    this.ackWriting = write;
-    await write;
-    if (seq <= this.ackedSeq || this.closed) return;
-    this.ackedSeq = seq;
+    if (!(await this.cursor.advance(seq, () => this.closed))) return;
     for (const segment of this.segments) segment.acknowledge(seq);
     this.release();
   }
@@ -240,7 +213,7 @@ export class AuditWal implements DecisionLog {
       maxBytes: this.maxBytes,
       pendingEntries,
       lastSeq: this.lastSeq,
-      ackedSeq: this.ackedSeq,
+      ackedSeq: this.cursor.ackedSeq,
       dropped: this.dropped,
       overflowing: this.overflowing,
       damagedLines: this.damagedLines,
@@ -264,8 +237,7 @@ export class AuditWal implements DecisionLog {
     } catch (error) {
       this.logger.error({ err: error, lastSeq: this.lastSeq }, `could not record the last audit number in ${SEQ_FILE}: a restart may reuse numbers of dropped entries`);
     }
-    await this.ackWriting.catch(() => undefined);
-    this.ackFile?.close();
+    await this.cursor.close();
     for (const group of this.awaitingSync) group.resolve();
     this.awaitingSync = [];
   }
@@ -279,10 +251,6 @@ export class AuditWal implements DecisionLog {
 
   private get current(): WalSegment {
     return this.segments[this.segments.length - 1];
-  }
-
-  private persistAck(seq: number): Promise<void> {
-    return new Promise((resolve, reject) => this.ackFile!.write(seq, (error) => (error ? reject(error) : resolve())));
   }
 
   private serialize(seq: number, entry: AuditRecord): string {
@@ -447,24 +415,12 @@ export class AuditWal implements DecisionLog {
   }
 
   private recover(): void {
-    const acked = AckFile.open(path.join(this.dir, ACKED_FILE));
-    this.ackFile = acked.ackFile;
-    this.ackedSeq = acked.ackedSeq;
-    const usedSeq = this.seqFile.read();
-    this.segments = WalSegment.list(this.dir).map((file) => WalSegment.recover(file, this.logger));
-    let lastSeq = 0;
-    let damagedSeq = 0;
-    for (const segment of this.segments) {
-      lastSeq = Math.max(lastSeq, segment.lastSeq);
-      damagedSeq = Math.max(damagedSeq, segment.damagedSeq);
-      this.damagedLines += segment.damagedLines;
-      segment.acknowledge(this.ackedSeq);
-    }
-    this.lastSeq = Math.max(this.ackedSeq, usedSeq, lastSeq, damagedSeq);
-    this.syncedSeq = lastSeq;
-    if (this.segments.length === 0) this.segments.push(WalSegment.create(this.dir, this.lastSeq + 1));
-    const unacknowledged = this.segments.reduce((sum, segment) => sum + segment.unacknowledged, 0);
-    if (unacknowledged > 0) this.logger.info({ entries: unacknowledged, to: lastSeq }, 'audit entries buffered by a previous run will be forwarded');
+    const recovered = recoverWal(this.dir, ACKED_FILE, this.seqFile, this.logger);
+    this.cursor = new WalForwardCursor(recovered.ackFile, recovered.ackedSeq);
+    this.segments = recovered.segments;
+    this.lastSeq = recovered.lastSeq;
+    this.syncedSeq = recovered.syncedSeq;
+    this.damagedLines = recovered.damagedLines;
     this.release();
   }
 }

@@ -157,16 +157,16 @@ export class BundleStore implements PolicySource, VerificationKeySource {
   }
 
   /** The bundle's policies: a sidecar serves the one organization its bundle is of. */
-  get(_orgId: string): LoadedPolicies {
-    if (this.active === null) throw new Error(`no valid bundle: ${this.problem}`);
-    return this.active.policies;
+  get(_orgId: string): Promise<LoadedPolicies> {
+    if (this.active === null) return Promise.reject(new Error(`no valid bundle: ${this.problem}`));
+    return Promise.resolve(this.active.policies);
   }
 
   /** Told when a request names an agent or API key the bundle in force does not hold (BundleSync fetches early). */
   onUnknownCredential: () => void = () => undefined;
 
   /** The agent source, apart from the policy source's `get`. */
-  readonly agentSource: AgentSource = { get: (agentId: string) => this.agent(agentId) };
+  readonly agentSource: AgentSource = { get: (agentId: string) => Promise.resolve(this.agent(agentId)) };
 
   /** True when `hash` (SHA-256 hex of an X-Api-Key) is one of the bundle's live API keys. */
   hasApiKey(hash: string): boolean {
@@ -186,8 +186,8 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     return null;
   }
 
-  verificationKey(kid: string | undefined): KeyObject | undefined {
-    return this.active?.keys.verificationKey(kid);
+  verificationKey(kid: string | undefined): Promise<KeyObject | undefined> {
+    return this.active?.keys.verificationKey(kid) ?? Promise.resolve(undefined);
   }
 
   private refuse(from: 'gateway' | 'cache', reason: string): Offer {

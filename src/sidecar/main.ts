@@ -10,7 +10,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, 'sidecar');
   const app = await createSidecar(config, logger);
   // As the gateway: Nest's enableShutdownHooks re-raises the signal once closed, so the process ended as killed (143) after a clean shutdown.
-  new GracefulShutdown(app, logger, config.shared.shutdown.timeoutMs).listen(['SIGTERM', 'SIGINT']);
+  new GracefulShutdown(app, logger, config.shutdownTimeoutMs).listen(['SIGTERM', 'SIGINT']);
   await app.listen(config.port, config.host);
   logger.info({ port: config.port, host: config.host, mode: config.mode, gateway: config.gatewayUrl, cacheDir: config.cacheDir }, 'sidecar listening');
 }

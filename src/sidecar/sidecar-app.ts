@@ -3,7 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Logger } from 'pino';
 import { ServiceHeader } from '../common/service-header';
 import { resolveTraceId } from '../common/trace-id';
-import { HttpExceptionFilter } from '../common/http-exception.filter';
+import { HttpExceptionFilter } from '../http/http-exception.filter';
 import { SidecarConfig } from './sidecar-config';
 import { NestPinoLogger } from '../logging/logger';
 import { ProxyHandler } from '../proxy/proxy-handler';
@@ -29,7 +29,7 @@ export async function createSidecar(config: SidecarConfig, logger: Logger): Prom
   });
   app.disable('x-powered-by');
   app.useGlobalFilters(new HttpExceptionFilter(logger));
-  setupSidecarSwagger(app, config.shared.version);
+  setupSidecarSwagger(app, config.version);
   try {
     await app.init();
   } catch (error) {

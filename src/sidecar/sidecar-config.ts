@@ -3,15 +3,14 @@ import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import { publicKeyOfText } from '../decisions/bundle-format';
 import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../decisions/sidecar-protocol';
-import { AppConfig, ConfigError, GatewayMode, LogLevel } from '../config/app-config';
+import { ConfigError, GatewayMode, LogLevel, packageVersion } from '../config/app-config';
+import { readAuditRedact, readMaxJsonBytes, readProxyVariables, readShutdownTimeoutMs } from '../config/shared-settings';
+import type { ProxySettings } from '../proxy/proxy-settings';
 import { EnvReader, hasCredentials } from '../config/env-reader';
 
 
 /** Largest BUNDLE_PUBLIC_KEY file read: a key is a few hundred bytes; a wrong path (a device, a log) must not be read whole. */
 const MAX_KEY_FILE_BYTES = 64 * 1024;
-
-/** Variables the sidecar passes on to the proxy and audit code it shares with the gateway. */
-const SHARED_WITH_GATEWAY = ['UPSTREAM_URL', 'UPSTREAM_TIMEOUT_MS', 'PROXY_MAX_BODY_BYTES', 'MAX_JSON_BYTES', 'MODE', 'LOG_LEVEL', 'AUDIT_REDACT', 'TRUSTED_PROXIES'];
 
 /**
  * The edge sidecar's configuration (SPEC.md "Edge sidecar", CONTRACT.md: plus UPSTREAM_URL and
@@ -50,8 +49,16 @@ export class SidecarConfig {
   readonly auditDurability: 'write' | 'sync';
   /** AUDIT_FORWARD_INTERVAL_MS: pause between forwarding batches once the buffer is empty. */
   readonly auditForwardIntervalMs: number;
-  /** The gateway configuration of the proxy and audit-redaction code the sidecar shares. */
-  readonly shared: AppConfig;
+  /** Service version reported by /health and the OpenAPI document. */
+  readonly version: string;
+  /** UPSTREAM_URL, UPSTREAM_TIMEOUT_MS, PROXY_MAX_BODY_BYTES, TRUSTED_PROXIES: the sidecar's own `/proxy/*`. */
+  readonly proxy: ProxySettings;
+  /** MAX_JSON_BYTES: JSON body limit of /enforce and the adapter endpoints. */
+  readonly maxJsonBytes: number;
+  /** AUDIT_REDACT: argument names whose values are stored as [redacted]. */
+  readonly auditRedact: readonly string[];
+  /** SHUTDOWN_TIMEOUT_MS: longest a SIGTERM/SIGINT shutdown may take. */
+  readonly shutdownTimeoutMs: number;
 
   private constructor(values: SidecarConfig) {
     Object.assign(this, values);
@@ -64,7 +71,13 @@ export class SidecarConfig {
     if (gatewayUrl === undefined && read.raw('GATEWAY_URL') === undefined) read.errors.push('GATEWAY_URL is required: the URL of the central gateway');
     const adminToken = read.optionalString('ADMIN_TOKEN');
     if (adminToken === undefined) read.errors.push('ADMIN_TOKEN is required: the admin token the sidecar fetches bundles with');
+    const maxJsonBytes = readMaxJsonBytes(read);
     const values = {
+      version: packageVersion(),
+      proxy: { ...readProxyVariables(read), maxInspectedBytes: maxJsonBytes, trustedProxies: read.proxies('TRUSTED_PROXIES') },
+      maxJsonBytes,
+      auditRedact: readAuditRedact(read),
+      shutdownTimeoutMs: readShutdownTimeoutMs(read),
       gatewayUrl: gatewayUrl ?? '',
       adminToken: adminToken ?? '',
       mode: read.oneOf('MODE', ['enforce', 'audit'] as const, 'enforce'),
@@ -84,15 +97,8 @@ export class SidecarConfig {
     if (gatewayUrl !== undefined && hasCredentials(gatewayUrl)) {
       read.errors.push('GATEWAY_URL must not carry a user name or password (the sidecar authenticates to the gateway with ADMIN_TOKEN)');
     }
-    let shared: AppConfig | undefined;
-    try {
-      shared = AppConfig.fromEnv(Object.fromEntries(SHARED_WITH_GATEWAY.filter((name) => env[name] !== undefined).map((name) => [name, env[name]])));
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      read.errors.push(...error.problems);
-    }
-    if (read.errors.length > 0 || shared === undefined) throw new ConfigError([...new Set(read.errors)]);
-    return new SidecarConfig({ ...values, shared } as SidecarConfig);
+    if (read.errors.length > 0) throw new ConfigError([...new Set(read.errors)]);
+    return new SidecarConfig(values as SidecarConfig);
   }
 }
 

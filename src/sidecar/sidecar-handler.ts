@@ -143,7 +143,7 @@ export class SidecarHandler implements LeanRoute {
 
   /** `/enforce`'s body: read as the gateway reads its JSON bodies (no NUL, so the gateway can store the entry it becomes), any content type. */
   private async readJson(request: IncomingMessage): Promise<Record<string, unknown>> {
-    const parsed = await readJsonContent(request, this.config.shared.http.maxJsonBytes);
+    const parsed = await readJsonContent(request, this.config.maxJsonBytes);
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw AppError.invalid('Request body must be a JSON object');
     return parsed as Record<string, unknown>;
   }

@@ -1,8 +1,8 @@
 import { Global, Module } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { AuditSanitizer } from '../decisions/audit-sanitizer';
-import { AppConfig } from '../config/app-config';
 import { SidecarConfig } from './sidecar-config';
+import { PROXY_SETTINGS } from '../proxy/proxy-settings';
 import { LOGGER } from '../logging/logging.module';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
@@ -21,17 +21,16 @@ export class SidecarStateModule {
       module: SidecarStateModule,
       providers: [
         { provide: SidecarConfig, useValue: config },
-        // The proxy handler and the audit redaction share the gateway's code and its settings.
-        { provide: AppConfig, useValue: config.shared },
+        { provide: PROXY_SETTINGS, useValue: config.proxy },
         { provide: BundleStore, inject: [LOGGER], useFactory: (logger: Logger) => new BundleStore(config.cacheDir, config.bundlePublicKey, logger) },
         {
           provide: AuditWal,
           inject: [LOGGER],
-          useFactory: (logger: Logger) => AuditWal.open(config.cacheDir, config.auditBufferMaxBytes, new AuditSanitizer(config.shared.audit.redact), logger, config.auditDurability),
+          useFactory: (logger: Logger) => AuditWal.open(config.cacheDir, config.auditBufferMaxBytes, new AuditSanitizer([...config.auditRedact]), logger, config.auditDurability),
         },
         { provide: GatewayLink, useFactory: () => new GatewayLink(config, sidecarIdentity(config)) },
       ],
-      exports: [SidecarConfig, AppConfig, BundleStore, AuditWal, GatewayLink],
+      exports: [SidecarConfig, PROXY_SETTINGS, BundleStore, AuditWal, GatewayLink],
     };
   }
 }

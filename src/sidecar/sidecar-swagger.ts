@@ -3,7 +3,7 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../common/auth-decorators';
 import { ServiceHeader } from '../common/service-header';
 import { ErrorBody } from '../common/error-body.dto';
-import { addAdapterRoutes, addProxyRoutes } from '../docs/lean-routes.openapi';
+import { addAdapterRoutes, addProxyRoutes } from '../http/lean-routes.openapi';
 import { AdapterAuditDto, AuditAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
 
 const json = (schema: object) => ({ 'application/json': { schema } });

@@ -94,7 +94,7 @@ export class SidecarModule {
         OutcomeRecorder,
         { provide: ADAPTER_AUTHENTICATION, useClass: BundleApiKeys },
         { provide: OUTCOME_LEDGER, useClass: EdgeOutcomes },
-        { provide: ADAPTER_HTTP_SETTINGS, useValue: { maxJsonBytes: config.shared.http.maxJsonBytes } satisfies AdapterHttpSettings },
+        { provide: ADAPTER_HTTP_SETTINGS, useValue: { maxJsonBytes: config.maxJsonBytes } satisfies AdapterHttpSettings },
       ],
     };
   }

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { AppConfig } from '../../src/config/app-config';
 import { createGateway } from '../../src/gateway';
 import { OrganizationsService } from '../../src/organizations/organizations.service';
-import type { PlanId } from '../../src/organizations/plans';
+import type { PlanId } from '../../src/plans/plans';
 
 /** Issuer shared by every instance of a run, so tokens verify across instances. */
 export const TEST_PUBLIC_URL = 'http://gateway.test';

@@ -1,6 +1,6 @@
 import type { AdapterPrincipal } from '../api-keys/api-keys.service';
 import type { AuthenticatedAgent } from '../decisions/agent-authenticator';
-import type { AdminPrincipal } from './admin-principal';
+import type { AdminPrincipal } from '../common/admin-principal';
 
 declare module 'express-serve-static-core' {
   interface Request {

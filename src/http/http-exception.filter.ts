@@ -3,11 +3,11 @@ import { Metadata, type ServerDuplexStream, type ServerUnaryCall } from '@grpc/g
 import type { Request, Response } from 'express';
 import { Logger } from 'pino';
 import { LOGGER } from '../logging/logging.module';
-import { AppError } from './app-error';
+import { AppError } from '../common/app-error';
 import { Observable, of, throwError } from 'rxjs';
-import { ErrorCode } from './error-code';
-import { errorBody, errorHeaders, grpcErrorOf } from './error-body';
-import { callTrace } from './grpc-trace';
+import { ErrorCode } from '../common/error-code';
+import { errorBody, errorHeaders, grpcErrorOf } from '../common/error-body';
+import { callTrace } from '../common/grpc-trace';
 import type { RequestFailures } from '../decisions/request-failures';
 
 /** Codes for Nest's own HTTP exceptions, by status. */

@@ -63,7 +63,3 @@ export const PLANS: Readonly<Record<PlanId, Plan>> = {
   },
 };
 
-/** True when `used` more items would exceed `limit` (-1 never does). */
-export function exceedsLimit(limit: number, used: number): boolean {
-  return limit !== UNLIMITED && used > limit;
-}
