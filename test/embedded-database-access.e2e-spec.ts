@@ -83,7 +83,7 @@ describe('the embedded database is reachable by its own user only', () => {
     dirs.push(parent);
     const dataDir = userMadeDataDir(parent);
     const gateway = await startEmbedded(dataDir);
-    const adminToken = ADMIN_TOKEN_PATTERN.exec(gateway.output().stdout)![0];
+    const adminToken = ADMIN_TOKEN_PATTERN.exec(gateway.output().stderr)![0];
 
     const httpPort = Number(new URL(gateway.url).port);
     expect(tcpListenPorts(gateway.child.pid!)).toEqual([httpPort]);
@@ -115,7 +115,7 @@ describe('the embedded database is reachable by its own user only', () => {
     expect(path.join(dataDir, '.s.PGSQL.5432').length).toBeGreaterThan(107);
     const before = new Set(fs.readdirSync(os.tmpdir()));
     const gateway = await startEmbedded(dataDir);
-    const adminToken = ADMIN_TOKEN_PATTERN.exec(gateway.output().stdout)![0];
+    const adminToken = ADMIN_TOKEN_PATTERN.exec(gateway.output().stderr)![0];
 
     expect(tcpListenPorts(gateway.child.pid!)).toEqual([Number(new URL(gateway.url).port)]);
     expect((await call(gateway.url, 'POST', '/admin/agents', { adminToken, body: { name: 'deep-bot' } })).status).toBe(201);
