@@ -142,7 +142,7 @@ describe('decision core without a database', () => {
     const root = path.join(__dirname, '..', 'dist', 'src');
     const script = `
       require(${JSON.stringify(path.join(root, 'decisions', 'decision-core.module.js'))});
-      require(${JSON.stringify(path.join(root, 'identity', 'jwk-set.js'))});
+      require(${JSON.stringify(path.join(root, 'decisions', 'jwk-set.js'))});
       require(${JSON.stringify(path.join(root, 'policy-engine', 'compile-policies.js'))});
       const loaded = Object.keys(require.cache).filter((file) => /node_modules[\\\\/](typeorm|pg|ioredis|@nestjs[\\\\/]typeorm)[\\\\/]/.test(file));
       process.stdout.write(JSON.stringify(loaded));`;
