@@ -7,7 +7,7 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     // The few plain CommonJS files (test helpers that run outside ts-jest).
-    files: ['**/*.js'],
+    files: ['**/*.js', '**/*.cjs'],
     languageOptions: {
       sourceType: 'commonjs',
       globals: { require: 'readonly', module: 'writable', Buffer: 'readonly', process: 'readonly', __dirname: 'readonly' },
