@@ -1,5 +1,6 @@
 /**
- * The import rules of the house (docs/architecture.md, "Layout"), checked by `npm run lint`.
+ * The import rules of the house (docs/architecture.md, "Layout and import rules"), checked by
+ * `npm run lint`.
  * The policy engine is a plain library; the database-free decision code (src/decisions) and the
  * edge sidecar reach no storage, payment or mail library and no folder of the gateway alone;
  * transports never import each other; no folder depends on itself through others.

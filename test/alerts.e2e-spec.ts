@@ -12,7 +12,7 @@ import { call, TestResponse } from './support/http-client';
 import { createOrganization, startGateway, testEnv, TestGateway, TestOrganization } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';
 
-/** Outgoing alerts (SPEC.md "Alerts (outgoing)", CONTRACT.md "Alert severity"), with real receivers. */
+/** Outgoing alerts (docs/alerts.md, its triggers and severity), with real receivers. */
 
 const SECRET = 'whsec-e2e-alerts-0123456789';
 const SMTP_USER = 'alerts@mail.test';

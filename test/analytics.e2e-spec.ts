@@ -12,7 +12,7 @@ import { call, TestResponse } from './support/http-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 
 /**
- * The Analytics API (SPEC.md "Analytics API", issue #14) over a fixed data set written through
+ * The Analytics API (docs/architecture.md "Analytics", issue #14) over a fixed data set written through
  * the real audit write path with chosen timestamps and latencies; the rollups it reads against
  * a direct aggregation of the raw entries after randomised traffic.
  */

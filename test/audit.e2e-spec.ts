@@ -3,7 +3,7 @@ import { call, TestResponse } from './support/http-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';
 
-/** The audit trail of proxied traffic and admin changes (SPEC.md "Audit entry", CONTRACT.md GET /admin/audit). */
+/** The audit trail of proxied traffic and admin changes (docs/architecture.md "The audit pipeline"; GET /admin/audit in the OpenAPI document). */
 
 // jest-circus reads testTimeout only from the top-level config, not from the e2e project's entry.
 

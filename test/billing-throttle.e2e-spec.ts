@@ -5,8 +5,8 @@ import { TcpRelay } from './support/tcp-relay';
 import { startGateway, TestGateway } from './support/test-gateway';
 
 /**
- * RATE_LIMIT_RPM (SPEC.md "Limits"): one budget per client address shared by the billing
- * endpoints, the webhook exempt, 429 with SPEC.md's body; shared by every instance through
+ * RATE_LIMIT_RPM (docs/billing.md): one budget per client address shared by the billing
+ * endpoints, the webhook exempt, 429 with the body of docs/proxy.md "Answers"; shared by every instance through
  * Redis when REDIS_URL is set. Each test calls from its own loopback address (127.x.y.z), so
  * runs sharing the Redis server never share a budget.
  */

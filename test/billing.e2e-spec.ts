@@ -10,8 +10,8 @@ import { startUpstream, TestUpstream } from './support/upstream';
 import { createOrganization, startGateway, TestGateway, TestOrganization, TEST_PUBLIC_URL } from './support/test-gateway';
 
 /**
- * SPEC.md "Billing API", "Subscription plan of an account", "Errors > Billing" and the plan
- * limits, on the real Stripe SDK against a local fake of the provider's API and a real SMTP
+ * Billing (docs/billing.md: its API, the webhook, its errors) and the plan limits, on the
+ * real Stripe SDK against a local fake of the provider's API and a real SMTP
  * server.
  */
 

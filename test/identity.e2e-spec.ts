@@ -7,7 +7,7 @@ import { AgentsService } from '../src/agents/agents.service';
 import { call, TestResponse } from './support/http-client';
 import { createOrganization, startGateway, TEST_PUBLIC_URL, TestGateway, TestOrganization } from './support/test-gateway';
 
-/** Admin API rows for agents (SPEC.md "Admin API", CONTRACT.md "Organizations and credentials"). */
+/** Admin API rows for agents (docs/identity.md, docs/security.md). */
 
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;

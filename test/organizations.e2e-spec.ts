@@ -25,7 +25,7 @@ interface AgentBody {
   name: string;
 }
 
-/** SPEC.md "Limits", plan table (-1 = unlimited). */
+/** The plans' limits (`GET /billing/plans`, docs/billing.md; -1 = unlimited). */
 const PLAN_LIMITS = {
   free: { agents: 2, policyChecksPerMonth: 1000, policies: 3, auditRetentionDays: 7, teamMembers: 1 },
   starter: { agents: 10, policyChecksPerMonth: 25000, policies: 25, auditRetentionDays: 30, teamMembers: 5 },

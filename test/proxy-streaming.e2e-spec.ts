@@ -4,7 +4,7 @@ import { call } from './support/http-client';
 import { createOrganization, startGateway, TestGateway } from './support/test-gateway';
 import { rawRequest, RawRequestOptions, startUpstream, STREAM_BYTE, TestUpstream, UpstreamRequest } from './support/upstream';
 
-/** Bodies through /proxy/*: streamed byte for byte both ways, bounded by PROXY_MAX_BODY_BYTES (CONTRACT.md). */
+/** Bodies through /proxy/*: streamed byte for byte both ways, bounded by PROXY_MAX_BODY_BYTES (docs/proxy.md). */
 
 // jest-circus reads testTimeout only from the top-level config, not from the e2e project's entry.
 

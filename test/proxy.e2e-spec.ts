@@ -8,7 +8,7 @@ import { createOrganization, startGateway, TEST_PUBLIC_URL, TestGateway, TestOrg
 import { EchoBody, rawRequest, startUpstream, TestUpstream } from './support/upstream';
 import type { PlanId } from '../src/plans/plans';
 
-/** The governed proxy (SPEC.md "Gateway", "Authentication", "Errors"; CONTRACT.md "Decision input"). */
+/** The governed proxy (docs/proxy.md; docs/policies.md "What a condition can read"). */
 
 // jest-circus reads testTimeout only from the top-level config, not from the e2e project's entry.
 

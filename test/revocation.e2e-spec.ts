@@ -3,8 +3,8 @@ import { createOrganization, startGateway, testDatabaseKind, TestGateway, TestOr
 import { startUpstream, TestUpstream } from './support/upstream';
 
 /**
- * Revocation and agent changes across gateway instances (SPEC.md "Revocation is immediate";
- * CONTRACT.md: a PATCH takes effect on the next request on every instance). Two instances share
+ * Revocation and agent changes across gateway instances (docs/identity.md: a revocation, or a
+ * PATCH, takes effect on the next request on every instance). Two instances share
  * the database and the signing key; the change is made on A and must hold on B.
  *
  * LISTEN/NOTIFY runs on PostgreSQL only: PGlite behind its socket server delivers no

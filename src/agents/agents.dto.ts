@@ -3,7 +3,7 @@ import { Transform } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { IsDisplayName, IsOmittable } from '../common/validation';
 
-/** Tiers the admin API accepts (SPEC.md "Trust tiers", admin context). */
+/** Tiers the admin API accepts (docs/policies.md "Trust tiers": the admin API's names). */
 export const ADMIN_TIERS = ['unverified', 'verified', 'trusted', 'privileged'] as const;
 const TIER_MESSAGE = `trustTier must be one of: ${ADMIN_TIERS.join(', ')}`;
 const TAG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$/;

@@ -68,7 +68,7 @@ export class AgentsService {
 
   /**
    * Changes only the supplied fields and records previous and new values in the audit trail.
-   * Another organization's agent is 403 here (SPEC.md), 404 on the other routes.
+   * Another organization's agent is 403 here, 404 on the other routes (docs/security.md).
    */
   async update(actor: Actor, agentId: string, dto: UpdateAgentDto): Promise<AgentView> {
     const { saved, previous, next, version } = await this.dataSource.transaction(async (manager) => {

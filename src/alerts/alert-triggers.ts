@@ -51,7 +51,7 @@ export const RAISED_FIELDS = 19;
  * - `error`: the caller got a 5xx (the gateway's 502/504, or an upstream's 5xx passed through),
  *   or the upstream answered a 5xx the caller went away before receiving (499);
  * - `rate_limit`: a denial because a rate limit tripped; only that, not also `deny`, since
- *   SPEC.md lists them as separate triggers and one event should raise one alert;
+ *   they are separate triggers (docs/alerts.md) and one event should raise one alert;
  * - `deny`: any other denial, including one MODE=audit let through (the message says so);
  * - `alert_rule`: each `alert` rule that fired, whatever ALERT_ON says: the policy asked for it.
  */
@@ -170,7 +170,7 @@ function isoTimestamp(ms: number): string {
 const ADMIN_SEGMENT = /(^|[/:.])admin($|[/:.?])/i;
 
 /**
- * CONTRACT.md: critical for denials of `privileged` agents or of actions on an `admin` path, else
+ * docs/alerts.md "Triggers and severity": critical for denials of `privileged` agents or of actions on an `admin` path, else
  * warning. The path is the request's, or a PDP question's resource: the same file asked about
  * through the PDP or fetched through the proxy is as critical either way.
  */

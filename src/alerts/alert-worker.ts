@@ -20,7 +20,7 @@ parentPort!.on('message', (request: AlertWorkerRequest) => {
     const deadline = new Promise((resolve) => setTimeout(resolve, request.withinMs));
     void Promise.race([delivery.idle(), deadline]).then(() => {
       delivery.flushWarnings();
-      // The README says what is left at shutdown is lost; the log says how much.
+      // What is left at shutdown is lost (docs/alerts.md "Delivery"); the log says how much.
       const left = delivery.underWay();
       if (left > 0) reply({ type: 'log', level: 'warn', message: 'alert deliveries abandoned at shutdown', fields: { deliveries: left, alertIds: delivery.underWayAlertIds(), drainMs: request.withinMs } });
       reply({ type: 'drained' });

@@ -1,6 +1,6 @@
 import { newId } from '../common/ids';
 
-/** CONTRACT.md "Alert severity". */
+/** docs/alerts.md "Triggers and severity". */
 export type AlertSeverity = 'critical' | 'warning' | 'info';
 
 /**
@@ -9,7 +9,7 @@ export type AlertSeverity = 'critical' | 'warning' | 'info';
  */
 export type AlertTrigger = 'deny' | 'error' | 'rate_limit' | 'alert_rule' | 'test';
 
-/** The audit-entry fields an alert carries (SPEC.md "Audit entry (as carried in alerts)"); `''` when unknown. */
+/** The audit-entry fields an alert carries (`entry` in docs/alerts.md "The generic webhook"); `''` when unknown. */
 export interface AlertEntry {
   traceId: string;
   agentId: string;

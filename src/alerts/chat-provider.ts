@@ -29,7 +29,7 @@ export function truncate(text: string, max: number): string {
 }
 
 /**
- * A Slack-compatible incoming-webhook message with every item SPEC.md lists: title, summary,
+ * A Slack-compatible incoming-webhook message (docs/alerts.md "Chat and email"): title, summary,
  * policy, agent with tier, decision, action, method and path, trace id, reason, instance with
  * environment. `text` is the notification fallback; the blocks carry the details.
  */

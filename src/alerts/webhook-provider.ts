@@ -5,11 +5,11 @@ import { AlertHttpClient, headerLines, requestLine, safeUrl } from './alert-http
 import { HmacSha256 } from './hmac-sha256';
 import type { AlertProvider, AttemptListener } from './alert-provider';
 
-/** Headers of the generic webhook (SPEC.md "Webhook request headers", plus the replay-proof pair). */
+/** Headers of the generic webhook (docs/alerts.md "The generic webhook", the replay-proof pair included). */
 export enum AlertHeader {
   Event = 'X-Service-Event',
   Trigger = 'X-Service-Trigger',
-  /** `sha256=<hex>`: HMAC-SHA256 of the raw body (SPEC.md). */
+  /** `sha256=<hex>`: HMAC-SHA256 of the raw body (docs/alerts.md "The generic webhook"). */
   Signature = 'X-Service-Signature',
   /** Unix seconds when the request was signed. */
   Timestamp = 'X-Service-Timestamp',
@@ -18,7 +18,7 @@ export enum AlertHeader {
 }
 
 /**
- * SPEC.md's webhook payload as the JSON text that is sent and signed: exactly what
+ * The webhook payload (docs/alerts.md "The generic webhook") as the JSON text that is sent and signed: exactly what
  * JSON.stringify gives for the payload object (webhook-provider.spec.ts compares them), written
  * from its parts, the constant ones rendered once. An alert per denial makes this the hot path
  * of alerting; JSON.stringify of the object cost about twice as much.
@@ -53,7 +53,7 @@ function quoted(text: string): string {
   return `"${text}"`;
 }
 
-/** SPEC.md's webhook payload, as the JSON text that is sent and signed. */
+/** The webhook payload, as the JSON text that is sent and signed. */
 export function webhookBody(alert: Alert, origin: AlertOrigin): string {
   return new WebhookBody(origin).render(alert);
 }
@@ -80,7 +80,7 @@ function signature(key: KeyObject, text: string, prefix = ''): string {
   return `sha256=${createHmac('sha256', key).update(prefix).update(text).digest('hex')}`;
 }
 
-/** The generic webhook: SPEC.md's JSON payload, signed when ALERT_WEBHOOK_SECRET is set. */
+/** The generic webhook (docs/alerts.md "The generic webhook"), signed when ALERT_WEBHOOK_SECRET is set. */
 export class WebhookProvider implements AlertProvider {
   readonly name = 'webhook';
   readonly target: string;

@@ -13,7 +13,7 @@ const PERIOD_DOC =
   'The last 24 hours, 7 days or 30 days, in whole UTC hours: the current hour and the 23 (167, 719) before it. Anything else is 400 `invalid_period`.';
 
 export class AnalyticsQueryDto {
-  // Checked by the service, which answers `invalid_period` (SPEC.md) rather than `invalid_request`.
+  // Checked by the service, which answers `invalid_period` rather than `invalid_request`.
   @ApiPropertyOptional({ enum: PERIODS, default: '24h', description: PERIOD_DOC })
   @Allow()
   period?: unknown;

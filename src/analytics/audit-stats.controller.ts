@@ -6,7 +6,7 @@ import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import { ErrorBody } from '../common/error-body.dto';
 import { AnalyticsService } from './analytics.service';
 
-/** `GET /admin/audit/stats` (SPEC.md): decision counts, read from the analytics rollups like the Analytics API. */
+/** `GET /admin/audit/stats`: decision counts, read from the analytics rollups like the Analytics API. */
 @ApiTags('audit')
 @AdminAuth()
 @ApiBadRequestResponse({ description: 'Invalid query parameter (named in the message)', type: ErrorBody })

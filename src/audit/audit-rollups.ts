@@ -11,7 +11,7 @@ import type { SqlClient } from './sql-client';
 
 export const HOUR_MS = 3_600_000;
 
-/** Trust tiers as analytics reports them (SPEC.md "Trust tiers"), lowest first. */
+/** Trust tiers as analytics reports them (docs/policies.md "Trust tiers"), lowest first. */
 export const ANALYTICS_TIERS = ['sandboxed', 'verified', 'trusted', 'privileged'] as const;
 export type AnalyticsTier = (typeof ANALYTICS_TIERS)[number];
 const ANALYTICS_TIER_OF: Record<TrustTier, AnalyticsTier> = { unverified: 'sandboxed', verified: 'verified', trusted: 'trusted', privileged: 'privileged' };

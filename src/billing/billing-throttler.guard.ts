@@ -11,7 +11,7 @@ export const BILLING_THROTTLER = 'default';
 
 /**
  * RATE_LIMIT_RPM for the billing endpoints: one budget per client address that all of them
- * share (SPEC.md "Limits"), answered with SPEC.md's 429 body.
+ * share, answered with the 429 body of docs/proxy.md "Answers" (docs/billing.md).
  */
 @Injectable()
 export class BillingThrottlerGuard extends ThrottlerGuard {

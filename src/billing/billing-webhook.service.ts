@@ -38,7 +38,7 @@ interface SubscriptionRow {
 }
 
 /**
- * Applies the payment provider's webhook events (SPEC.md "Subscription plan of an account").
+ * Applies the payment provider's webhook events (docs/billing.md "The webhook").
  * Each event is applied in one transaction that also records its id, so a replay changes
  * nothing; per subscription, an event older than the last one applied is ignored, so events
  * arriving out of order never roll a plan back. The organization's plan is the best plan among

@@ -23,7 +23,7 @@ export class BillingService {
     @InjectRepository(BillingSubscription) private readonly subscriptions: Repository<BillingSubscription>,
   ) {}
 
-  /** The four plans, in SPEC.md's order. */
+  /** The four plans, cheapest first (docs/billing.md). */
   plans(): PlansView {
     return { plans: PLAN_IDS.map((id) => this.toView(PLANS[id])) };
   }

@@ -6,7 +6,7 @@ import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { LOGGER } from '../logging/logging.module';
 
-/** Seconds a webhook signature's timestamp may be away from now (SPEC.md: five minutes). */
+/** Seconds a webhook signature's timestamp may be away from now (five minutes). */
 export const WEBHOOK_TOLERANCE_SECONDS = 300;
 
 /** A verified webhook event, as the rest of billing reads it. */

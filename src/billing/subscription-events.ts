@@ -2,7 +2,7 @@ import { AppError } from '../common/app-error';
 import type { ProviderEvent } from './payment-provider';
 import { PAID_PLANS, PaidPlanId } from './plan-prices';
 
-/** The event types SPEC.md's subscription table acts on. */
+/** The event types the subscription table acts on (docs/billing.md "The webhook"). */
 export enum BillingEventType {
   CheckoutCompleted = 'checkout.session.completed',
   SubscriptionUpdated = 'customer.subscription.updated',

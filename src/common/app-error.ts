@@ -2,7 +2,7 @@ import { ErrorCode, httpStatusOf } from './error-code';
 
 /**
  * A domain error: services throw it with a code, and each transport's filter maps the code to
- * its status. `details` are extra body fields (SPEC.md adds some, e.g. `limit` and `plan`).
+ * its status. `details` are extra body fields (some answers add them, e.g. `limit` and `plan`: docs/proxy.md "Answers").
  */
 export class AppError extends Error {
   constructor(

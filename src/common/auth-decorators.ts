@@ -12,7 +12,7 @@ export enum AuthKind {
   Agent = 'agent',
   /** An agent-side adapter: `X-Api-Key`, or an identity-provider bearer token (managed identity). */
   Adapter = 'adapter',
-  /** An admin token sent as `Authorization: Bearer <token>` (SPEC.md: POST /billing/portal). */
+  /** An admin token sent as `Authorization: Bearer <token>` (POST /billing/portal, docs/billing.md). */
   AdminBearer = 'admin-bearer',
 }
 

@@ -16,7 +16,7 @@ export interface ErrorResponse {
  * (proxy, PDP): a domain error keeps its code, status and fields; a value the database refuses
  * is the client's 400 (a unique violation a 409); anything else is a generic 500 that carries
  * no stack, SQL or secret but names the trace id, so the failure can be found in the logs.
- * SPEC.md's 403 calls the trace id `trace_id`, and so does every body that carries one (the
+ * The proxy's 403 calls the trace id `trace_id` (docs/proxy.md "Answers"), and so does every body that carries one (the
  * response headers carry it on every answer: X-Trace-ID, X-Service-Trace-Id on the proxy).
  */
 export function errorBody(error: unknown, traceId?: string): ErrorResponse {

@@ -1,4 +1,4 @@
-/** Header names, in one place (SPEC.md "Gateway", "Authentication"). */
+/** Header names, in one place (docs/proxy.md, docs/pdp.md). */
 export enum ServiceHeader {
   Decision = 'X-Service-Decision',
   Policy = 'X-Service-Policy',

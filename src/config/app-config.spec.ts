@@ -2,7 +2,7 @@ import path from 'node:path';
 import { AppConfig, ConfigError } from './app-config';
 import { redactUrl } from './env-reader';
 
-/** AppConfig.fromEnv: CONTRACT.md "Gateway environment" defaults, and every bad value named. */
+/** AppConfig.fromEnv: the defaults of docs/configuration.md, and every bad value named. */
 
 function configError(env: Record<string, string>): ConfigError {
   try {

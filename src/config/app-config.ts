@@ -17,8 +17,8 @@ export class ConfigError extends Error {
 }
 
 /**
- * The gateway's configuration, read once from the environment (CONTRACT.md "Gateway
- * environment") and injected everywhere else. Nothing outside src/config reads process.env.
+ * The gateway's configuration, read once from the environment (docs/configuration.md) and
+ * injected everywhere else. Nothing outside src/config reads process.env.
  */
 export class AppConfig {
   /** Service version reported by /json and /health. */
@@ -208,7 +208,7 @@ export function packageVersion(): string {
   return '0.0.0';
 }
 
-// ---- Alerting (ALERT_*; SPEC.md "Alerts (outgoing)") ----
+// ---- Alerting (ALERT_*; docs/alerts.md "Configuration") ----
 
 /** The triggers ALERT_ON accepts; `all` stands for the three others. */
 export const ALERT_TRIGGERS = ['deny', 'error', 'rate_limit', 'all'] as const;

@@ -1,10 +1,10 @@
 import type { JWTPayload } from 'jose';
 
-/** Claims of an agent token (SPEC.md "Agent token (JWT) claims"). */
+/** Claims of an agent token (docs/architecture.md "Identity"). */
 export interface AgentTokenClaims {
   sub: string;
   name: string;
-  /** Trust tier, under both names SPEC.md describes. */
+  /** Trust tier, under both claim names (`trust` and `tier`). */
   trust: string;
   tier: string;
   tags: string[];

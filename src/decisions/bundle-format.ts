@@ -27,7 +27,7 @@ export interface BundleTiers {
 }
 
 /**
- * What a signed bundle carries (SPEC.md "Edge sidecar policy bundle"): the organization's
+ * What a signed bundle carries (docs/architecture.md "Edge sidecar"): the organization's
  * policies in evaluation order, the trust tiers, its agents and revocation list, the public keys
  * agent tokens are verified with, and the issuer they must name. `version` is an ISO 8601 time:
  * the newest change the content reflects, so it only grows and equal content has an equal version.

@@ -31,8 +31,8 @@ const TIERS: BundleTiers = {
 };
 
 /**
- * Builds an organization's signed bundle for edge sidecars (SPEC.md "Edge sidecar policy
- * bundle") from the same rows the gateway decides on. Its version is the time of the newest
+ * Builds an organization's signed bundle for edge sidecars (docs/architecture.md "Edge
+ * sidecar") from the same rows the gateway decides on. Its version is the time of the newest
  * change it reflects (policy version, agent update or revocation, signing key, API key), so it only
  * grows and is the same for the same content; the ETag is a hash of the content.
  */

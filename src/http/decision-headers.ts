@@ -2,7 +2,7 @@ import type { Decision } from '../policy-engine/types';
 import { ServiceHeader } from '../common/service-header';
 
 /**
- * The four X-Service-* headers (SPEC.md "Response headers added to proxied responses"), set
+ * The four X-Service-* headers (docs/proxy.md "Headers on every answer"), set
  * on every response the proxy gives after a decision, allowed or denied. Returned as a plain
  * object so they can join the upstream's headers in one writeHead.
  */

@@ -15,7 +15,8 @@ type RequestListener = (request: IncomingMessage, response: ServerResponse) => v
 /**
  * Puts an app's lean routes in front of express on its own HTTP server, first match wins;
  * express answers everything else. Nest still owns the server (listen, close, shutdown hooks).
- * Express's router and body handling alone cost more than a decision (docs/architecture.md),
+ * Express's router and body handling alone cost more than a decision (docs/architecture.md,
+ * "The lean path"),
  * so the hot routes (the proxy, the PDP, the sidecar's `/enforce`) are served here.
  */
 export function mountLeanRoutes(app: INestApplication, routes: readonly LeanRoute[]): void {

@@ -69,7 +69,7 @@ export class AgentIdentityService {
   }
 }
 
-/** The identity vocabulary names the lowest rung `untrusted` (SPEC.md "Trust tiers"). */
+/** The identity vocabulary names the lowest rung `untrusted` (docs/policies.md "Trust tiers"). */
 function identityTier(tier: string): string {
   const canonical = canonicalTier(tier) ?? 'unverified';
   return canonical === 'unverified' ? 'untrusted' : canonical;

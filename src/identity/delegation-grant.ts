@@ -25,7 +25,7 @@ export interface GrantClaims {
 }
 
 /**
- * Delegation grants (RFC 8693 token exchange, docs/security.md "Delegation"): a delegator gets a
+ * Delegation grants (RFC 8693 token exchange, docs/security.md "Identity and delegation"): a delegator gets a
  * grant naming the delegate, never a token that acts as the delegate. Only the delegate can turn
  * it into an access token, by presenting its own agent token as `actor_token`.
  */

@@ -16,7 +16,7 @@ import { DelegationGrantView, DelegateDto, TOKEN_EXCHANGE_GRANT_TYPE, TokenExcha
 export const MAX_DELEGATION_DEPTH = 8;
 
 /**
- * Delegation in two steps (RFC 8693 token exchange, docs/security.md "Delegation"): a delegator
+ * Delegation in two steps (RFC 8693 token exchange, docs/security.md "Identity and delegation"): a delegator
  * asks for a grant naming the delegate; the delegate redeems it with its own agent token as
  * `actor_token` and gets a token acting on the delegator's behalf (`act`). The delegator never
  * holds a token that acts as the delegate, so delegating to a more trusted agent gains it

@@ -15,4 +15,4 @@ export class JwksResponse {
   keys: object[];
 }
 
-/** Tiers as the identity description names them (SPEC.md "Trust tiers"). */
+/** Tiers as the identity description names them (docs/policies.md "Trust tiers"). */

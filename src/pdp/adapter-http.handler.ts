@@ -17,7 +17,7 @@ import { checkAnswer, protoJsonAnswer } from './pdp-answers';
 import { pdpRequestFromCheck, pdpRequestFromJson, traced } from './pdp-request';
 import { PdpService } from './pdp.service';
 
-/** The adapter endpoints (CONTRACT.md "Adapter endpoints"). */
+/** The adapter endpoints (docs/pdp.md "Check, act, report"). */
 export const ADAPTER_PATHS: ReadonlySet<string> = new Set(['/v1/check', '/api/v1/pdp/evaluate', '/v1/audit']);
 
 /** Settings the adapter endpoints use. */
@@ -34,7 +34,7 @@ export interface AdapterHttpSettings {
  * the adapter's credential (ADAPTER_AUTHENTICATION), the body to a PdpRequest, PdpService, the
  * answer; outcomes go to OutcomeRecorder. Where the decision log must be durable before an
  * answer (the sidecar's write-ahead file) the answer waits for it. Documented in the OpenAPI
- * document from the DTOs of pdp.dto.ts (docs/swagger.ts).
+ * document from the DTOs of pdp.dto.ts (src/docs/swagger.ts).
  */
 @Injectable()
 export class AdapterHttpHandler implements LeanRoute {

@@ -1,6 +1,6 @@
 import type { PdpAnswer } from './pdp.service';
 
-/** The `/v1/check` answer (CONTRACT.md "Adapter endpoints"), with the PDP's cache hints. */
+/** The `/v1/check` answer (docs/pdp.md "What an answer says"), with the PDP's cache hints. */
 export function checkAnswer(answer: PdpAnswer): Record<string, unknown> {
   return {
     decision: answer.decision === 'DECISION_ALLOW' ? 'allow' : 'deny',

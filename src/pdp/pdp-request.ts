@@ -34,7 +34,7 @@ export function pdpRequestFromJson(body: unknown): PdpRequest {
   });
 }
 
-/** The body of `POST /v1/check` (CONTRACT.md "Adapter endpoints"). */
+/** The body of `POST /v1/check` (docs/pdp.md "Check, act, report"). */
 export function pdpRequestFromCheck(body: unknown): PdpRequest {
   const source = objectOf(body, 'body');
   known(source, CHECK_FIELDS, 'the check');

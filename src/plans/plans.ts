@@ -1,4 +1,4 @@
-/** Subscription plans and their limits (SPEC.md "Plan" and "Limits"); -1 means unlimited. */
+/** Subscription plans and their limits (`GET /billing/plans`, docs/billing.md); -1 means unlimited. */
 
 export const PLAN_IDS = ['free', 'starter', 'professional', 'enterprise'] as const;
 export type PlanId = (typeof PLAN_IDS)[number];

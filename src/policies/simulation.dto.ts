@@ -28,7 +28,7 @@ export class SimulationDelegationDto {
   @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @ArrayMaxSize(64) @IsString({ each: true }) chain?: string[];
 }
 
-/** A decision input (CONTRACT.md "Decision input"); missing parts default to empty values. */
+/** A decision input (docs/policies.md "What a condition can read"); missing parts default to empty values. */
 export class SimulationInputDto {
   @ApiPropertyOptional({ description: 'Use this agent’s current record (overrides `agent`)' })
   @IsOptional()

@@ -3,7 +3,7 @@ export const CANONICAL_TIERS = ['unverified', 'verified', 'trusted', 'privileged
 
 export type TrustTier = (typeof CANONICAL_TIERS)[number];
 
-// Each context of the service spells the tiers differently (SPEC.md "Trust tiers").
+// Each context of the service spells the tiers differently (docs/policies.md "Trust tiers").
 const TIER_ALIASES: ReadonlyMap<string, TrustTier> = new Map<string, TrustTier>([
   ['unverified', 'unverified'],
   ['untrusted', 'unverified'],

@@ -8,7 +8,7 @@ export type Effect = 'allow' | 'deny';
 /** What a rule does when its condition holds: decide (`allow`, `deny`) or raise an alert and let evaluation go on (`alert`). */
 export type RuleAction = Effect | 'alert';
 
-/** What a policy condition can read (CONTRACT.md "Decision input"). */
+/** What a policy condition can read (docs/policies.md "What a condition can read"). */
 export interface DecisionInput {
   agent: AgentFacts;
   action: string;

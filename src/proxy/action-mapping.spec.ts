@@ -9,7 +9,7 @@ describe('verbOf', () => {
     ['PUT', 'write'],
     ['PATCH', 'write'],
     ['DELETE', 'delete'],
-    // Methods SPEC.md does not map are treated as writes, the verb policies restrict most.
+    // Methods without a verb of their own (docs/proxy.md "Actions") are treated as writes, the verb policies restrict most.
     ['PROPFIND', 'write'],
     ['TRACE', 'write'],
   ])('%s → %s', (method, verb) => {

@@ -1,5 +1,5 @@
 /**
- * The verb of a request (SPEC.md action table): GET read; POST, PUT, PATCH write; DELETE
+ * The verb of a request (docs/proxy.md "Actions"): GET read; POST, PUT, PATCH write; DELETE
  * delete. HEAD and OPTIONS read nothing they could change, so they map to read; any other
  * method maps to write, the verb policies restrict most.
  */

@@ -40,7 +40,7 @@ const CLIENT_GONE = Symbol('client gone');
  * the request into a DecisionRequest (URL to action, query and JSON body to args, headers to
  * context), then forwards or refuses, sets the decision headers and records the outcome. It is
  * mounted on the HTTP server ahead of express, whose router and body handling alone would cost
- * more than this path's whole budget (docs/architecture.md).
+ * more than this path's whole budget (docs/architecture.md, "The lean path").
  */
 @Injectable()
 export class ProxyHandler implements OnApplicationShutdown, LeanRoute {

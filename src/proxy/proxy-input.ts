@@ -4,7 +4,7 @@ import { CONTEXT_HEADER_PREFIX } from '../common/service-header';
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /**
- * `args` of a proxied request (CONTRACT.md "Decision input"): the query parameters (a repeated
+ * `args` of a proxied request (docs/policies.md "What a condition can read"): the query parameters (a repeated
  * one as a list), then the top-level fields of the body when it was read (body-fields.ts; where
  * both name an argument a policy reads, they must agree); `path` and `method` are set last, so
  * neither can be overridden by the request.

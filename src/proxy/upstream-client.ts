@@ -86,7 +86,8 @@ export class UpstreamClient {
   /**
    * Sends the request and streams the answer into `response`; `done` is called once, when the
    * exchange is over. undici's dispatch API directly: `pool.stream` would add a promise, an
-   * async resource and end-of-stream listeners to every request (see docs/architecture.md).
+   * async resource and end-of-stream listeners to every request (docs/architecture.md, "Request
+   * path: `/proxy/*`").
    */
   forward(request: ForwardRequest, response: ServerResponse, done: (outcome: UpstreamOutcome) => void): void {
     this.pool.dispatch(

@@ -346,7 +346,7 @@ export class AuditWal implements DecisionLog {
   /**
    * A full or failing disk: the entries are counted as dropped and their numbers kept (a gap at
    * the gateway), /health says why, and their answers get a 503 rather than a success the
-   * trail will never show (README, AUDIT_DURABILITY).
+   * trail will never show (docs/sidecar.md "Configuration", AUDIT_DURABILITY).
    */
   private writeFailed(seqs: number[], group: SyncGroup | null, error: unknown): void {
     this.dropped += seqs.length;

@@ -16,7 +16,7 @@ const FIRST_RETRY_MS = 1000;
 const EARLY_SYNC_MIN_GAP_MS = 5000;
 
 /**
- * Keeps the bundle current (SPEC.md "Edge sidecar bundle"): at start the cached bundle, then a
+ * Keeps the bundle current (docs/sidecar.md "Configuration", BUNDLE_SYNC_INTERVAL): at start the cached bundle, then a
  * fetch at once and every BUNDLE_SYNC_INTERVAL seconds (±10% jitter, so a fleet does not fetch
  * in step), with `If-None-Match` so an unchanged bundle costs a 304. While the gateway is away
  * it retries with exponential backoff from 1 s, never waiting longer than the interval.

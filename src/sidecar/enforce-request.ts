@@ -51,7 +51,7 @@ export function batchItems(body: Record<string, unknown>): EnforceItem[] {
 }
 
 /**
- * The decision request of an item (CONTRACT.md "Decision input", sidecar column): action and
+ * The decision request of an item (docs/architecture.md "Edge sidecar"): action and
  * resource from the body; `plugin` and `function` from `context` if given, else as the proxy
  * maps an action (`http`, and the action's verb: `read:docs/a` → `read`), so the same action
  * decides the same through the gateway's proxy and here; `args` from `context.args`.

@@ -16,8 +16,8 @@ export const MAX_GATEWAY_ANSWER_BYTES = 64 * 1024 * 1024;
 export type GatewayAnswer = { status: number; headers: Headers; text: string } | 'unreachable';
 
 /**
- * The sidecar's connection to its gateway (SPEC.md: "Edge sidecar to gateway uses the
- * ADMIN_TOKEN variable"), and what /health says of it: reachable when its last call got an
+ * The sidecar's connection to its gateway, authenticated by ADMIN_TOKEN (docs/sidecar.md
+ * "Configuration"), and what /health says of it: reachable when its last call got an
  * answer.
  */
 export class GatewayLink {

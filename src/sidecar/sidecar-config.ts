@@ -13,9 +13,8 @@ import { EnvReader, hasCredentials } from '../config/env-reader';
 const MAX_KEY_FILE_BYTES = 64 * 1024;
 
 /**
- * The edge sidecar's configuration (SPEC.md "Edge sidecar", CONTRACT.md: plus UPSTREAM_URL and
- * HOST), read once from the environment. A missing or invalid variable stops the start with a
- * message naming it.
+ * The edge sidecar's configuration (docs/sidecar.md "Configuration"), read once from the
+ * environment. A missing or invalid variable stops the start with a message naming it.
  */
 export class SidecarConfig {
   /** GATEWAY_URL (required): the central gateway bundles come from and audit goes to. */

@@ -6,7 +6,7 @@ import { BundleStore } from './bundle-store';
 import { BundleSync } from './bundle-sync';
 import { GatewayLink } from './gateway-link';
 
-/** GET /health of the sidecar (SPEC.md "Edge sidecar"), plus why it fails closed and its audit buffer. */
+/** GET /health of the sidecar (docs/sidecar.md), plus why it fails closed and its audit buffer. */
 export interface SidecarHealthReport {
   /** `healthy`; `fail_closed` when no valid bundle is in force (everything is denied, HTTP 503). */
   /** `degraded`: deciding, but audit entries cannot be written (see `degradedReason`); their answers are 503s. */

@@ -46,7 +46,7 @@ class AuditWalCloser implements OnApplicationShutdown {
 }
 
 /**
- * The edge sidecar (SPEC.md "Edge sidecar"): the decision core bound to the signed bundle
+ * The edge sidecar (docs/sidecar.md): the decision core bound to the signed bundle
  * (policies, agents, keys), an in-process rate limiter, no quota, and the write-ahead audit
  * buffer; bundle sync and audit forwarding on timers; the lean HTTP transports. No TypeORM, no
  * billing, no analytics anywhere in its module graph (`npm run lint` checks its imports).

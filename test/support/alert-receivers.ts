@@ -69,7 +69,7 @@ export async function startAlertReceiver(options: { failFirst?: number } = {}): 
   };
 }
 
-/** What a webhook receiver checks, as README.md tells receivers to. */
+/** What a webhook receiver checks, as docs/alerts.md tells receivers to. */
 export interface SignatureCheck {
   /** X-Service-Signature is HMAC-SHA256(secret, raw body), compared in constant time. */
   bodySignature: boolean;

@@ -1,4 +1,4 @@
-"""The client's options: SPEC.md's adapter options, in Python's casing, and per-plugin overrides."""
+"""The client's options: the adapter options (README "Options"), in Python's casing, and per-plugin overrides."""
 
 from __future__ import annotations
 

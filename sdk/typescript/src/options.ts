@@ -10,7 +10,7 @@ export interface PluginOptions {
   throwOnDenied?: boolean;
 }
 
-/** Options of a GovernanceClient (SPEC.md "Adapter behavior", in TypeScript casing). */
+/** Options of a GovernanceClient (README "Options", in TypeScript casing). */
 export interface GovernanceOptions {
   /** The gateway's HTTP address, e.g. `http://gateway:3000` (HTTP fallback and audit). */
   gatewayUrl: string;

@@ -4,7 +4,7 @@ using System.Globalization;
 namespace AgentGovernance;
 
 /// <summary>
-/// Options of a <see cref="GovernanceClient"/>: SPEC.md's adapter options (GatewayUrl, ApiKey, AgentId,
+/// Options of a <see cref="GovernanceClient"/>: the adapter options (GatewayUrl, ApiKey, AgentId,
 /// DefaultTrustTier, ThrowOnDenied, TimeoutSeconds, per-plugin overrides), the failure mode, and
 /// the cache and audit settings. Bound from the <c>AgentGovernance</c> configuration section by
 /// <c>services.AddAgentGovernanceClient(configuration)</c>.
@@ -114,7 +114,7 @@ public sealed class PluginGovernanceOptions
     public bool? ThrowOnDenied { get; set; }
 }
 
-/// <summary>What a client does when the gateway cannot answer (SPEC.md "Adapter behavior" 6).</summary>
+/// <summary>What a client does when the gateway cannot answer (README "What happens when").</summary>
 [TypeConverter(typeof(FailureModeConverter))]
 public enum FailureMode
 {
@@ -125,7 +125,7 @@ public enum FailureMode
     FailOpen,
 }
 
-/// <summary>Reads <c>fail-closed</c> and <c>fail-open</c> (SPEC.md's names) as well as the enum's own names from configuration.</summary>
+/// <summary>Reads <c>fail-closed</c> and <c>fail-open</c> (the names the other SDKs use) as well as the enum's own names from configuration.</summary>
 public sealed class FailureModeConverter : EnumConverter
 {
     /// <summary>Creates the converter.</summary>

@@ -4,7 +4,7 @@ using Microsoft.Extensions.Options;
 
 namespace AgentGovernance.Tests;
 
-/// <summary>The options: SPEC.md's defaults, binding from an <c>AgentGovernance</c> configuration section, and validation.</summary>
+/// <summary>The options: the defaults of the README's "Options", binding from an <c>AgentGovernance</c> configuration section, and validation.</summary>
 public sealed class OptionsTests
 {
     private static IConfiguration Configuration(Dictionary<string, string?> values) => new ConfigurationBuilder().AddInMemoryCollection(values).Build();

@@ -5,7 +5,7 @@ using System.Text.Json;
 
 namespace AgentGovernance.Internal;
 
-/// <summary>The adapter endpoints over HTTP (CONTRACT.md "Adapter endpoints"): <c>POST /v1/check</c>, the fallback when gRPC cannot connect, and <c>POST /v1/audit</c>.</summary>
+/// <summary>The adapter endpoints over HTTP (docs/pdp.md "Check, act, report"): <c>POST /v1/check</c>, the fallback when gRPC cannot connect, and <c>POST /v1/audit</c>.</summary>
 internal sealed class HttpPdpTransport : IDisposable
 {
     private readonly HttpClient http;
