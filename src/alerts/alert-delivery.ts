@@ -1,7 +1,7 @@
 import type { AlertsConfig } from '../config/app-config';
 import type { Alert } from './alert';
 import { AlertHttpClient } from './alert-http';
-import { AlertProvider, AlertSendError, AttemptListener } from './alert-provider';
+import { AlertProvider, AlertSendError } from './alert-provider';
 import { AlertRateCounter, LocalAlertRateCounter, RedisAlertRateCounter } from './alert-rate-counter';
 import { ChatProvider } from './chat-provider';
 import { ApiEmailProvider, SmtpEmailProvider } from './email-provider';
@@ -9,7 +9,7 @@ import { DelayedRetries, RetrySchedule, Retryable } from './retry-schedule';
 import { DropWarnings } from './drop-warnings';
 import { WebhookProvider } from './webhook-provider';
 
-/** Where delivery reports: the gateway's logger (through the worker's messages) or the CLI. */
+/** Where delivery reports: the gateway's logger or the CLI. */
 export type DeliveryLog = (level: 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
 
 export interface RetryPolicy {
@@ -58,10 +58,8 @@ export function configuredProviders(config: AlertsConfig): AlertProvider[] {
 /**
  * Sends alerts to every provider, off the decision's path: ALERT_RATE_LIMIT first (excess
  * alerts dropped with a warning), then each provider in the background with retries and
- * exponential backoff; a final failure is logged with the alert id. At an alert per denied
- * request this runs thousands of times a second, so a delivery is one object that is its own
- * attempt listener, and waiting retries sit in a RetrySchedule: no promise, closure or timer
- * per alert.
+ * exponential backoff; a final failure is logged with the alert id. Waiting retries sit in a
+ * RetrySchedule (a timer per backoff level, not per alert).
  */
 export class AlertDelivery {
   /** Deliveries under way per provider (indexed as `providers`): being sent or waiting for a retry. */
@@ -73,11 +71,9 @@ export class AlertDelivery {
   /** Deliveries waiting for the time a receiver's 429 asked for. */
   private readonly throttled = new DelayedRetries<Delivery>();
   private readonly dropWarnings: DropWarnings;
-  /**
-   * Every delivery under way, newest first, linked through the deliveries themselves (no
-   * allocation per alert): at shutdown, the alerts abandoned are named, not just counted.
-   */
-  private newest: Delivery | null = null;
+  /** Every delivery under way: at shutdown, the alerts abandoned are named, not just counted. */
+  private readonly deliveries = new Set<Delivery>();
+  private closed = false;
 
   constructor(
     private readonly providers: readonly AlertProvider[],
@@ -133,15 +129,16 @@ export class AlertDelivery {
 
   /** Deliveries (one alert to one provider) not yet settled, retries included; alerts of batches still being counted against the rate limit are not among them. */
   underWay(): number {
-    let total = 0;
-    for (const count of this.inFlightOf) total += count;
-    return total;
+    return this.deliveries.size;
   }
 
   /** The ids of the alerts of the first `most` deliveries under way (an alert sent to two providers is named once). */
   underWayAlertIds(most = 20): string[] {
     const ids = new Set<string>();
-    for (let delivery = this.newest; delivery !== null && ids.size < most; delivery = delivery.older) ids.add(delivery.alert.id);
+    for (const delivery of this.deliveries) {
+      if (ids.size >= most) break;
+      ids.add(delivery.alert.id);
+    }
     return [...ids];
   }
 
@@ -162,6 +159,7 @@ export class AlertDelivery {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.flushWarnings();
     this.retries.clear();
     this.throttled.clear();
@@ -171,14 +169,14 @@ export class AlertDelivery {
   /** A delivery's first attempt. */
   private start(delivery: Delivery): void {
     this.inFlightOf[delivery.slot]++;
-    delivery.older = this.newest;
-    if (this.newest !== null) this.newest.newer = delivery;
-    this.newest = delivery;
+    this.deliveries.add(delivery);
     delivery.attempt();
   }
 
   /** Called by a delivery when an attempt failed: retried after its backoff, or given up and logged. */
   attemptFailed(delivery: Delivery, error: Error): void {
+    // Closing ends what is in flight: nothing is retried after it.
+    if (this.closed) return this.finished(delivery, error.message);
     if (this.waitIfThrottled(delivery, error)) return;
     const { provider, alert, attempts } = delivery;
     const fields = { alertId: alert.id, trigger: alert.trigger, provider: provider.name, attempt: attempts, err: error.message };
@@ -216,9 +214,7 @@ export class AlertDelivery {
   /** Called by a delivery once it is over: sent, or failed for good (`error`). */
   finished(delivery: Delivery, error: string | null): void {
     this.inFlightOf[delivery.slot]--;
-    if (delivery.newer === null) this.newest = delivery.older;
-    else delivery.newer.older = delivery.older;
-    if (delivery.older !== null) delivery.older.newer = delivery.newer;
+    this.deliveries.delete(delivery);
     delivery.report?.({ provider: delivery.provider.name, target: delivery.provider.target, ok: error === null, attempts: delivery.attempts, ...(error === null ? {} : { error }) });
     this.notifyIfIdle();
   }
@@ -233,16 +229,13 @@ export class AlertDelivery {
   }
 }
 
-/** One alert on its way to one provider: it counts its attempts and hears how each went. */
-class Delivery implements AttemptListener, Retryable {
+/** One alert on its way to one provider: it counts its attempts and tells its owner how each went. */
+class Delivery implements Retryable {
   attempts = 0;
   dueAt = 0;
   /** Time spent waiting on 429 answers, and how many there were. */
   throttledMs = 0;
   throttles = 0;
-  /** Its neighbours in the owner's list of deliveries under way. */
-  newer: Delivery | null = null;
-  older: Delivery | null = null;
 
   constructor(
     private readonly owner: AlertDelivery,
@@ -256,22 +249,13 @@ class Delivery implements AttemptListener, Retryable {
 
   attempt(): void {
     this.attempts++;
-    try {
-      this.provider.send(this.alert, this);
-    } catch (error) {
-      this.failed(error instanceof Error ? error : new Error(String(error)));
-    }
+    this.provider.send(this.alert).then(
+      () => this.owner.finished(this, null),
+      (error: unknown) => this.owner.attemptFailed(this, error instanceof Error ? error : new Error(String(error))),
+    );
   }
 
   retry(): void {
     this.attempt();
-  }
-
-  sent(): void {
-    this.owner.finished(this, null);
-  }
-
-  failed(error: Error): void {
-    this.owner.attemptFailed(this, error);
   }
 }

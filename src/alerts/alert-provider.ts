@@ -2,18 +2,13 @@ import type { Alert } from './alert';
 
 export type AlertProviderName = 'webhook' | 'chat' | 'email';
 
-/** Told how one attempt to send an alert went (a callback object: no promise or closure per alert). */
-export interface AttemptListener {
-  sent(): void;
-  failed(error: Error): void;
-}
-
-/** One delivery channel. `send` makes one attempt and tells `attempt` how it went; the caller retries. */
+/** One delivery channel. `send` makes one attempt; the caller retries. */
 export interface AlertProvider {
   readonly name: AlertProviderName;
   /** What it sends to, for `ags alerts providers` (no secrets). */
   readonly target: string;
-  send(alert: Alert, attempt: AttemptListener): void;
+  /** Resolves once the receiver took the alert; rejects (an AlertSendError) when it did not. */
+  send(alert: Alert): Promise<void>;
   close(): Promise<void>;
 }
 

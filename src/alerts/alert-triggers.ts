@@ -15,9 +15,9 @@ export function activeTriggers(on: readonly AlertTriggerName[]): ActiveTriggers 
 }
 
 /**
- * A raised alert in transit from the request thread to the alert worker: the facts of its
- * decision as a flat run of RAISED_FIELDS values in a batch array (a flat array of strings is
- * the cheapest thing to hand to another thread), in the order `readRaised` reads them.
+ * A raised alert waiting for its batch: the facts of its decision as a flat run of
+ * RAISED_FIELDS values in a batch array, in the order `readRaised` reads them. The alert itself
+ * (id, title, message) is built when the batch is delivered, after the request was answered.
  */
 interface Raised extends Pick<AuditRecord, 'ts' | 'traceId' | 'agentId' | 'agentName' | 'trustTier' | 'action' | 'method' | 'path' | 'decision' | 'enforced' | 'status' | 'upstreamStatus'> {
   /**
@@ -119,7 +119,7 @@ export function raiseQuotaRefusal(refusal: QuotaRefusal, batch: unknown[]): void
   batch.push('quota', ts, traceId, agentId, agentName, trustTier, action, method, path, 'deny', true, null, reason, 429, null, null, null, orgId, null);
 }
 
-/** The alerts of a batch built by raiseAlerts (in the alert worker): ids, severities, titles and messages. */
+/** The alerts of a batch built by raiseAlerts: ids, severities, titles and messages. */
 export function alertsOfBatch(batch: readonly unknown[]): Alert[] {
   const alerts: Alert[] = [];
   for (let at = 0; at + RAISED_FIELDS <= batch.length; at += RAISED_FIELDS) alerts.push(alertOf(readRaised(batch, at)));

@@ -4,12 +4,12 @@ import { AppConfig } from '../config/app-config';
 import { DecisionEvent, DecisionEvents, QuotaRefusal } from '../decisions/decision-events';
 import { RequestFailure, RequestFailures } from '../decisions/request-failures';
 import { LOGGER } from '../logging/logging.module';
-import { AlertDispatcher } from './alert-dispatcher';
-import { ActiveTriggers, activeTriggers, RAISED_FIELDS, raiseAlerts, raiseFailure, raiseQuotaRefusal } from './alert-triggers';
+import { AlertDelivery } from './alert-delivery';
+import { ActiveTriggers, activeTriggers, alertsOfBatch, raiseAlerts, raiseFailure, raiseQuotaRefusal } from './alert-triggers';
 
-/** Alerts raised within this many milliseconds go to the worker in one message. */
+/** Alerts raised within this many milliseconds are delivered as one batch. */
 const BATCH_MS = 10;
-/** At shutdown, the longest the worker may spend finishing its deliveries (first attempts and retries). */
+/** At shutdown, the longest delivery may take to finish what is under way (first attempts and retries). */
 const DRAIN_MS = 5000;
 /** An organization out of monthly checks is refused on every request; it is alerted of once in this long (per instance). */
 export const QUOTA_ALERT_INTERVAL_MS = 60 * 60 * 1000;
@@ -17,14 +17,15 @@ export const QUOTA_ALERT_INTERVAL_MS = 60 * 60 * 1000;
 /**
  * Alerting on every governed decision, whatever its entry point: listens to DecisionEvents
  * (and, for the `error` trigger, to RequestFailures: requests failed before any decision),
- * picks the decisions ALERT_ON (and `alert` rules) care about and hands their facts, in small
- * batches, to the alert worker, which builds the alerts, rate-limits and delivers them. The
+ * picks the decisions ALERT_ON (and `alert` rules) care about and hands them, in small batches,
+ * to AlertDelivery, which builds the alerts, rate-limits and sends them in the background. The
  * listener only queues: it never waits for, nor fails with, a delivery.
  */
 @Injectable()
 export class AlertService implements OnModuleInit, OnApplicationShutdown {
   private readonly triggers: ActiveTriggers;
-  private readonly dispatcher: AlertDispatcher;
+  /** Null without a provider: nothing to send, so no rate counter (nor its Redis connection). */
+  private readonly delivery: AlertDelivery | null;
   /** Alerts raised since the last batch, as raiseAlerts lays them out. */
   private pending: unknown[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
@@ -39,7 +40,7 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.triggers = activeTriggers(config.alerts.on);
-    this.dispatcher = new AlertDispatcher({ config: config.alerts, redisUrl: config.redis.url }, logger);
+    this.delivery = this.enabled ? AlertDelivery.fromConfig(config.alerts, config.redis.url, (level, message, fields) => logger[level](fields, message)) : null;
   }
 
   /** True when at least one provider is configured: without one there is nothing to alert. */
@@ -91,23 +92,31 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flush();
-    await this.dispatcher.close(DRAIN_MS);
+    await this.drain();
   }
 
-  /** Hands what is pending to the worker within BATCH_MS, with what else is raised meanwhile. */
+  /** Lets delivery finish what it is sending for up to DRAIN_MS; what is left then is lost, and the log says which. */
+  private async drain(): Promise<void> {
+    if (this.delivery === null) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.delivery.idle(), new Promise((resolve) => (timer = setTimeout(resolve, DRAIN_MS)))]);
+    clearTimeout(timer);
+    this.delivery.flushWarnings();
+    const left = this.delivery.underWay();
+    if (left > 0) this.logger.warn({ deliveries: left, alertIds: this.delivery.underWayAlertIds(), drainMs: DRAIN_MS }, 'alert deliveries abandoned at shutdown');
+    await this.delivery.close();
+  }
+
+  /** Delivers what is pending within BATCH_MS, with what else is raised meanwhile. */
   private flushSoon(): void {
     this.flushTimer ??= setTimeout(() => this.flush(), BATCH_MS);
   }
 
   private flush(): void {
     this.flushTimer = null;
-    if (this.pending.length === 0) return;
-    const batch = this.pending;
+    if (this.pending.length === 0 || this.delivery === null) return;
+    const alerts = alertsOfBatch(this.pending);
     this.pending = [];
-    try {
-      this.dispatcher.dispatch(batch, batch.length / RAISED_FIELDS);
-    } catch (error) {
-      this.logger.error({ err: error, alerts: batch.length / RAISED_FIELDS }, 'alerts could not be handed to the alert worker');
-    }
+    this.delivery.deliver(alerts).catch((error: unknown) => this.logger.error({ err: error, alertIds: alerts.map((alert) => alert.id) }, 'alert delivery failed'));
   }
 }

@@ -1,9 +1,9 @@
 import { Alert, AlertOrigin, AlertSeverity, singleLine } from './alert';
 import { AlertHttpClient, safeUrl } from './alert-http';
-import type { AlertProvider, AttemptListener } from './alert-provider';
+import type { AlertProvider } from './alert-provider';
 
 const SEVERITY_MARK: Record<AlertSeverity, string> = { critical: ':red_circle: CRITICAL', warning: ':warning: WARNING', info: ':information_source: INFO' };
-const CHAT_HEADERS = ['content-type: application/json', 'user-agent: Service/1.0'];
+const CHAT_HEADERS = { 'content-type': 'application/json', 'user-agent': 'Service/1.0' };
 const SEVERITY_COLOR: Record<AlertSeverity, string> = { critical: '#d32f2f', warning: '#f9a825', info: '#1976d2' };
 
 /** Slack's Block Kit limits, in characters: beyond them Slack refuses the whole message (`invalid_blocks`). */
@@ -85,11 +85,11 @@ export class ChatProvider implements AlertProvider {
     this.parsed = new URL(url);
   }
 
-  send(alert: Alert, attempt: AttemptListener): void {
-    this.http.post(this.parsed, CHAT_HEADERS, JSON.stringify(chatMessage(alert, this.origin)), attempt);
+  async send(alert: Alert): Promise<void> {
+    await this.http.post(this.parsed, CHAT_HEADERS, JSON.stringify(chatMessage(alert, this.origin)));
   }
 
   async close(): Promise<void> {
-    this.http.close();
+    await this.http.close();
   }
 }

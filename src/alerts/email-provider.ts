@@ -3,7 +3,7 @@ import type { AlertsConfig } from '../config/app-config';
 import { Alert, AlertOrigin, singleLine } from './alert';
 import { AlertHttpClient, safeUrl } from './alert-http';
 import { smtpTransportOptions } from '../common/smtp-transport-options';
-import { AlertProvider, AlertSendError, AttemptListener } from './alert-provider';
+import { AlertProvider, AlertSendError } from './alert-provider';
 
 /** Subject and plain-text body of an alert email. */
 export function emailContent(alert: Alert, origin: AlertOrigin): { subject: string; text: string } {
@@ -39,7 +39,7 @@ export class ApiEmailProvider implements AlertProvider {
   readonly name = 'email';
   readonly target: string;
   private readonly url: URL;
-  private readonly headers: readonly string[];
+  private readonly headers: Readonly<Record<string, string>>;
 
   constructor(
     private readonly config: AlertsConfig['email'],
@@ -48,18 +48,18 @@ export class ApiEmailProvider implements AlertProvider {
   ) {
     this.url = emailsUrl(config.apiUrl);
     this.target = `email API ${safeUrl(this.url.href)} to ${config.to.join(', ')}`;
-    this.headers = ['content-type: application/json', `authorization: Bearer ${config.apiKey}`, 'user-agent: Service/1.0'];
+    this.headers = { 'content-type': 'application/json', authorization: `Bearer ${config.apiKey}`, 'user-agent': 'Service/1.0' };
   }
 
-  send(alert: Alert, attempt: AttemptListener): void {
+  async send(alert: Alert): Promise<void> {
     const { subject, text } = emailContent(alert, this.origin);
     const body = JSON.stringify({ from: this.config.from, to: this.config.to, subject, text, tags: [{ name: 'alert_id', value: alert.id }] });
     // Resend sends an email once per key (for 24 hours): a retry after a lost answer is not a second email.
-    this.http.post(this.url, [...this.headers, `idempotency-key: alert-email/${alert.id}`], body, attempt);
+    await this.http.post(this.url, { ...this.headers, 'idempotency-key': `alert-email/${alert.id}` }, body);
   }
 
   async close(): Promise<void> {
-    this.http.close();
+    await this.http.close();
   }
 }
 
@@ -90,26 +90,25 @@ export class SmtpEmailProvider implements AlertProvider {
     this.target = `SMTP ${config.smtpHost}:${config.smtpPort} to ${config.to.join(', ')}`;
   }
 
-  send(alert: Alert, attempt: AttemptListener): void {
+  async send(alert: Alert): Promise<void> {
     const { subject, text } = emailContent(alert, this.origin);
     // A retry after some recipients were refused goes to those alone (the message still shows them all).
     const only = this.refused.get(alert);
     const envelope = only === undefined ? undefined : { from: this.config.from, to: only.join(', ') };
     const to = only === undefined ? '' : ` to ${only.join(', ')}`;
-    this.transport.sendMail({ from: this.config.from, to: this.config.to, envelope, subject, text, headers: { 'X-Service-Alert-Id': alert.id } }).then(
-      (info: SmtpSentInfo) => {
-        const refused = (info.rejected ?? []).map((recipient) => (typeof recipient === 'string' ? recipient : recipient.address));
-        if (refused.length === 0) return attempt.sent();
-        // nodemailer resolves when the server takes one recipient; those it refused must not go unnoticed.
-        this.refused.set(alert, refused);
-        const why = (info.rejectedErrors ?? []).map((error) => error.response ?? error.message).join('; ');
-        attempt.failed(new AlertSendError(`SMTP ${this.config.smtpHost}:${this.config.smtpPort} refused ${refused.join(', ')}${why === '' ? '' : `: ${why}`}`));
-      },
-      (error: unknown) => {
-        const code = (error as { responseCode?: number }).responseCode;
-        attempt.failed(new AlertSendError(`SMTP ${this.config.smtpHost}:${this.config.smtpPort}${to} failed: ${error instanceof Error ? error.message : String(error)}`, code));
-      },
-    );
+    let info: SmtpSentInfo;
+    try {
+      info = (await this.transport.sendMail({ from: this.config.from, to: this.config.to, envelope, subject, text, headers: { 'X-Service-Alert-Id': alert.id } })) as SmtpSentInfo;
+    } catch (error) {
+      const code = (error as { responseCode?: number }).responseCode;
+      throw new AlertSendError(`SMTP ${this.config.smtpHost}:${this.config.smtpPort}${to} failed: ${error instanceof Error ? error.message : String(error)}`, code);
+    }
+    const refused = (info.rejected ?? []).map((recipient) => (typeof recipient === 'string' ? recipient : recipient.address));
+    if (refused.length === 0) return;
+    // nodemailer resolves when the server takes one recipient; those it refused must not go unnoticed.
+    this.refused.set(alert, refused);
+    const why = (info.rejectedErrors ?? []).map((error) => error.response ?? error.message).join('; ');
+    throw new AlertSendError(`SMTP ${this.config.smtpHost}:${this.config.smtpPort} refused ${refused.join(', ')}${why === '' ? '' : `: ${why}`}`);
   }
 
   async close(): Promise<void> {

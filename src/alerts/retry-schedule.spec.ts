@@ -1,20 +1,4 @@
-import { Fifo } from './fifo';
 import { Retryable, RetrySchedule } from './retry-schedule';
-
-describe('Fifo', () => {
-  it('keeps order across compactions', () => {
-    const fifo = new Fifo<number>();
-    const out: number[] = [];
-    for (let i = 0; i < 5000; i++) {
-      fifo.push(i);
-      if (i % 3 === 0) out.push(fifo.shift()!);
-    }
-    expect(fifo.peek()).toBe(out.length);
-    while (fifo.length > 0) out.push(fifo.shift()!);
-    expect(out).toEqual(Array.from({ length: 5000 }, (_, i) => i));
-    expect(fifo.shift()).toBeUndefined();
-  });
-});
 
 describe('RetrySchedule', () => {
   beforeEach(() => jest.useFakeTimers({ now: 0 }));

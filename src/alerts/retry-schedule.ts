@@ -1,4 +1,4 @@
-import { Fifo } from './fifo';
+import Denque from 'denque';
 
 /** Something to run again later. */
 export interface Retryable {
@@ -8,7 +8,7 @@ export interface Retryable {
 }
 
 interface Level<T> {
-  waiting: Fifo<T>;
+  waiting: Denque<T>;
   timer: NodeJS.Timeout | null;
 }
 
@@ -23,7 +23,7 @@ export class RetrySchedule<T extends Retryable> {
 
   /** `delaysMs[i]`: the wait of level i. */
   constructor(private readonly delaysMs: readonly number[]) {
-    this.levels = delaysMs.map(() => ({ waiting: new Fifo<T>(), timer: null }));
+    this.levels = delaysMs.map(() => ({ waiting: new Denque<T>(), timer: null }));
   }
 
   /** Runs `item.retry()` once the delay of `level` has passed. */
@@ -39,7 +39,7 @@ export class RetrySchedule<T extends Retryable> {
     for (const entry of this.levels) {
       if (entry.timer !== null) clearTimeout(entry.timer);
       entry.timer = null;
-      entry.waiting.drain();
+      entry.waiting.clear();
     }
   }
 
@@ -51,11 +51,11 @@ export class RetrySchedule<T extends Retryable> {
     const entry = this.levels[level];
     entry.timer = null;
     const now = Date.now();
-    let next = entry.waiting.peek();
+    let next = entry.waiting.peekFront();
     while (next !== undefined && next.dueAt <= now) {
       entry.waiting.shift();
       next.retry();
-      next = entry.waiting.peek();
+      next = entry.waiting.peekFront();
     }
     if (next !== undefined && entry.timer === null) this.arm(level, next.dueAt - now);
   }

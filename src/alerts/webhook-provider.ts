@@ -1,9 +1,8 @@
 import { createHmac, createSecretKey, KeyObject } from 'node:crypto';
 import type { Alert, AlertOrigin } from './alert';
 import { jsonString, needsEscape } from '../common/json-text';
-import { AlertHttpClient, headerLines, requestLine, safeUrl } from './alert-http';
-import { HmacSha256 } from './hmac-sha256';
-import type { AlertProvider, AttemptListener } from './alert-provider';
+import { AlertHttpClient, safeUrl } from './alert-http';
+import type { AlertProvider } from './alert-provider';
 
 /** Headers of the generic webhook (docs/alerts.md "The generic webhook", the replay-proof pair included). */
 export enum AlertHeader {
@@ -59,7 +58,7 @@ export function webhookBody(alert: Alert, origin: AlertOrigin): string {
 }
 
 /** The request headers for `body`; signatures only with a secret. */
-export function webhookHeaders(alert: Alert, body: string, secret: string | undefined, nowSeconds: number): Record<string, string> {
+export function webhookHeaders(alert: Alert, body: string, secret: string | KeyObject | undefined, nowSeconds: number): Record<string, string> {
   const timestamp = String(nowSeconds);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
@@ -69,15 +68,14 @@ export function webhookHeaders(alert: Alert, body: string, secret: string | unde
     [AlertHeader.Timestamp]: timestamp,
   };
   if (secret === undefined) return headers;
-  const key = createSecretKey(Buffer.from(secret));
-  headers[AlertHeader.Signature] = signature(key, body);
-  headers[AlertHeader.SignatureV2] = signature(key, body, `${timestamp}.`);
+  headers[AlertHeader.Signature] = signature(secret, body);
+  headers[AlertHeader.SignatureV2] = signature(secret, body, `${timestamp}.`);
   return headers;
 }
 
 /** `sha256=<hex>`: HMAC-SHA256 of `prefix` and `text`, both UTF-8. */
-function signature(key: KeyObject, text: string, prefix = ''): string {
-  return `sha256=${createHmac('sha256', key).update(prefix).update(text).digest('hex')}`;
+function signature(secret: string | KeyObject, text: string, prefix = ''): string {
+  return `sha256=${createHmac('sha256', secret).update(prefix).update(text).digest('hex')}`;
 }
 
 /** The generic webhook (docs/alerts.md "The generic webhook"), signed when ALERT_WEBHOOK_SECRET is set. */
@@ -86,10 +84,8 @@ export class WebhookProvider implements AlertProvider {
   readonly target: string;
   private readonly parsed: URL;
   private readonly body: WebhookBody;
-  /** The secret's signer, prepared once rather than per signature. */
-  private readonly hmac: HmacSha256 | null;
-  /** Request line and the headers every alert carries, rendered once: ASCII, as the URL parser encodes hosts and paths. */
-  private readonly head: string;
+  /** The secret as a key object, made once: a string key is converted again at every signature. */
+  private readonly key: KeyObject | undefined;
 
   constructor(
     url: string,
@@ -100,26 +96,15 @@ export class WebhookProvider implements AlertProvider {
     this.target = `${safeUrl(url)} (${secret === undefined ? 'unsigned' : 'signed'})`;
     this.parsed = new URL(url);
     this.body = new WebhookBody(origin);
-    this.hmac = secret === undefined ? null : new HmacSha256(Buffer.from(secret));
-    this.head = requestLine(this.parsed) + headerLines({ 'content-type': 'application/json', 'user-agent': 'Service/1.0', [AlertHeader.Event]: 'alert' }).join('\r\n') + '\r\n';
+    this.key = secret === undefined ? undefined : createSecretKey(Buffer.from(secret));
   }
 
-  /** The request webhookHeaders describes, header for header in its order, then content-length and the body. */
-  send(alert: Alert, attempt: AttemptListener): void {
-    const body = Buffer.from(this.body.render(alert));
-    const timestamp = String(Math.floor(Date.now() / 1000));
-    let head = `${this.head}${AlertHeader.Trigger}: ${alert.trigger}\r\n${AlertHeader.Timestamp}: ${timestamp}\r\n`;
-    if (this.hmac !== null) {
-      head += `${AlertHeader.Signature}: sha256=${this.hmac.hex(body)}\r\n${AlertHeader.SignatureV2}: sha256=${this.hmac.hex(body, `${timestamp}.`)}\r\n`;
-    }
-    head += `content-length: ${body.length}\r\n\r\n`;
-    const request = Buffer.allocUnsafe(head.length + body.length);
-    request.write(head, 0, 'latin1');
-    body.copy(request, head.length);
-    this.http.send(this.parsed, request, attempt);
+  async send(alert: Alert): Promise<void> {
+    const body = this.body.render(alert);
+    await this.http.post(this.parsed, webhookHeaders(alert, body, this.key, Math.floor(Date.now() / 1000)), body);
   }
 
   async close(): Promise<void> {
-    this.http.close();
+    await this.http.close();
   }
 }

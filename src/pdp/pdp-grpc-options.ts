@@ -2,8 +2,8 @@ import type { PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { GrpcOptions, Transport } from '@nestjs/microservices';
 import path from 'node:path';
 import { AppConfig } from '../config/app-config';
-import { decodePolicyRequest } from './policy-request-decoder';
-import { encodePolicyResponse } from './policy-response-encoder';
+import type { PdpAnswer } from './pdp.service';
+import { PolicyMessages } from './policy-messages';
 
 /** proto/pdp.proto, beside src/ in the repository and beside dist/src/ in the build. */
 export const PDP_PROTO_PATH = path.join(__dirname, '..', '..', 'proto', 'pdp.proto');
@@ -12,7 +12,7 @@ export const PDP_PROTO_PATH = path.join(__dirname, '..', '..', 'proto', 'pdp.pro
  * The PDP's gRPC server: the Nest gRPC microservice transport on PDP_GRPC_PORT, in the gateway's
  * process (a hybrid app). Messages are bounded like JSON bodies (MAX_JSON_BYTES): grpc-js
  * refuses a larger one with RESOURCE_EXHAUSTED before any handler runs. PolicyRequest and
- * PolicyResponse have their own codec (policy-request-decoder.ts, policy-response-encoder.ts).
+ * PolicyResponse go through protobufjs directly (policy-messages.ts).
  */
 export function pdpGrpcOptions(config: AppConfig): GrpcOptions {
   return {
@@ -30,16 +30,18 @@ export function pdpGrpcOptions(config: AppConfig): GrpcOptions {
 }
 
 /**
- * Evaluate and EvaluateStream read and write their messages with decodePolicyRequest and
- * encodePolicyResponse rather than proto-loader's generic codec. Subscribe keeps proto-loader's,
- * but like decodePolicyRequest it never throws: grpc-js answers a throwing decoder INTERNAL.
+ * Evaluate and EvaluateStream read and write their messages with PolicyMessages rather than
+ * proto-loader's codec, whose protobufjs 7 takes a truncated message for a shorter one and whose
+ * Structs would come as message objects to convert again. Subscribe keeps proto-loader's, but
+ * like PolicyMessages it never throws: grpc-js answers a throwing decoder INTERNAL.
  */
 function policyMessagesOnTheWire(definition: PackageDefinition): void {
   const service = definition['agentgov.pdp.v1.PolicyDecisionPoint'] as ServiceDefinition;
+  const messages = new PolicyMessages(PDP_PROTO_PATH);
   for (const method of ['Evaluate', 'EvaluateStream']) {
-    service[method].requestDeserialize = decodePolicyRequest;
+    service[method].requestDeserialize = (bytes) => messages.decode(bytes);
     // Both methods answer PdpAnswers (PdpGrpcController); the definition only knows them as objects.
-    service[method].responseSerialize = encodePolicyResponse as (answer: object) => Buffer;
+    service[method].responseSerialize = (answer: object) => messages.encode(answer as PdpAnswer);
   }
   service.Subscribe.requestDeserialize = withProblem(service.Subscribe.requestDeserialize, 'PolicySubscription');
 }

@@ -15,7 +15,7 @@ import { RequestFailures } from '../decisions/request-failures';
 import { checked, PdpRequest, traced } from './pdp-request';
 import { PdpAnswer, PdpService } from './pdp.service';
 import { PolicyChangeFeed, PolicyChangeView } from './policy-change-feed';
-import type { DecodedPolicyRequest } from './policy-request-decoder';
+import type { DecodedPolicyRequest } from './policy-messages';
 
 interface GrpcSubscription {
   orgId: string;
@@ -138,7 +138,7 @@ function drainedOrGone(call: ServerWritableStream<GrpcSubscription, PolicyChange
 }
 
 /**
- * The decoded message is already a PdpRequest (policy-request-decoder.ts): only its problem and
+ * The decoded message is already a PdpRequest (policy-messages.ts): only its problem and
  * the transport-wide checks remain. Without a trace_id of its own it takes the call's trace, as
  * HTTP takes its headers'.
  */
