@@ -6,7 +6,7 @@
  * transports never import each other; no folder depends on itself through others.
  */
 const GATEWAY_ONLY =
-  '^src/(agents|alerts|analytics|api-keys|audit|auth|billing|cli|cluster|database|docs|fleet|gateway-decisions|health|identity|keys|managed-identity|organizations|policies|policy-changes|sidecar-tokens)/|^src/[^/]+\\.ts$';
+  '^src/(agents|alerts|analytics|api-keys|audit|auth|billing|cli|cluster|database|docs|fleet|gateway-decisions|health|identity|keys|managed-identity|organizations|policies|policy-changes|sidecar-tokens|tool-pins)/|^src/[^/]+\\.ts$';
 const SERVER_LIBRARIES = 'node_modules/(typeorm|@nestjs/typeorm|pg|pg-copy-streams|stripe|ioredis|nodemailer|@electric-sql)/';
 
 module.exports = {
@@ -37,14 +37,14 @@ module.exports = {
       comment: 'The decision core knows no transport: transports translate into it.',
       severity: 'error',
       from: { path: '^src/decisions/' },
-      to: { path: '^src/(proxy|pdp|sidecar|http)/' },
+      to: { path: '^src/(proxy|pdp|mcp|sidecar|http)/' },
     },
     {
       name: 'transports-apart',
       comment: 'A transport never imports another: each app lists its routes where it is assembled.',
       severity: 'error',
-      from: { path: '^src/(proxy|pdp)/' },
-      to: { path: '^src/(proxy|pdp)/', pathNot: '^src/$1/' },
+      from: { path: '^src/(proxy|pdp|mcp)/' },
+      to: { path: '^src/(proxy|pdp|mcp)/', pathNot: '^src/$1/' },
     },
     {
       name: 'common-imports-no-feature',

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { runAlertsBench } from './alerts.bench';
 import { runAnalyticsBench } from './analytics.bench';
 import { runIngestBench } from './ingest.bench';
+import { runMcpBench } from './mcp.bench';
 import { runPdpBench } from './pdp.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
@@ -25,6 +26,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   sidecar: runSidecarBench,
   ingest: runIngestBench,
   alerts: runAlertsBench,
+  mcp: runMcpBench,
 };
 
 const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');

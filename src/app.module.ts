@@ -19,6 +19,7 @@ import { PoliciesModule } from './policies/policies.module';
 import { ProxyModule } from './proxy/proxy.module';
 import { KeysModule } from './keys/keys.module';
 import { ManagedIdentityModule } from './managed-identity/managed-identity.module';
+import { McpGatewayModule } from './tool-pins/mcp-gateway.module';
 import { AgentIdentityModule } from './identity/agent-identity.module';
 import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
@@ -51,6 +52,7 @@ export class AppModule {
         GatewayDecisionsModule,
         ProxyModule,
         PdpModule,
+        McpGatewayModule,
         BillingModule,
         AgentIdentityModule,
         FleetModule,

@@ -14,6 +14,7 @@ import { setupSwagger } from './docs/swagger';
 import { createLogger, NestPinoLogger } from './logging/logger';
 import { mountLeanRoutes } from './http/lean-routes';
 import { AdapterHttpHandler } from './pdp/adapter-http.handler';
+import { McpHandler } from './mcp/mcp.handler';
 import { ProxyHandler } from './proxy/proxy-handler';
 import { pdpGrpcOptions } from './pdp/pdp-grpc-options';
 import './auth/request-context';
@@ -54,7 +55,7 @@ export async function createGateway(config: AppConfig, logger: Logger = createLo
     await app.close().catch(() => undefined);
     throw error;
   }
-  // The lean routes, ahead of express (src/http/lean-routes.ts): the governed proxy and the adapter endpoints.
-  mountLeanRoutes(app, [app.get(ProxyHandler), app.get(AdapterHttpHandler)]);
+  // The lean routes, ahead of express (src/http/lean-routes.ts): the governed proxy, the adapter endpoints and the MCP gateway.
+  mountLeanRoutes(app, [app.get(ProxyHandler), app.get(AdapterHttpHandler), app.get(McpHandler)]);
   return app;
 }

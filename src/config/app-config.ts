@@ -118,6 +118,12 @@ export class AppConfig {
     /** OIDC_JWKS_COOLDOWN: least time between two JWKS fetches for an unknown `kid`. */
     jwksCooldownMs: number;
   };
+  readonly mcp: {
+    /** MCP_SERVERS: a JSON or YAML file naming the upstream MCP servers served at /mcp/<name> (docs/mcp.md). */
+    serversFile?: string;
+    /** MCP_PIN: `on` holds a tool whose definition changed since it was pinned, until an admin accepts it; `off` does not pin. */
+    pin: boolean;
+  };
 
   private constructor(values: Omit<AppConfig, 'embeddedDatabase'>) {
     Object.assign(this, values);
@@ -187,6 +193,10 @@ export class AppConfig {
         issuer: read.url('OIDC_ISSUER', ['http:', 'https:']),
         audience: read.optionalString('OIDC_AUDIENCE'),
         jwksCooldownMs: read.durationMs('OIDC_JWKS_COOLDOWN', '30s'),
+      },
+      mcp: {
+        serversFile: read.optionalString('MCP_SERVERS'),
+        pin: read.oneOf('MCP_PIN', ['on', 'off'] as const, 'on') === 'on',
       },
     };
     if (read.errors.length > 0) throw new ConfigError(read.errors);

@@ -14,6 +14,7 @@ import { SidecarReportedSeq1764460800000 } from '../../migrations/1764460800000-
 import { SigningKeyValidUntil1764547200000 } from '../../migrations/1764547200000-signing-key-valid-until';
 import { SidecarTokens1764633600000 } from '../../migrations/1764633600000-sidecar-tokens';
 import { DeploymentSettings1764720000000 } from '../../migrations/1764720000000-deployment-settings';
+import { McpToolPins1764806400000 } from '../../migrations/1764806400000-mcp-tool-pins';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   SigningKeyValidUntil1764547200000,
   SidecarTokens1764633600000,
   DeploymentSettings1764720000000,
+  McpToolPins1764806400000,
 ];

@@ -6,7 +6,7 @@ import { ErrorCode } from '../common/error-code';
 import type { Principal, PrincipalDelegation } from './agent-authenticator';
 import { scopeDenial } from './delegation-scope';
 import type { CompiledPolicy } from '../policy-engine/compiled-policy';
-import type { Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter } from '../policy-engine/types';
+import type { Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, ToolFacts } from '../policy-engine/types';
 import { DecisionEvents } from './decision-events';
 import { decisionIdAt } from './decision-id';
 import { decisionDetails } from './decision-details';
@@ -43,6 +43,8 @@ export interface DecisionRequest {
    * `action`. The request is decided on both, and denied if either is (docs/security.md).
    */
   derivedAction?: string;
+  /** The MCP tool an MCP call names (`tool.*` in conditions). */
+  tool?: ToolFacts;
   /** The HTTP method and path the audit entry shows, where the transport has them. */
   method?: string | null;
   path?: string | null;
@@ -230,6 +232,19 @@ export class DecisionService {
    * scope (denied by the token alone, so offline too, before quota and policy: policy version
    * 0), or a body policies cannot read faithfully. The same input is always denied: cacheable.
    */
+  /** The input a request is decided on for its acting agent, without reading more of it (a body): for what a caller may never do. */
+  inputFor(principal: Principal, request: DecisionRequest): DecisionInput {
+    return inputOf(principal.agent, principal.delegation, request, request.args, this.usage.orgFacts?.(principal.agent.orgId));
+  }
+
+  /**
+   * A denial the transport fixed from the request itself, not from policy (an MCP tool held by
+   * its pin): a verdict like any other, to record with `record`. It takes no quota.
+   */
+  refuse(principal: Principal, request: DecisionRequest, decision: Decision, nowMs = Date.now()): Verdict {
+    return this.fixedVerdict(principal, request, decision, nowMs, 0);
+  }
+
   private fixedVerdict(principal: Principal, request: DecisionRequest, decision: Decision, nowMs: number, policyVersion: number): Verdict {
     const input = inputOf(principal.agent, principal.delegation, request, request.args, undefined);
     return { id: decisionIdAt(nowMs), principal, request, input, decision, enforced: this.enforcing, policyVersion, cacheable: true, nowMs, decisionMs: 0 };
@@ -312,10 +327,12 @@ function questionsOf(principal: Principal, request: DecisionRequest): Question[]
 
 /** What the policies read: the agent's current facts and delegation, the request, the organization's plan and usage. */
 function inputOf(agent: AgentSnapshot, delegation: PrincipalDelegation, request: DecisionRequest, args: DecisionInput['args'], org: DecisionInput['org']): DecisionInput {
-  const { action, resource, plugin, context } = request;
+  const { action, resource, plugin, context, tool } = request;
   // Only what policies may read: not the scope, not the delegators' records.
   const facts: DelegationFacts = delegation.depth === 1 && delegation.scope === undefined ? delegation : { depth: delegation.depth, chain: delegation.chain };
-  return { agent: agent.facts, action, resource, plugin, function: request.function, args, context, delegation: facts, org };
+  const input: DecisionInput = { agent: agent.facts, action, resource, plugin, function: request.function, args, context, delegation: facts, org };
+  if (tool !== undefined) input.tool = tool;
+  return input;
 }
 
 function isArgs(value: DecisionInput['args'] | Decision): value is DecisionInput['args'] {

@@ -1,24 +1,7 @@
 import { CallNode, CompareNode, ConditionAst, PathNode, spanOf } from './ast';
 import { parseDuration } from './duration';
 import { ConditionSyntaxError } from './errors';
-import {
-  AGENT_FIELDS,
-  AgentField,
-  BoolIr,
-  DELEGATION_FIELDS,
-  DelegationField,
-  INPUT_FIELDS,
-  InputField,
-  ORG_FIELDS,
-  OrgField,
-  PathRef,
-  RATE_LIMIT_SCOPES,
-  RateLimitIr,
-  RateLimitScope,
-  TierOperand,
-  TierOperator,
-  ValueIr,
-} from './ir';
+import { AGENT_FIELDS, AgentField, BoolIr, DELEGATION_FIELDS, DelegationField, INPUT_FIELDS, InputField, ORG_FIELDS, OrgField, PathRef, RATE_LIMIT_SCOPES, RateLimitIr, RateLimitScope, TierOperand, TierOperator, ValueIr, TOOL_FIELDS, ToolField } from './ir';
 import { parseCondition } from './parser';
 import { compileLinearRegex } from './linear-regex';
 import { CANONICAL_TIERS, TIER_NAMES, tierRank } from './tiers';
@@ -35,6 +18,8 @@ export interface CheckedCondition {
   /** Top-level `args` names the condition reads. */
   readonly argNames: ReadonlySet<string>;
   readonly rateLimits: readonly RateLimitIr[];
+  /** True when the condition reads what the request carries (`args.*`, `context.*`): false, it decides on who asks and what it names alone. */
+  readonly readsRequest: boolean;
 }
 
 /** A checked condition, or every issue found in it. */
@@ -43,7 +28,7 @@ export type CheckResult = { ok: true; condition: CheckedCondition } | { ok: fals
 /** Largest `count` of rate_limit: the in-process limiter keeps up to this many timestamps per key. */
 export const MAX_RATE_LIMIT_COUNT = 1_000_000;
 
-const ROOTS = ['agent', 'args', 'context', 'action', 'resource', 'plugin', 'function', 'delegation', 'org'];
+const ROOTS = ['agent', 'args', 'context', 'action', 'resource', 'plugin', 'function', 'delegation', 'org', 'tool'];
 const TIER_OPERATORS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=']);
 const TIER_HINT = `expected ${CANONICAL_TIERS.join(', ')} or an alias (${TIER_NAMES.filter(
   (name) => !(CANONICAL_TIERS as readonly string[]).includes(name),
@@ -69,7 +54,7 @@ export function checkCondition(ast: ConditionAst, text: string): CheckResult {
   const checker = new ConditionChecker(text);
   const ir = checker.condition(ast);
   if (checker.issues.length > 0) return { ok: false, issues: checker.issues };
-  return { ok: true, condition: { ir, argNames: checker.argNames, rateLimits: checker.rateLimits } };
+  return { ok: true, condition: { ir, argNames: checker.argNames, rateLimits: checker.rateLimits, readsRequest: checker.readsRequest } };
 }
 
 const PLACEHOLDER: BoolIr = { kind: 'constant', value: false };
@@ -77,6 +62,7 @@ const PLACEHOLDER: BoolIr = { kind: 'constant', value: false };
 class ConditionChecker {
   readonly issues: ConditionIssue[] = [];
   readonly argNames = new Set<string>();
+  readsRequest = false;
   readonly rateLimits: RateLimitIr[] = [];
   private operandDepth = 0;
 
@@ -258,10 +244,13 @@ class ConditionChecker {
         return this.fieldPath(node, DELEGATION_FIELDS, (field) => ({ kind: 'delegation', field: field as DelegationField }));
       case 'org':
         return this.orgPath(node);
+      case 'tool':
+        return this.fieldPath(node, TOOL_FIELDS, (field) => ({ kind: 'tool', field: field as ToolField }));
       case 'args':
       case 'context':
         if (segments.length === 0) return this.fail(node, `'${root}' needs a field name, e.g. ${root}.name`, undefined);
         if (root === 'args') this.argNames.add(segments[0]);
+        this.readsRequest = true;
         return { kind: root, segments };
       default:
         return this.inputPath(node);

@@ -16,6 +16,8 @@ export interface CompiledRule {
   readonly decision: Decision;
   /** What an `alert` rule raises when it fires; null for allow and deny rules. */
   readonly alert: FiredAlert | null;
+  /** True when the condition reads the request's `args.*` or `context.*`, or counts a rate limit. */
+  readonly readsRequest: boolean;
 }
 
 /** A checked policy ready to compile. */
@@ -88,6 +90,7 @@ function compileRule(
     rated: compiled.rated,
     decision: decision(rule.action === 'alert' ? 'allow' : rule.action, policy, label, rule.reason),
     alert: rule.action === 'alert' ? Object.freeze({ policy, rule: label, reason: rule.reason }) : null,
+    readsRequest: condition.readsRequest || condition.rateLimits.length > 0,
   };
 }
 

@@ -18,6 +18,10 @@ export type DelegationField = (typeof DELEGATION_FIELDS)[number];
 export const ORG_FIELDS = ['id', 'plan', 'usage.policy_checks', 'usage.agents'] as const;
 export type OrgField = (typeof ORG_FIELDS)[number];
 
+/** Readable `tool.*` paths: the MCP tool a call names (docs/mcp.md). */
+export const TOOL_FIELDS = ['server', 'name', 'pinned'] as const;
+export type ToolField = (typeof TOOL_FIELDS)[number];
+
 /** How a rate_limit call partitions its counters. */
 export const RATE_LIMIT_SCOPES = ['per_agent', 'per_org', 'per_action', 'global'] as const;
 export type RateLimitScope = (typeof RATE_LIMIT_SCOPES)[number];
@@ -28,7 +32,8 @@ export type PathRef =
   | { readonly kind: 'args' | 'context'; readonly segments: readonly string[] }
   | { readonly kind: 'input'; readonly field: InputField }
   | { readonly kind: 'delegation'; readonly field: DelegationField }
-  | { readonly kind: 'org'; readonly field: OrgField };
+  | { readonly kind: 'org'; readonly field: OrgField }
+  | { readonly kind: 'tool'; readonly field: ToolField };
 
 export type LiteralValue = string | number | boolean | readonly (string | number | boolean)[];
 

@@ -1,4 +1,4 @@
-import type { AgentField, InputField, OrgField, PathRef } from './ir';
+import type { AgentField, InputField, OrgField, PathRef, ToolField } from './ir';
 import type { DecisionInput } from './types';
 
 /** Reads one value out of a DecisionInput; undefined when missing. */
@@ -24,6 +24,8 @@ export function pathReader(path: PathRef): ValueReader {
       return path.field === 'depth' ? (input) => input.delegation.depth : (input) => input.delegation.chain;
     case 'org':
       return orgReader(path.field);
+    case 'tool':
+      return toolReader(path.field);
     case 'args':
       return path.segments.length === 1 ? argReader(path.segments[0]) : nestedReader((input) => input.args, path.segments);
     case 'context':
@@ -45,6 +47,18 @@ function agentReader(field: AgentField): ValueReader {
       return (input) => input.agent.tags;
     case 'org':
       return (input) => input.agent.org;
+  }
+}
+
+// An input without `tool` (not an MCP call) reads every tool path as missing.
+function toolReader(field: ToolField): ValueReader {
+  switch (field) {
+    case 'server':
+      return (input) => input.tool?.server;
+    case 'name':
+      return (input) => input.tool?.name;
+    case 'pinned':
+      return (input) => input.tool?.pinned;
   }
 }
 

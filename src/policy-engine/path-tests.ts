@@ -16,6 +16,7 @@ export function testAtPath(path: PathRef, test: ValueTest): SyncTest {
     case 'delegation':
       return path.field === 'depth' ? (input) => test(input.delegation.depth) : (input) => test(input.delegation.chain);
     case 'org':
+    case 'tool':
       return readThenTest(path, test);
     case 'args':
     case 'context':

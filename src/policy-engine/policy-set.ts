@@ -74,6 +74,21 @@ export class PolicySet {
     return this.run(input, env, applicable, false, tracer, null);
   }
 
+  /**
+   * The deny a rule makes whatever the request carries: the first deny rule of the applicable
+   * policies whose condition reads no `args.*` or `context.*` and counts no rate limit, and holds
+   * for this input (who asks, what it names); else undefined. For what a caller may never do
+   * (an MCP tools/list leaves such tools out), not a decision: allow rules are not consulted.
+   */
+  denialRegardlessOfRequest(input: DecisionInput, applicable: readonly CompiledPolicy[]): Decision | undefined {
+    for (const policy of applicable) {
+      for (const rule of policy.rules) {
+        if (rule.effect === 'deny' && !rule.readsRequest && rule.sync !== null && rule.sync(input)) return rule.decision;
+      }
+    }
+    return undefined;
+  }
+
   /** Dry run: the decision evaluate would make (limits peeked, nothing recorded) and every rule tried. */
   explain(input: DecisionInput, env: EvaluationEnv): Explanation | Promise<Explanation> {
     const tracer = new ExplanationTracer(this.policies, input);

@@ -20,6 +20,18 @@ export interface DecisionInput {
   delegation: DelegationFacts;
   /** The agent's organization, its plan and usage: absent where no plan applies (then `org.*` reads as missing). */
   org?: OrgFacts;
+  /** The MCP tool a call names: absent for other requests (then `tool.*` reads as missing). */
+  tool?: ToolFacts;
+}
+
+/** What policies read of an MCP tool (`tool.pinned == false`). */
+export interface ToolFacts {
+  /** The MCP server's name (MCP_SERVERS). */
+  server: string;
+  /** The tool's name. */
+  name: string;
+  /** True while the tool's definition is the one pinned (accepted); false once it changed. */
+  pinned: boolean;
 }
 
 export interface AgentFacts {

@@ -16,7 +16,8 @@ import { decisionHeaders } from '../http/decision-headers';
 import { sendJson } from '../http/send-json';
 import type { LeanRoute } from '../http/lean-routes';
 import { isProxyUrl, parseProxyUrl, ProxyTarget } from './proxy-path';
-import { proxyArgs, proxyContext } from './proxy-input';
+import { contextFromHeaders } from '../http/context-headers';
+import { proxyArgs } from './proxy-input';
 import { bodyFieldsOf, bodyKindOf, MULTIPART_PROBLEM, queryBodyConflict } from './body-fields';
 import { requestIntegrityDenial } from './request-integrity';
 import { limitedBody, readBody } from '../http/body-reader';
@@ -115,7 +116,7 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
       plugin: 'http',
       function: verb,
       args: proxyArgs(target.path, method, target.query, undefined),
-      context: proxyContext(request.headers),
+      context: contextFromHeaders(request.headers),
       method,
       path: `/${target.path}`,
       fullArgs: hasBody(request) ? this.bodyReader(request, target, method, body) : undefined,

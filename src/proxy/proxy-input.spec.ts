@@ -1,4 +1,5 @@
-import { proxyArgs, proxyContext } from './proxy-input';
+import { contextFromHeaders } from '../http/context-headers';
+import { proxyArgs } from './proxy-input';
 
 describe('proxyArgs', () => {
   it('has path (with a leading slash) and method', () => {
@@ -45,10 +46,10 @@ describe('proxyArgs', () => {
   });
 });
 
-describe('proxyContext', () => {
+describe('contextFromHeaders', () => {
   it('names each X-Service-Context-<Name> header context.<name>, lower-cased with underscores', () => {
     expect(
-      proxyContext({
+      contextFromHeaders({
         'x-service-context-environment': 'production',
         'x-service-context-data-class': 'pii',
         'x-service-context-a-b-c': 'x',
@@ -60,6 +61,6 @@ describe('proxyContext', () => {
   });
 
   it('is empty without context headers', () => {
-    expect(proxyContext({ host: 'h', 'x-service-contextual': 'no' })).toEqual({});
+    expect(contextFromHeaders({ host: 'h', 'x-service-contextual': 'no' })).toEqual({});
   });
 });

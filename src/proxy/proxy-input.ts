@@ -1,7 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http';
-import { CONTEXT_HEADER_PREFIX } from '../common/service-header';
-
-const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /**
  * `args` of a proxied request (docs/policies.md "What a condition can read"): the query parameters (a repeated
@@ -27,19 +23,4 @@ function addArg(args: Record<string, unknown>, key: string, value: string): void
   if (existing === undefined) args[key] = value;
   else if (Array.isArray(existing)) existing.push(value);
   else args[key] = [existing, value];
-}
-
-/**
- * `context` of a proxied request: each `X-Service-Context-<Name>` header as `context.<name>`,
- * lower-cased with dashes turned into underscores (`X-Service-Context-Data-Class` is
- * `context.data_class`).
- */
-export function proxyContext(headers: IncomingHttpHeaders): Readonly<Record<string, unknown>> {
-  let context: Record<string, unknown> | null = null;
-  for (const name in headers) {
-    if (!name.startsWith(CONTEXT_HEADER_PREFIX)) continue;
-    context ??= {};
-    context[name.slice(CONTEXT_HEADER_PREFIX.length).replace(/-/g, '_')] = headers[name];
-  }
-  return context ?? EMPTY;
 }

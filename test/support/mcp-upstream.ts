@@ -1,0 +1,66 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, Tool } from '@modelcontextprotocol/sdk/types.js';
+
+/** One tool call the upstream received. */
+export interface ReceivedCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  /** Headers of the HTTP request that carried it (the gateway's added headers among them). */
+  headers: http.IncomingHttpHeaders;
+}
+
+/**
+ * A real MCP server (the official SDK's, Streamable HTTP, stateless) standing in for an upstream
+ * of MCP_SERVERS. Its tools can be redefined while it runs (a server that changes a tool's
+ * description after it was trusted); every call is recorded and answered with an echo.
+ */
+export interface TestMcpServer {
+  url: string;
+  tools: Tool[];
+  calls: ReceivedCall[];
+  close(): Promise<void>;
+}
+
+export async function startMcpUpstream(tools: Tool[]): Promise<TestMcpServer> {
+  const calls: ReceivedCall[] = [];
+  const state = { tools };
+  const httpServer = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = chunks.length === 0 ? undefined : (JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
+      const server = new Server({ name: 'test-upstream', version: '1.0.0' }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: state.tools }));
+      server.setRequestHandler(CallToolRequestSchema, (call) => {
+        calls.push({ name: call.params.name, arguments: call.params.arguments ?? {}, headers: request.headers });
+        return { content: [{ type: 'text', text: `${call.params.name} ran with ${JSON.stringify(call.params.arguments ?? {})}` }] };
+      });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      response.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      void server.connect(transport).then(() => transport.handleRequest(request, response, body));
+    });
+  });
+  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+  const { port } = httpServer.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    get tools() {
+      return state.tools;
+    },
+    set tools(next: Tool[]) {
+      state.tools = next;
+    },
+    calls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        httpServer.closeAllConnections();
+        httpServer.close(() => resolve());
+      }),
+  };
+}
