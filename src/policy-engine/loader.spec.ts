@@ -23,7 +23,7 @@ function brief(errors: PolicyError[]): [number, number, string, string?, string?
   });
 }
 
-const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org';
+const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org, tool';
 const TIERS = 'expected unverified, verified, trusted, privileged or an alias (untrusted, sandboxed, restricted, standard, elevated)';
 
 describe('loadPolicyFile', () => {
