@@ -94,6 +94,8 @@ const ALLOW: PdpAnswer = {
   cacheable: true,
   cacheTtlMs: 30_000,
   enforced: true,
+  approvalId: '',
+  approvalExpiresAt: '',
 };
 
 describe('PolicyMessages.encode', () => {
