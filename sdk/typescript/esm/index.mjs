@@ -11,5 +11,6 @@ export const {
   GatewayTimeoutError,
   GatewayUnavailableError,
   PolicyDeniedError,
+  ApprovalPendingError,
   summaryOf,
 } = sdk;

@@ -2,9 +2,29 @@ import type { CheckResult } from './transport';
 
 /** A policy denied the call (thrown when throwOnDenied is true). */
 export class PolicyDeniedError extends Error {
-  override readonly name = 'PolicyDeniedError';
+  override readonly name: string = 'PolicyDeniedError';
   constructor(readonly result: CheckResult) {
     super(`denied by ${result.policy}${result.rule ? ` (${result.rule})` : ''}: ${result.reason}`);
+  }
+}
+
+/**
+ * check() with throwOnDenied: a `require_approval` rule holds the call until a person decides
+ * (docs/approvals.md). A PolicyDeniedError, so code that stops on a denial stops here too; the
+ * approval to wait for and retry with is `approvalId` (the result's `approvalId` and
+ * `approvalExpiresAt` are the same). guard() waits for it instead of throwing this.
+ */
+export class ApprovalPendingError extends PolicyDeniedError {
+  override readonly name = 'ApprovalPendingError';
+  /** The approval the gateway opened for the call. */
+  readonly approvalId: string;
+  /** When it expires (ISO 8601). */
+  readonly expiresAt: string;
+  constructor(result: CheckResult) {
+    super(result);
+    this.approvalId = result.approvalId;
+    this.expiresAt = result.approvalExpiresAt;
+    this.message = `approval ${result.approvalId} required by ${result.policy}: ${result.reason}`;
   }
 }
 

@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { AuditBatcher } from './audit-batcher';
 import { DecisionCache } from './decision-cache';
-import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
+import { ApprovalPendingError, GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
 import { GrpcTransport } from './grpc-transport';
 import { HttpTransport } from './http-transport';
 import { raisedSummary, summaryOf } from './result-summary';
-import { CallOptions, callOptions, GovernanceOptions, ResolvedOptions, resolveOptions } from './options';
-import type { CheckRequest, CheckResult, GatewayDecision, Transport } from './transport';
+import { CallOptions, callOptions, GovernanceOptions, MAX_APPROVAL_WAIT_SECONDS, ResolvedOptions, resolveOptions } from './options';
+import type { ApprovalStatus, CheckRequest, CheckResult, GatewayDecision, Transport } from './transport';
 
 /** What an audited call did (POST /v1/audit without the ids the client fills in). */
 export interface AuditRecord {
@@ -23,6 +23,16 @@ export interface AuditRecord {
 export class SoftDenial {
   constructor(readonly result: CheckResult) {}
 }
+
+/** What check() may present besides the call. */
+export interface CheckOptions {
+  /** The approval of an earlier pending answer for this identical call, once waitForApproval() says `approved`. */
+  approvalId?: string;
+}
+
+/** The first pause between two asks of an approval's status, doubled after each up to the second. */
+const FIRST_APPROVAL_POLL_MS = 250;
+const MAX_APPROVAL_POLL_MS = 5000;
 
 /** After a Subscribe stream fails, wait this long before opening another. */
 const RESUBSCRIBE_AFTER_MS = 1000;
@@ -74,32 +84,75 @@ export class GovernanceClient {
   /**
    * Asks whether the agent may call `plugin.fn` with `args`; a denial throws PolicyDeniedError
    * unless throwOnDenied is false. An answer of the failure mode leaves a failure-mode audit event.
+   * A call a `require_approval` rule holds answers `decision: 'pending'` with `approvalId` and
+   * `approvalExpiresAt` (thrown as ApprovalPendingError when throwOnDenied): wait for it with
+   * waitForApproval(), then ask again with `{ approvalId }` for the identical call, which the
+   * approval lets through once (docs/approvals.md). guard() does all of that itself.
    */
-  async check(plugin: string, fn: string, args: Record<string, unknown> = {}, context: Record<string, unknown> = {}): Promise<CheckResult> {
-    const result = await this.decide(plugin, fn, args, context);
+  async check(plugin: string, fn: string, args: Record<string, unknown> = {}, context: Record<string, unknown> = {}, options: CheckOptions = {}): Promise<CheckResult> {
+    const call = callOptions(this.options, plugin);
+    const result = await this.decide(plugin, fn, args, context, call, options.approvalId);
     if (result.via === 'failure-mode') await this.audit({ plugin, function: fn, decision: 'allow', durationMs: 0, resultSummary: result.reason });
-    return result;
+    return settle(result, call);
   }
 
-  /** check() without its failure-mode event: guard() records one event for the whole call. */
-  private async decide(plugin: string, fn: string, args: Record<string, unknown>, context: Record<string, unknown>): Promise<CheckResult> {
-    const call = callOptions(this.options, plugin);
+  /**
+   * Waits, at most `waitSeconds` (default approvalWaitSeconds), for a person to decide the approval
+   * a pending check opened, asking GET /v1/approvals/:id with a growing pause between asks (0.25 s
+   * doubling to 5 s). Resolves with its status: `approved` (retry the identical call with it),
+   * `rejected`, `expired`, `used`, or `pending` when the wait ended first. Asking spends nothing:
+   * only the retry uses the approval. Throws GatewayRejectedError when the gateway refuses to say
+   * (an approval unknown in the key's organization).
+   */
+  async waitForApproval(approvalId: string, waitSeconds = this.options.approvalWaitSeconds): Promise<ApprovalStatus> {
+    const deadline = performance.now() + Math.min(Math.max(waitSeconds, 0), MAX_APPROVAL_WAIT_SECONDS) * 1000;
+    let pause = FIRST_APPROVAL_POLL_MS;
+    for (;;) {
+      const status = await this.http.approvalStatus(approvalId, this.options.timeoutSeconds * 1000).catch((error: unknown) => {
+        // An outage while waiting is waited out like a pending answer: the deadline still bounds it.
+        if (error instanceof GatewayUnavailableError || error instanceof GatewayTimeoutError) return 'pending' as const;
+        throw error;
+      });
+      const left = deadline - performance.now();
+      if (status !== 'pending' || left <= 0 || this.closed) return status;
+      await sleep(Math.min(pause, left));
+      pause = Math.min(pause * 2, MAX_APPROVAL_POLL_MS);
+    }
+  }
+
+  /** A decision for the call, the failure mode's answer when none came; not yet settled by throwOnDenied. */
+  private async decide(plugin: string, fn: string, args: Record<string, unknown>, context: Record<string, unknown>, call: CallOptions, approvalId?: string): Promise<CheckResult> {
     const request: CheckRequest = { agentId: this.options.agentId, plugin, function: fn, args, context, trustTier: call.trustTier };
+    if (approvalId !== undefined && approvalId !== '') request.approvalId = approvalId;
     refuseNonFinite(request);
-    const hash = this.options.cache ? DecisionCache.hashOf(request) : '';
+    // An answer to an approval is never cacheable, and a cached answer must not stand in for presenting one.
+    const hash = this.options.cache && request.approvalId === undefined ? DecisionCache.hashOf(request) : '';
     const cached = this.stopSubscription !== null && hash !== '' ? this.cache.get(hash) : undefined;
-    if (cached !== undefined) return settle({ ...cached, allowed: cached.decision === 'allow', via: 'cache' }, call);
+    if (cached !== undefined) return { ...cached, allowed: cached.decision === 'allow', via: 'cache' };
     let decision: GatewayDecision;
     try {
       decision = await this.ask(request, call.timeoutMs);
     } catch (error) {
-      return settle(this.withoutDecision(error, call), call);
+      return this.withoutDecision(error, call);
     }
     if (hash !== '') {
       this.cache.put(hash, decision);
       this.follow(decision.policyVersion);
     }
-    return settle({ ...decision, allowed: decision.decision === 'allow', via: this.transport.name }, call);
+    return { ...decision, allowed: decision.decision === 'allow', via: this.transport.name };
+  }
+
+  /**
+   * A pending call's outcome: its approval waited for (waitForApproval), then, once approved, the
+   * identical call asked again with it; a rejected, expired or used approval, or a wait that ended
+   * first, is a denial naming why.
+   */
+  private async afterApproval(pending: CheckResult, plugin: string, fn: string, args: Record<string, unknown>, context: Record<string, unknown>, call: CallOptions): Promise<CheckResult> {
+    const id = pending.approvalId;
+    const status = await this.waitForApproval(id);
+    if (status === 'approved') return this.decide(plugin, fn, args, context, call, id);
+    const why = status === 'pending' ? `was not decided within the ${this.options.approvalWaitSeconds} s guard() waits (approvalWaitSeconds)` : `is ${status}`;
+    return { ...pending, decision: 'deny', allowed: false, reason: `Approval ${id} ${why}: ${pending.reason}` };
   }
 
   /** Records what a call did; resolves with the event's id once it is in the write-ahead file. */
@@ -111,9 +164,15 @@ export class GovernanceClient {
    * check(), then run `call` if allowed, then audit() its duration and a summary of its result
    * (summaryOf: the result's shape, never its content); a soft denial returns SoftDenial without
    * running it. A call allowed without a gateway decision is one event, its summary saying so.
+   * A call a `require_approval` rule holds waits, at most approvalWaitSeconds, for a person to
+   * decide (docs/approvals.md); approved, the identical call is asked again with the approval,
+   * which lets it through once, and runs; rejected, expired, or not decided in time, it is a
+   * denial: PolicyDeniedError, or SoftDenial when throwOnDenied is false.
    */
   async guard<T>(plugin: string, fn: string, args: Record<string, unknown>, call: () => T | Promise<T>, context: Record<string, unknown> = {}): Promise<T | SoftDenial> {
-    const result = await this.decide(plugin, fn, args, context);
+    const options = callOptions(this.options, plugin);
+    const first = await this.decide(plugin, fn, args, context, options);
+    const result = settle(first.decision === 'pending' ? await this.afterApproval(first, plugin, fn, args, context, options) : first, options);
     if (!result.allowed) return new SoftDenial(result);
     const outcome = { plugin, function: fn, decision: 'allow' as const, decisionId: result.decisionId || undefined, traceId: result.traceId || undefined };
     const flagged = (summary: string) => (result.via === 'failure-mode' ? `${result.reason}; ${summary}` : summary);
@@ -181,7 +240,7 @@ export class GovernanceClient {
     const lenientTimeout = error instanceof GatewayTimeoutError && !call.throwOnDenied;
     if (this.options.failureMode !== 'fail-open' && !lenientTimeout) throw error;
     const reason = `${lenientTimeout ? 'timeout' : 'fail-open'}: allowed without a gateway decision (${error.message.slice(0, MAX_REASON)})`;
-    return { decision: 'allow', allowed: true, reason, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, enforced: false, via: 'failure-mode' };
+    return { decision: 'allow', allowed: true, reason, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, enforced: false, approvalId: '', approvalExpiresAt: '', via: 'failure-mode' };
   }
 
   /** Follows Subscribe from `version` so a change empties the cache at once. */
@@ -227,6 +286,10 @@ function fitted(record: AuditRecord): AuditRecord {
 }
 
 function settle(result: CheckResult, call: CallOptions): CheckResult {
-  if (!result.allowed && call.throwOnDenied) throw new PolicyDeniedError(result);
-  return result;
+  if (result.allowed || !call.throwOnDenied) return result;
+  throw result.decision === 'pending' ? new ApprovalPendingError(result) : new PolicyDeniedError(result);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -71,7 +71,7 @@ export class GrpcTransport implements Transport {
 
 function decisionOf(response: PolicyResponse): GatewayDecision {
   return {
-    decision: response.decision === 'DECISION_ALLOW' ? 'allow' : 'deny',
+    decision: decisionName(response.decision),
     reason: response.reason,
     policy: response.policy,
     rule: response.rule,
@@ -81,7 +81,15 @@ function decisionOf(response: PolicyResponse): GatewayDecision {
     cacheable: response.cacheable,
     cacheTtlMs: response.cacheTtlMs,
     enforced: response.enforced,
+    approvalId: response.decision === 'DECISION_PENDING' ? response.approvalId : '',
+    approvalExpiresAt: response.decision === 'DECISION_PENDING' ? response.approvalExpiresAt : '',
   };
+}
+
+/** Anything but an allow or a pending approval is a denial: an unknown decision never lets a call run. */
+function decisionName(decision: PolicyResponse['decision']): GatewayDecision['decision'] {
+  if (decision === 'DECISION_ALLOW') return 'allow';
+  return decision === 'DECISION_PENDING' ? 'pending' : 'deny';
 }
 
 function transportError(error: grpc.ServiceError): Error {

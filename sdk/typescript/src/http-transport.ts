@@ -1,5 +1,5 @@
 import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, RejectionCode, retryAfterOf } from './errors';
-import type { CheckRequest, GatewayDecision, Transport } from './transport';
+import { APPROVAL_STATUSES, ApprovalStatus, CheckRequest, GatewayDecision, Transport } from './transport';
 import type { AuditRecord } from './governance-client';
 
 /** The body of POST /v1/audit: what became of a checked call, with the ids the client fills in. */
@@ -33,7 +33,7 @@ export class HttpTransport implements Transport {
     const { args, ...rest } = request;
     const answer = await this.post('/v1/check', { ...rest, arguments: args }, timeoutMs);
     return {
-      decision: answer.decision === 'allow' ? 'allow' : 'deny',
+      decision: answer.decision === 'allow' || answer.decision === 'pending' ? answer.decision : 'deny',
       reason: String(answer.reason ?? ''),
       policy: String(answer.policy ?? ''),
       rule: String(answer.rule ?? ''),
@@ -43,7 +43,17 @@ export class HttpTransport implements Transport {
       cacheable: answer.cacheable === true,
       cacheTtlMs: Number(answer.cacheTtlMs ?? 0),
       enforced: answer.enforced !== false,
+      approvalId: answer.decision === 'pending' ? String(answer.approvalId ?? '') : '',
+      approvalExpiresAt: answer.decision === 'pending' ? String(answer.expiresAt ?? '') : '',
     };
+  }
+
+  /** One GET /v1/approvals/:id: where the approval a pending answer opened stands. */
+  async approvalStatus(approvalId: string, timeoutMs: number): Promise<ApprovalStatus> {
+    const answer = await this.send('GET', `/v1/approvals/${encodeURIComponent(approvalId)}`, undefined, timeoutMs);
+    const status = String(answer.status);
+    if (!(APPROVAL_STATUSES as readonly string[]).includes(status)) throw new GatewayUnavailableError(`HTTP /v1/approvals: unknown status ${status.slice(0, 40)}`);
+    return status as ApprovalStatus;
   }
 
   /** One POST /v1/audit; the gateway records an eventId once, however often it is sent. */
@@ -54,13 +64,17 @@ export class HttpTransport implements Transport {
   /** Nothing to close: fetch pools its connections itself. */
   close(): void {}
 
-  private async post(path: string, body: object, timeoutMs: number): Promise<Record<string, unknown>> {
+  private post(path: string, body: object, timeoutMs: number): Promise<Record<string, unknown>> {
+    return this.send('POST', path, body, timeoutMs);
+  }
+
+  private async send(method: 'GET' | 'POST', path: string, body: object | undefined, timeoutMs: number): Promise<Record<string, unknown>> {
     let response: Response;
     try {
       response = await fetch(this.gatewayUrl + path, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': this.apiKey },
-        body: JSON.stringify(body),
+        method,
+        headers: body === undefined ? { 'x-api-key': this.apiKey } : { 'content-type': 'application/json', 'x-api-key': this.apiKey },
+        body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {

@@ -1,7 +1,7 @@
 export { GovernanceClient, SoftDenial } from './governance-client';
-export type { AuditRecord } from './governance-client';
-export { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
+export type { AuditRecord, CheckOptions } from './governance-client';
+export { ApprovalPendingError, GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
 export type { RejectionCode } from './errors';
 export type { FailureMode, GovernanceOptions, PluginOptions } from './options';
-export type { AnswerSource, CheckResult } from './transport';
+export type { AnswerSource, ApprovalStatus, CheckResult } from './transport';
 export { summaryOf } from './result-summary';

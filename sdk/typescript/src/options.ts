@@ -40,6 +40,12 @@ export interface GovernanceOptions {
   auditFlushMs?: number;
   /** After gRPC could not connect, checks use HTTP this long before trying gRPC again. Default 5. */
   grpcRetrySeconds?: number;
+  /**
+   * How long guard() waits for a person to decide a call a `require_approval` rule holds, in
+   * seconds (docs/approvals.md). Default 300 (the rule's default timeout), at most 3600; 0 does
+   * not wait: the pending call is treated as denied at once.
+   */
+  approvalWaitSeconds?: number;
 }
 
 /** The options with every default filled in. */
@@ -73,6 +79,7 @@ export function resolveOptions(options: GovernanceOptions): ResolvedOptions {
     auditBatchSize: batchSize(options.auditBatchSize) ?? 50,
     auditFlushMs: positive(options.auditFlushMs, 'auditFlushMs', MAX_TIMER_MS) ?? 1000,
     grpcRetrySeconds: positive(options.grpcRetrySeconds, 'grpcRetrySeconds') ?? 5,
+    approvalWaitSeconds: approvalWait(options.approvalWaitSeconds),
   };
 }
 
@@ -100,6 +107,15 @@ function positive(value: number | undefined, name: string, max = Number.MAX_VALU
 function batchSize(value: number | undefined): number | undefined {
   if (value === undefined) return undefined;
   if (!Number.isInteger(value) || value < 1) throw new TypeError('auditBatchSize must be a whole number of at least 1');
+  return value;
+}
+
+/** The longest approvalWaitSeconds: a guarded call blocks its caller for as long as it waits. */
+export const MAX_APPROVAL_WAIT_SECONDS = 3600;
+
+function approvalWait(value: number | undefined): number {
+  if (value === undefined) return 300;
+  if (!Number.isFinite(value) || value < 0 || value > MAX_APPROVAL_WAIT_SECONDS) throw new TypeError(`approvalWaitSeconds must be between 0 and ${MAX_APPROVAL_WAIT_SECONDS}`);
   return value;
 }
 

@@ -6,11 +6,14 @@ export interface CheckRequest {
   args: Record<string, unknown>;
   context: Record<string, unknown>;
   trustTier: string;
+  /** The approval of an earlier `pending` answer, presented for this very request (same agent, plugin, function, args). */
+  approvalId?: string;
 }
 
 /** The gateway's answer, the same whichever transport brought it. */
 export interface GatewayDecision {
-  decision: 'allow' | 'deny';
+  /** `pending`: a `require_approval` rule holds the call until a person decides (docs/approvals.md). */
+  decision: 'allow' | 'deny' | 'pending';
   reason: string;
   policy: string;
   rule: string;
@@ -21,7 +24,15 @@ export interface GatewayDecision {
   cacheTtlMs: number;
   /** False when the gateway's MODE=audit let a denial through (decision allow, the denying policy and reason named). */
   enforced: boolean;
+  /** With `pending`: the approval opened for the call, to wait for and to retry with; '' otherwise. */
+  approvalId: string;
+  /** With `pending`: when the approval expires (ISO 8601); '' otherwise. */
+  approvalExpiresAt: string;
 }
+
+/** Where an approval stands (GET /v1/approvals/:id): `expired` is pending past its expiry; `used` approved and spent. */
+export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'used'] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 /** Where a check's answer came from. */
 export type AnswerSource = 'grpc' | 'http' | 'cache' | 'failure-mode';

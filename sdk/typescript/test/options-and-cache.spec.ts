@@ -51,7 +51,7 @@ describe('options', () => {
 describe('DecisionCache', () => {
   const request: CheckRequest = { agentId: 'agent_1', plugin: 'P', function: 'f', args: { a: 1 }, context: {}, trustTier: 'standard' };
   const decision = (overrides: Partial<GatewayDecision> = {}): GatewayDecision => ({
-    decision: 'allow', reason: '', policy: 'p', rule: '', policyVersion: 3, traceId: 't', decisionId: 'aud_1', cacheable: true, cacheTtlMs: 60_000, enforced: true, ...overrides,
+    decision: 'allow', reason: '', policy: 'p', rule: '', policyVersion: 3, traceId: 't', decisionId: 'aud_1', cacheable: true, cacheTtlMs: 60_000, enforced: true, approvalId: '', approvalExpiresAt: '', ...overrides,
   });
 
   it('hashes every part of the question', () => {
