@@ -2,10 +2,10 @@
 
 from .client import Client, summary_of
 from .decision import CheckRequest, Decision, SoftDenial
-from .errors import AgentGovError, GatewayError, GatewayTimeoutError, GatewayUnreachableError, PolicyDeniedError
+from .errors import AgentGovError, ApprovalPendingError, GatewayError, GatewayTimeoutError, GatewayUnreachableError, PolicyDeniedError
 from .options import ClientOptions, FailureMode, PluginOptions
 
 __all__ = [
-    "AgentGovError", "CheckRequest", "Client", "ClientOptions", "Decision", "FailureMode", "GatewayError",
+    "AgentGovError", "ApprovalPendingError", "CheckRequest", "Client", "ClientOptions", "Decision", "FailureMode", "GatewayError",
     "GatewayTimeoutError", "GatewayUnreachableError", "PluginOptions", "PolicyDeniedError", "SoftDenial", "summary_of",
 ]

@@ -13,6 +13,7 @@ import os
 import threading
 import time
 import uuid
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, Awaitable, Callable, Coroutine, Dict, Mapping, Optional, ParamSpec, Type, TypeVar, Union, cast, overload
 from urllib.parse import urlsplit
@@ -22,8 +23,8 @@ import grpc
 from .audit import AuditBatcher, AuditEvent, WriteAheadLog
 from .cache import DecisionCache, request_hash
 from .decision import CheckRequest, Decision, SoftDenial
-from .errors import GatewayError, GatewayTimeoutError, GatewayUnreachableError, PolicyDeniedError
-from .options import ClientOptions, EffectiveOptions
+from .errors import ApprovalPendingError, GatewayError, GatewayTimeoutError, GatewayUnreachableError, PolicyDeniedError
+from .options import MAX_APPROVAL_WAIT_SECONDS, ClientOptions, EffectiveOptions
 from .transports import GrpcTransport, HttpTransport, json_values
 
 logger = logging.getLogger("agentgov_sdk")
@@ -31,6 +32,10 @@ logger = logging.getLogger("agentgov_sdk")
 T = TypeVar("T")
 P = ParamSpec("P")
 Summarize = Callable[[Any], str]
+
+# The first pause between two asks of an approval's status, doubled after each up to the second.
+FIRST_APPROVAL_POLL_SECONDS = 0.25
+MAX_APPROVAL_POLL_SECONDS = 5.0
 
 MAX_SUMMARY = 2048
 MAX_DURATION_MS = 86_400_000
@@ -70,17 +75,48 @@ class Client:
     def check(
         self, plugin: str, function: str, args: Optional[Mapping[str, Any]] = None, *,
         context: Optional[Mapping[str, Any]] = None, action: str = "", resource: str = "", trace_id: str = "",
+        approval_id: str = "",
     ) -> Decision:
         """Asks whether the agent may call plugin.function with args. Raises PolicyDeniedError on a
-        denial unless throw_on_denied is off (then the Decision says deny)."""
+        denial unless throw_on_denied is off (then the Decision says deny).
+
+        A call a `require_approval` rule holds is `pending` (docs/approvals.md): ApprovalPendingError
+        with throw_on_denied (its approval_id and expires_at), else a Decision with decision
+        "pending", approval_id and approval_expires_at. Wait with wait_for_approval(), then check the
+        identical call again with approval_id=..., which the approval lets through once. guard()
+        does all of that itself."""
         effective = self.options.for_plugin(plugin)
-        request = self._request(plugin, function, args, context, effective, action, resource, trace_id)
+        request = self._request(plugin, function, args, context, effective, action, resource, trace_id, approval_id)
         decision = self._decide(request, effective)
         if decision.source in ("timeout", "fail-open"):
             self._record(request, decision, 0.0, f"{decision.source}: allowed without a gateway decision ({decision.reason})")
         if decision.denied and effective.throw_on_denied:
-            raise PolicyDeniedError(plugin, function, decision)
+            raise _denial(plugin, function, decision)
         return decision
+
+    def wait_for_approval(self, approval_id: str, wait_seconds: Optional[float] = None) -> str:
+        """Waits, at most wait_seconds (default approval_wait_seconds, capped at 3600), for a person
+        to decide the approval a pending check opened, asking GET /v1/approvals/:id with a growing
+        pause between asks (0.25 s doubling to 5 s). Returns its status: "approved" (check the
+        identical call again with it), "rejected", "expired", "used", or "pending" when the wait
+        ended first. Asking spends nothing: only the retry uses the approval. Raises GatewayError
+        when the gateway refuses to say (an approval unknown in the key's organization)."""
+        wait = self.options.approval_wait_seconds if wait_seconds is None else wait_seconds
+        deadline = time.monotonic() + min(max(wait, 0.0), MAX_APPROVAL_WAIT_SECONDS)
+        pause = FIRST_APPROVAL_POLL_SECONDS
+        while True:
+            try:
+                status = self._http.approval_status(approval_id, self.options.timeout_seconds)
+            except (GatewayUnreachableError, GatewayTimeoutError) as error:
+                # An outage while waiting is waited out like a pending answer: the deadline still bounds it.
+                logger.info("approval %s: status unknown for now: %s", approval_id, error)
+                status = "pending"
+            left = deadline - time.monotonic()
+            if status != "pending" or left <= 0 or self._closed.is_set():
+                return status
+            if self._closed.wait(min(pause, left)):
+                return status
+            pause = min(pause * 2, MAX_APPROVAL_POLL_SECONDS)
 
     def audit(
         self, plugin: str, function: str, *, decision: str, duration_ms: float,
@@ -107,10 +143,17 @@ class Client:
         context: Optional[Mapping[str, Any]] = None, summarize: Optional[Summarize] = None,
     ) -> Union[T, SoftDenial]:
         """Checks, runs `call` when allowed, and audits it with its duration and a result summary.
-        A denial raises PolicyDeniedError, or returns a SoftDenial when throw_on_denied is off."""
+        A denial raises PolicyDeniedError, or returns a SoftDenial when throw_on_denied is off.
+
+        A call a `require_approval` rule holds waits, at most approval_wait_seconds, for a person to
+        decide (docs/approvals.md); approved, the identical call is checked again with the approval,
+        which lets it through once, and runs; rejected, expired or not decided in time, it is a
+        denial as above, its reason saying which."""
         effective = self.options.for_plugin(plugin)
         request = self._request(plugin, function, args, context, effective)
         decision = self._decide(request, effective)
+        if decision.pending:
+            decision = self._after_approval(request, decision, effective)
         if decision.denied:
             if effective.throw_on_denied:
                 raise PolicyDeniedError(plugin, function, decision)
@@ -128,10 +171,13 @@ class Client:
         self, plugin: str, function: str, args: Mapping[str, Any], call: Callable[[], Awaitable[T]], *,
         context: Optional[Mapping[str, Any]] = None, summarize: Optional[Summarize] = None,
     ) -> Union[T, SoftDenial]:
-        """guard() for a coroutine; the gateway calls and the file write run in a worker thread."""
+        """guard() for a coroutine; the gateway calls and the file write run in a worker thread (and
+        so does the wait for a pending approval)."""
         effective = self.options.for_plugin(plugin)
         request = self._request(plugin, function, args, context, effective)
         decision = await asyncio.to_thread(self._decide, request, effective)
+        if decision.pending:
+            decision = await asyncio.to_thread(self._after_approval, request, decision, effective)
         if decision.denied:
             if effective.throw_on_denied:
                 raise PolicyDeniedError(plugin, function, decision)
@@ -179,15 +225,28 @@ class Client:
 
     def _request(
         self, plugin: str, function: str, args: Optional[Mapping[str, Any]], context: Optional[Mapping[str, Any]],
-        effective: EffectiveOptions, action: str = "", resource: str = "", trace_id: str = "",
+        effective: EffectiveOptions, action: str = "", resource: str = "", trace_id: str = "", approval_id: str = "",
     ) -> CheckRequest:
         return CheckRequest(
             agent_id=self.options.agent_id, plugin=plugin, function=function, args=dict(args or {}),
             context=dict(context or {}), trust_tier=effective.trust_tier, action=action, resource=resource, trace_id=trace_id,
+            approval_id=approval_id,
         )
 
+    def _after_approval(self, request: CheckRequest, pending: Decision, effective: EffectiveOptions) -> Decision:
+        """A pending call's outcome: its approval waited for, then, once approved, the identical call
+        asked again with it; rejected, expired, used, or a wait that ended first is a denial saying why."""
+        approval_id = pending.approval_id
+        status = self.wait_for_approval(approval_id)
+        if status == "approved":
+            return self._decide(replace(request, approval_id=approval_id), effective)
+        why = (f"was not decided within the {self.options.approval_wait_seconds:g} s guard() waits (approval_wait_seconds)"
+               if status == "pending" else f"is {status}")
+        return replace(pending, decision="deny", reason=f"Approval {approval_id} {why}: {pending.reason}")
+
     def _decide(self, request: CheckRequest, effective: EffectiveOptions) -> Decision:
-        key = request_hash(request) if self.options.cache_enabled else ""
+        # An answer to an approval is never cacheable, and a cached answer must not stand in for presenting one.
+        key = request_hash(request) if self.options.cache_enabled and not request.approval_id else ""
         cached = self._cache.get(key) if key else None
         if cached is not None:
             return cached
@@ -333,6 +392,10 @@ def summary_of(result: Any) -> str:
     if isinstance(result, (list, tuple, set, frozenset)):
         return f"returned list of {_counted(len(result), 'item')}"
     return f"returned {type(result).__name__}"
+
+
+def _denial(plugin: str, function: str, decision: Decision) -> PolicyDeniedError:
+    return ApprovalPendingError(plugin, function, decision) if decision.pending else PolicyDeniedError(plugin, function, decision)
 
 
 def _raised(error: BaseException) -> str:

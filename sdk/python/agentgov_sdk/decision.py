@@ -22,13 +22,18 @@ class CheckRequest:
     action: str = ""
     resource: str = ""
     trace_id: str = ""
+    # The approval of an earlier pending answer, presented for this very call (docs/approvals.md).
+    approval_id: str = ""
 
 
 @dataclass(frozen=True)
 class Decision:
-    """The gateway's answer (or the SDK's, when the gateway did not answer: source timeout or fail-open)."""
+    """The gateway's answer (or the SDK's, when the gateway did not answer: source timeout or fail-open).
 
-    decision: Literal["allow", "deny"]
+    `pending`: a `require_approval` rule holds the call until a person decides (docs/approvals.md);
+    `approval_id` and `approval_expires_at` name the approval to wait for and retry with."""
+
+    decision: Literal["allow", "deny", "pending"]
     reason: str
     policy: str
     rule: str
@@ -40,6 +45,8 @@ class Decision:
     enforced: bool
     source: DecisionSource = "gateway"
     transport: Optional[Transport] = None
+    approval_id: str = ""
+    approval_expires_at: str = ""
 
     @property
     def allowed(self) -> bool:
@@ -47,7 +54,13 @@ class Decision:
 
     @property
     def denied(self) -> bool:
-        return self.decision == "deny"
+        """The call may not run now: denied, or waiting for a person's approval."""
+        return self.decision != "allow"
+
+    @property
+    def pending(self) -> bool:
+        """A `require_approval` rule holds the call: wait for `approval_id`, then retry with it."""
+        return self.decision == "pending"
 
     @staticmethod
     def proceeding(source: DecisionSource, reason: str) -> "Decision":
@@ -56,9 +69,11 @@ class Decision:
 
     @staticmethod
     def from_check_json(body: Dict[str, Any]) -> "Decision":
-        """The answer of POST /v1/check."""
+        """The answer of POST /v1/check (202 with the approval for a pending one)."""
+        decision = body.get("decision")
+        pending = decision == "pending"
         return Decision(
-            decision="allow" if body.get("decision") == "allow" else "deny",
+            decision="allow" if decision == "allow" else "pending" if pending else "deny",
             reason=str(body.get("reason") or ""),
             policy=str(body.get("policy") or ""),
             rule=str(body.get("rule") or ""),
@@ -69,6 +84,8 @@ class Decision:
             cache_ttl_ms=int(body.get("cacheTtlMs") or 0),
             enforced=bool(body.get("enforced", True)),
             transport="http",
+            approval_id=str(body.get("approvalId") or "") if pending else "",
+            approval_expires_at=str(body.get("expiresAt") or "") if pending else "",
         )
 
 

@@ -27,6 +27,19 @@ class PolicyDeniedError(AgentGovError):
         self.decision = decision
 
 
+class ApprovalPendingError(PolicyDeniedError):
+    """check() with throw_on_denied: a `require_approval` rule holds the call until a person
+    decides (docs/approvals.md). A PolicyDeniedError, so code that stops on a denial stops here
+    too; wait with Client.wait_for_approval(approval_id), then check again with approval_id.
+    guard() waits itself instead of raising this."""
+
+    def __init__(self, plugin: str, function: str, decision: Decision) -> None:
+        super().__init__(plugin, function, decision)
+        self.args = (f"{plugin}.{function} needs approval {decision.approval_id} ({decision.policy}: {decision.reason})",)
+        self.approval_id = decision.approval_id
+        self.expires_at = decision.approval_expires_at
+
+
 class GatewayError(AgentGovError):
     """The gateway refused the request (bad key, unknown or revoked agent, rate limit, bad input)
     or could not be reached. `code` names which; `status` is the HTTP status when there was one;

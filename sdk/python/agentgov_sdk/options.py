@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 FailureMode = Literal["fail-closed", "fail-open"]
 
 DEFAULT_GRPC_PORT = 50051
+# The longest approval_wait_seconds: a guarded call blocks its caller for as long as it waits.
+MAX_APPROVAL_WAIT_SECONDS = 3600
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class ClientOptions:
     audit_batch_size: int = 50
     audit_flush_interval_seconds: float = 1.0
     grpc_retry_seconds: float = 5.0
+    # How long guard() waits for a person to decide a call a `require_approval` rule holds
+    # (docs/approvals.md); 0 does not wait (the pending call is denied at once).
+    approval_wait_seconds: float = 300.0
 
     def __post_init__(self) -> None:
         for name in ("gateway_url", "api_key", "agent_id"):
@@ -59,6 +64,8 @@ class ClientOptions:
             raise ValueError("audit_batch_size must be a whole number of at least 1")
         if not _whole(self.cache_max_entries) or self.cache_max_entries < 0:
             raise ValueError("cache_max_entries must be a whole number of at least 0")
+        if not 0 <= self.approval_wait_seconds <= MAX_APPROVAL_WAIT_SECONDS:
+            raise ValueError(f"approval_wait_seconds must be between 0 and {MAX_APPROVAL_WAIT_SECONDS}")
         if self.audit_flush_interval_seconds <= 0:
             raise ValueError("audit_flush_interval_seconds must be greater than 0")
 

@@ -7,7 +7,7 @@ import json
 import socket
 import threading
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Set, Tuple, cast
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import grpc
 from google.protobuf import struct_pb2
@@ -15,6 +15,8 @@ from google.protobuf import struct_pb2
 from ._generated import pdp_pb2, pdp_pb2_grpc
 from .decision import CheckRequest, Decision
 from .errors import HTTP_STATUS_CODES, ErrorCode, GatewayError, GatewayTimeoutError, GatewayUnreachableError, retry_after_of
+
+APPROVAL_STATUSES = ("pending", "approved", "rejected", "expired", "used")
 
 GRPC_STATUS_CODES: Dict[grpc.StatusCode, ErrorCode] = {
     grpc.StatusCode.UNAUTHENTICATED: "unauthenticated",
@@ -51,17 +53,22 @@ class GrpcTransport:
             agent_id=request.agent_id, action=request.action, resource=request.resource,
             plugin=request.plugin, function=request.function, args=_struct(request.args),
             context=_struct(request.context), trust_tier=request.trust_tier, trace_id=request.trace_id,
+            approval_id=request.approval_id,
         )
         try:
             answer = self._stub.Evaluate(message, timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as error:
             raise grpc_error(error) from None
+        pending = answer.decision == pdp_pb2.DECISION_PENDING
         return Decision(
-            decision="allow" if answer.decision == pdp_pb2.DECISION_ALLOW else "deny",
+            # Anything but an allow or a pending approval is a denial: an unknown decision never lets a call run.
+            decision="allow" if answer.decision == pdp_pb2.DECISION_ALLOW else "pending" if pending else "deny",
             reason=answer.reason, policy=answer.policy, rule=answer.rule,
             policy_version=answer.policy_version, decision_id=answer.decision_id, trace_id=answer.trace_id,
             cacheable=answer.cacheable, cache_ttl_ms=answer.cache_ttl_ms, enforced=answer.enforced,
             transport="grpc",
+            approval_id=answer.approval_id if pending else "",
+            approval_expires_at=answer.approval_expires_at if pending else "",
         )
 
     def subscribe(self, since_version: int) -> "SubscriptionStream":
@@ -138,14 +145,24 @@ class HttpTransport:
             "agentId": request.agent_id, "plugin": request.plugin, "function": request.function,
             "arguments": dict(request.args), "context": dict(request.context), "trustTier": request.trust_tier,
         }
-        for name, value in (("action", request.action), ("resource", request.resource), ("traceId", request.trace_id)):
+        for name, value in (("action", request.action), ("resource", request.resource), ("traceId", request.trace_id), ("approvalId", request.approval_id)):
             if value:
                 body[name] = value
         return Decision.from_check_json(self.post("/v1/check", body, timeout))
 
+    def approval_status(self, approval_id: str, timeout: float) -> str:
+        """GET /v1/approvals/:id: pending, approved, rejected, expired or used."""
+        status = str(self._send("GET", f"/v1/approvals/{quote(approval_id, safe='')}", None, timeout).get("status"))
+        if status not in APPROVAL_STATUSES:
+            raise GatewayUnreachableError(f"HTTP /v1/approvals: unknown status {status[:40]}")
+        return status
+
     def post(self, path: str, body: Mapping[str, Any], timeout: float) -> Dict[str, Any]:
         """The JSON answer of a 2xx; GatewayError (with the status) otherwise."""
-        status, payload = self._exchange(path, json.dumps(body, default=str).encode("utf-8"), timeout)
+        return self._send("POST", path, json.dumps(body, default=str).encode("utf-8"), timeout)
+
+    def _send(self, method: str, path: str, data: Optional[bytes], timeout: float) -> Dict[str, Any]:
+        status, payload = self._exchange(method, path, data, timeout)
         if 200 <= status < 300:
             return payload
         message = str(payload.get("message") or payload.get("error") or f"HTTP {status}")
@@ -153,12 +170,12 @@ class HttpTransport:
             raise GatewayError(HTTP_STATUS_CODES[status], message, status, retry_after_of(payload.get("retry_after")))
         raise GatewayUnreachableError(f"HTTP {status}: {message}", status)
 
-    def _exchange(self, path: str, data: bytes, timeout: float) -> Tuple[int, Dict[str, Any]]:
-        headers = {"content-type": "application/json", "x-api-key": self._api_key}
+    def _exchange(self, method: str, path: str, data: Optional[bytes], timeout: float) -> Tuple[int, Dict[str, Any]]:
+        headers = {"x-api-key": self._api_key} if data is None else {"content-type": "application/json", "x-api-key": self._api_key}
         for attempt in (1, 2):
             connection = self._connection(timeout)
             try:
-                connection.request("POST", self._base + path, body=data, headers=headers)
+                connection.request(method, self._base + path, body=data, headers=headers)
                 response = connection.getresponse()
                 raw = response.read()
             except socket.timeout:
