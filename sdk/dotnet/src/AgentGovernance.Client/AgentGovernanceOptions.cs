@@ -68,6 +68,17 @@ public sealed class AgentGovernanceOptions
     /// <summary>After gRPC could not connect, checks use HTTP this long before gRPC is tried again. Default 5.</summary>
     public double GrpcRetrySeconds { get; set; } = 5;
 
+    /// <summary>
+    /// How long <see cref="IGovernanceClient.GuardAsync{T}"/> waits for a person to decide a call a
+    /// <c>require_approval</c> rule holds, in seconds (docs/approvals.md). Default 300 (the rule's
+    /// default timeout), at most <see cref="MaxApprovalWaitSeconds"/>; 0 does not wait: the pending
+    /// call is denied at once.
+    /// </summary>
+    public double ApprovalWaitSeconds { get; set; } = 300;
+
+    /// <summary>The longest <see cref="ApprovalWaitSeconds"/>: a guarded call blocks its caller for as long as it waits.</summary>
+    public const double MaxApprovalWaitSeconds = 3600;
+
     /// <summary>Every problem of these options, all at once; empty when they are usable.</summary>
     public IReadOnlyList<string> Validate()
     {
@@ -88,6 +99,10 @@ public sealed class AgentGovernanceOptions
         if (AuditBatchSize < 1) problems.Add("AuditBatchSize must be at least 1");
         CheckSeconds(AuditFlushIntervalSeconds, nameof(AuditFlushIntervalSeconds), problems);
         CheckSeconds(GrpcRetrySeconds, nameof(GrpcRetrySeconds), problems);
+        if (!double.IsFinite(ApprovalWaitSeconds) || ApprovalWaitSeconds < 0 || ApprovalWaitSeconds > MaxApprovalWaitSeconds)
+        {
+            problems.Add(string.Create(CultureInfo.InvariantCulture, $"ApprovalWaitSeconds must be between 0 and {MaxApprovalWaitSeconds} seconds"));
+        }
         return problems;
     }
 

@@ -22,6 +22,10 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     private const double MaxDurationMs = 86_400_000;
     private const int MaxAuditArgumentsBytes = 256 * 1024;
 
+    /// <summary>The first pause between two asks of an approval's status, doubled after each up to the second.</summary>
+    private static readonly TimeSpan FirstApprovalPoll = TimeSpan.FromMilliseconds(250);
+    private static readonly TimeSpan MaxApprovalPoll = TimeSpan.FromSeconds(5);
+
     private readonly AgentGovernanceOptions options;
     private readonly ILogger logger;
     private readonly JsonArguments json = new();
@@ -67,17 +71,74 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     public int PendingAuditCount => audits.Pending;
 
     /// <inheritdoc />
-    public async Task<PolicyDecision> CheckAsync(string pluginName, string functionName, IReadOnlyDictionary<string, object?>? arguments = null, IReadOnlyDictionary<string, object?>? context = null, CancellationToken cancellationToken = default)
+    public Task<PolicyDecision> CheckAsync(string pluginName, string functionName, IReadOnlyDictionary<string, object?>? arguments = null, IReadOnlyDictionary<string, object?>? context = null, CancellationToken cancellationToken = default) =>
+        CheckCoreAsync(pluginName, functionName, arguments, context, null, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<PolicyDecision> CheckAsync(string pluginName, string functionName, IReadOnlyDictionary<string, object?>? arguments, IReadOnlyDictionary<string, object?>? context, string approvalId, CancellationToken cancellationToken = default)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(approvalId);
+        return CheckCoreAsync(pluginName, functionName, arguments, context, approvalId, cancellationToken);
+    }
+
+    /// <inheritdoc />
+    public async Task<ApprovalStatus> WaitForApprovalAsync(string approvalId, TimeSpan? maxWait = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(approvalId);
+        ThrowIfDisposed();
+        var wait = maxWait ?? TimeSpan.FromSeconds(options.ApprovalWaitSeconds);
+        var bound = TimeSpan.FromSeconds(Math.Clamp(wait.TotalSeconds, 0, AgentGovernanceOptions.MaxApprovalWaitSeconds));
+        var started = Stopwatch.GetTimestamp();
+        var pause = FirstApprovalPoll;
+        for (;;)
+        {
+            ApprovalStatus status;
+            try
+            {
+                status = await http.ApprovalStatusAsync(approvalId, TimeSpan.FromSeconds(options.TimeoutSeconds), cancellationToken).ConfigureAwait(false);
+            }
+            catch (Exception error) when (error is GatewayUnavailableException or GatewayTimeoutException && !cancellationToken.IsCancellationRequested)
+            {
+                // An outage while waiting is waited out like a pending answer: the bound still holds.
+                LogApprovalUnknown(logger, approvalId, error.Message);
+                status = ApprovalStatus.Pending;
+            }
+            var left = bound - Stopwatch.GetElapsedTime(started);
+            if (status != ApprovalStatus.Pending || left <= TimeSpan.Zero || Volatile.Read(ref disposed) == 1) return status;
+            await Task.Delay(pause < left ? pause : left, cancellationToken).ConfigureAwait(false);
+            pause = TimeSpan.FromTicks(Math.Min(pause.Ticks * 2, MaxApprovalPoll.Ticks));
+        }
+    }
+
+    private async Task<PolicyDecision> CheckCoreAsync(string pluginName, string functionName, IReadOnlyDictionary<string, object?>? arguments, IReadOnlyDictionary<string, object?>? context, string? approvalId, CancellationToken cancellationToken)
     {
         var (request, call) = Prepare(pluginName, functionName, arguments, context);
+        if (approvalId is not null) request = request with { ApprovalId = approvalId };
         var decision = await DecideAsync(request, call, cancellationToken).ConfigureAwait(false);
         if (decision.Source is DecisionSource.Timeout or DecisionSource.FailOpen)
         {
             await RecordOutcomeAsync(request, arguments, decision, TimeSpan.Zero, FailureSummary(decision)).ConfigureAwait(false);
         }
-        if (!decision.IsAllowed && call.ThrowOnDenied) throw new PolicyDeniedException(pluginName, functionName, decision);
+        if (!decision.IsAllowed && call.ThrowOnDenied) throw DenialOf(pluginName, functionName, decision);
         return decision;
     }
+
+    /// <summary>
+    /// A pending call's outcome: its approval waited for, then, once approved, the identical call
+    /// checked again with it; rejected, expired, used, or a wait that ended first is a denial saying why.
+    /// </summary>
+    private async Task<PolicyDecision> AfterApprovalAsync(CheckRequest request, PolicyDecision pending, PluginCallOptions call, CancellationToken cancellationToken)
+    {
+        var status = await WaitForApprovalAsync(pending.ApprovalId, null, cancellationToken).ConfigureAwait(false);
+        if (status == ApprovalStatus.Approved) return await DecideAsync(request with { ApprovalId = pending.ApprovalId }, call, cancellationToken).ConfigureAwait(false);
+        var why = status == ApprovalStatus.Pending
+            ? string.Create(CultureInfo.InvariantCulture, $"was not decided within the {options.ApprovalWaitSeconds:0.###} s GuardAsync waits (ApprovalWaitSeconds)")
+            : $"is {status.ToString().ToLowerInvariant()}";
+        return pending with { IsPending = false, Reason = $"Approval {pending.ApprovalId} {why}: {pending.Reason}" };
+    }
+
+    private static PolicyDeniedException DenialOf(string pluginName, string functionName, PolicyDecision decision) =>
+        decision.IsPending ? new ApprovalPendingException(pluginName, functionName, decision) : new PolicyDeniedException(pluginName, functionName, decision);
 
     /// <inheritdoc />
     public async Task<string> AuditAsync(AuditRecord record, CancellationToken cancellationToken = default)
@@ -96,9 +157,10 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         ArgumentNullException.ThrowIfNull(invocation);
         var (request, call) = Prepare(pluginName, functionName, arguments, context);
         var decision = await DecideAsync(request, call, cancellationToken).ConfigureAwait(false);
+        if (decision.IsPending) decision = await AfterApprovalAsync(request, decision, call, cancellationToken).ConfigureAwait(false);
         if (!decision.IsAllowed)
         {
-            if (call.ThrowOnDenied) throw new PolicyDeniedException(pluginName, functionName, decision);
+            if (call.ThrowOnDenied) throw DenialOf(pluginName, functionName, decision);
             return new GuardResult<T>(decision, default);
         }
         var started = Stopwatch.GetTimestamp();
@@ -173,7 +235,8 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     /// </summary>
     private async Task<PolicyDecision> DecideAsync(CheckRequest request, PluginCallOptions call, CancellationToken cancellationToken)
     {
-        var hash = options.CacheEnabled ? JsonArguments.HashOf(request) : null;
+        // An answer to an approval is never cacheable, and a cached answer must not stand in for presenting one.
+        var hash = options.CacheEnabled && request.ApprovalId is null ? JsonArguments.HashOf(request) : null;
         if (hash is not null && cache.TryGet(hash, out var cached)) return cached;
         PolicyDecision decision;
         try
@@ -312,6 +375,9 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
 
     [LoggerMessage(Level = LogLevel.Information, Message = "gRPC cannot connect; checks use HTTP for {Seconds} s: {Reason}")]
     private static partial void LogGrpcDown(ILogger logger, double seconds, string reason);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "Approval {ApprovalId}: status unknown for now: {Reason}")]
+    private static partial void LogApprovalUnknown(ILogger logger, string approvalId, string reason);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "Allowing a call without a gateway decision ({Source}): {Reason}")]
     private static partial void LogProceeding(ILogger logger, DecisionSource source, string reason);

@@ -55,6 +55,20 @@ public sealed record PolicyDecision
     /// <summary>Where the decision came from.</summary>
     public required DecisionSource Source { get; init; }
 
-    /// <summary><c>allow</c> or <c>deny</c>, as the gateway's audit trail writes it.</summary>
-    public string Decision => IsAllowed ? "allow" : "deny";
+    /// <summary>
+    /// True when a <c>require_approval</c> rule holds the call until a person decides
+    /// (docs/approvals.md): <see cref="IsAllowed"/> is false, and <see cref="ApprovalId"/> names the
+    /// approval to wait for (<see cref="IGovernanceClient.WaitForApprovalAsync"/>) and to check the
+    /// identical call again with, which it then lets through once.
+    /// </summary>
+    public bool IsPending { get; init; }
+
+    /// <summary>With <see cref="IsPending"/>: the approval the gateway opened for the call (<c>appr_&lt;id&gt;</c>); empty otherwise.</summary>
+    public string ApprovalId { get; init; } = "";
+
+    /// <summary>With <see cref="IsPending"/>: when the approval expires; null otherwise.</summary>
+    public DateTimeOffset? ApprovalExpiresAt { get; init; }
+
+    /// <summary><c>allow</c>, <c>deny</c> or <c>pending</c>, as the gateway's audit trail writes it.</summary>
+    public string Decision => IsAllowed ? "allow" : IsPending ? "pending" : "deny";
 }

@@ -1,11 +1,17 @@
 namespace AgentGovernance;
 
 /// <summary>A policy denied the call (thrown when ThrowOnDenied is true). The call did not run.</summary>
-public sealed class PolicyDeniedException : AgentGovernanceException
+public class PolicyDeniedException : AgentGovernanceException
 {
     /// <summary>Creates the exception for a denial of <paramref name="pluginName"/>.<paramref name="functionName"/>.</summary>
     public PolicyDeniedException(string pluginName, string functionName, PolicyDecision decision)
-        : base(MessageOf(pluginName, functionName, decision))
+        : this(pluginName, functionName, decision, MessageOf(pluginName, functionName, decision))
+    {
+    }
+
+    /// <summary>Creates the exception with its own <paramref name="message"/>.</summary>
+    protected PolicyDeniedException(string pluginName, string functionName, PolicyDecision decision, string message)
+        : base(message)
     {
         ArgumentNullException.ThrowIfNull(decision);
         PluginName = pluginName;

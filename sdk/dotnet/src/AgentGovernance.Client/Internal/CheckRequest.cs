@@ -9,7 +9,8 @@ internal sealed record CheckRequest(
     string Function,
     IReadOnlyDictionary<string, JsonElement> Arguments,
     IReadOnlyDictionary<string, JsonElement> Context,
-    string TrustTier);
+    string TrustTier,
+    string? ApprovalId = null);
 
 /// <summary>What applies to one call of a plugin: its overrides over the client-wide options.</summary>
 internal sealed record PluginCallOptions(string TrustTier, TimeSpan Timeout, bool ThrowOnDenied)

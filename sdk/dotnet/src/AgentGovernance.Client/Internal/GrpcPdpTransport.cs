@@ -45,6 +45,7 @@ internal sealed class GrpcPdpTransport : IDisposable
             Args = StructOf(request.Arguments),
             Context = StructOf(request.Context),
             TrustTier = request.TrustTier,
+            ApprovalId = request.ApprovalId ?? "",
         };
         try
         {
@@ -101,6 +102,9 @@ internal sealed class GrpcPdpTransport : IDisposable
         CacheTtl = TimeSpan.FromMilliseconds(answer.CacheTtlMs),
         Enforced = answer.Enforced,
         Source = DecisionSource.Grpc,
+        IsPending = answer.Decision == PdpDecision.Pending,
+        ApprovalId = answer.Decision == PdpDecision.Pending ? answer.ApprovalId : "",
+        ApprovalExpiresAt = answer.Decision == PdpDecision.Pending ? HttpPdpTransport.InstantOf(answer.ApprovalExpiresAt) : null,
     };
 
     private static Struct StructOf(IReadOnlyDictionary<string, JsonElement> values)

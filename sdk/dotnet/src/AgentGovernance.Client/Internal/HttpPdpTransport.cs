@@ -5,12 +5,13 @@ using System.Text.Json;
 
 namespace AgentGovernance.Internal;
 
-/// <summary>The adapter endpoints over HTTP (docs/pdp.md "Check, act, report"): <c>POST /v1/check</c>, the fallback when gRPC cannot connect, and <c>POST /v1/audit</c>.</summary>
+/// <summary>The adapter endpoints over HTTP (docs/pdp.md "Check, act, report"): <c>POST /v1/check</c>, the fallback when gRPC cannot connect, <c>POST /v1/audit</c>, and <c>GET /v1/approvals/:id</c> (docs/approvals.md).</summary>
 internal sealed class HttpPdpTransport : IDisposable
 {
     private readonly HttpClient http;
     private readonly Uri checkUrl;
     private readonly Uri auditUrl;
+    private readonly Uri approvalsUrl;
     private readonly string apiKey;
 
     public HttpPdpTransport(Uri gatewayUrl, string apiKey)
@@ -18,6 +19,7 @@ internal sealed class HttpPdpTransport : IDisposable
         var baseUrl = gatewayUrl.AbsoluteUri.EndsWith('/') ? gatewayUrl : new Uri(gatewayUrl.AbsoluteUri + "/");
         checkUrl = new Uri(baseUrl, "v1/check");
         auditUrl = new Uri(baseUrl, "v1/audit");
+        approvalsUrl = new Uri(baseUrl, "v1/approvals/");
         this.apiKey = apiKey;
         http = new HttpClient(new SocketsHttpHandler { PooledConnectionLifetime = TimeSpan.FromMinutes(5) }) { Timeout = Timeout.InfiniteTimeSpan };
     }
@@ -37,12 +39,17 @@ internal sealed class HttpPdpTransport : IDisposable
             writer.WritePropertyName("context");
             JsonArguments.WriteObject(writer, request.Context);
             writer.WriteString("trustTier", request.TrustTier);
+            if (!string.IsNullOrEmpty(request.ApprovalId)) writer.WriteString("approvalId", request.ApprovalId);
             writer.WriteEndObject();
         }
-        using var answer = await PostAsync(checkUrl, body.ToArray(), timeout, cancellationToken).ConfigureAwait(false);
+        using var answer = await SendAsync(HttpMethod.Post, checkUrl, body.ToArray(), timeout, cancellationToken).ConfigureAwait(false);
         var root = answer.RootElement;
+        var pending = Text(root, "decision") == "pending";
         return new PolicyDecision
         {
+            IsPending = pending,
+            ApprovalId = pending ? Text(root, "approvalId") : "",
+            ApprovalExpiresAt = pending ? InstantOf(Text(root, "expiresAt")) : null,
             IsAllowed = Text(root, "decision") == "allow",
             Reason = Text(root, "reason"),
             Policy = Text(root, "policy"),
@@ -60,17 +67,41 @@ internal sealed class HttpPdpTransport : IDisposable
     /// <summary>One <c>POST /v1/audit</c>; the gateway records an eventId once, however often it is sent.</summary>
     public async Task SendAuditAsync(AuditEvent auditEvent, TimeSpan timeout, CancellationToken cancellationToken)
     {
-        using var answer = await PostAsync(auditUrl, auditEvent.Json, timeout, cancellationToken).ConfigureAwait(false);
+        using var answer = await SendAsync(HttpMethod.Post, auditUrl, auditEvent.Json, timeout, cancellationToken).ConfigureAwait(false);
     }
+
+    /// <summary>One <c>GET /v1/approvals/:id</c>: where the approval a pending answer opened stands.</summary>
+    public async Task<ApprovalStatus> ApprovalStatusAsync(string approvalId, TimeSpan timeout, CancellationToken cancellationToken)
+    {
+        var url = new Uri(approvalsUrl, Uri.EscapeDataString(approvalId));
+        using var answer = await SendAsync(HttpMethod.Get, url, null, timeout, cancellationToken).ConfigureAwait(false);
+        return Text(answer.RootElement, "status") switch
+        {
+            "pending" => ApprovalStatus.Pending,
+            "approved" => ApprovalStatus.Approved,
+            "rejected" => ApprovalStatus.Rejected,
+            "expired" => ApprovalStatus.Expired,
+            "used" => ApprovalStatus.Used,
+            var other => throw new GatewayUnavailableException($"HTTP {url.AbsolutePath}: unknown status {other[..Math.Min(other.Length, 40)]}"),
+        };
+    }
+
+    /// <summary>An ISO 8601 instant of the gateway's, or null when there is none.</summary>
+    public static DateTimeOffset? InstantOf(string text) =>
+        DateTimeOffset.TryParse(text, CultureInfo.InvariantCulture, DateTimeStyles.AssumeUniversal, out var instant) ? instant : null;
 
     public void Dispose() => http.Dispose();
 
-    private async Task<JsonDocument> PostAsync(Uri url, byte[] body, TimeSpan timeout, CancellationToken cancellationToken)
+    private async Task<JsonDocument> SendAsync(HttpMethod method, Uri url, byte[]? body, TimeSpan timeout, CancellationToken cancellationToken)
     {
         using var deadline = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
         deadline.CancelAfter(timeout);
-        using var request = new HttpRequestMessage(HttpMethod.Post, url) { Content = new ByteArrayContent(body) };
-        request.Content.Headers.ContentType = new MediaTypeHeaderValue("application/json");
+        using var request = new HttpRequestMessage(method, url);
+        if (body is not null)
+        {
+            request.Content = new ByteArrayContent(body);
+            request.Content.Headers.ContentType = new MediaTypeHeaderValue("application/json");
+        }
         request.Headers.Add("x-api-key", apiKey);
         try
         {

@@ -191,6 +191,22 @@ public sealed class GatewayProcess : IAsyncDisposable
         using var response = await admin.DeleteAsync($"admin/policies/{name}");
     }
 
+    /// <summary>The organization's approvals (GET /admin/approvals), newest first; <paramref name="status"/> filters.</summary>
+    public async Task<IReadOnlyList<JsonElement>> ApprovalsAsync(string? status = null)
+    {
+        using var response = await admin.GetAsync(status is null ? "admin/approvals" : $"admin/approvals?status={status}");
+        var body = await response.Content.ReadFromJsonAsync<JsonElement>();
+        if (response.StatusCode != HttpStatusCode.OK) throw new InvalidOperationException($"GET /admin/approvals: {(int)response.StatusCode} {body}");
+        return [.. body.GetProperty("approvals").EnumerateArray()];
+    }
+
+    /// <summary>Approves or rejects an approval (POST /admin/approvals/:id/approve or /reject).</summary>
+    public async Task DecideApprovalAsync(string approvalId, string verdict, string? comment = null)
+    {
+        using var response = await admin.PostAsJsonAsync($"admin/approvals/{approvalId}/{verdict}", comment is null ? new Dictionary<string, string>() : new Dictionary<string, string> { ["comment"] = comment });
+        if (response.StatusCode != HttpStatusCode.OK) throw new InvalidOperationException($"POST /admin/approvals/{approvalId}/{verdict}: {(int)response.StatusCode} {await response.Content.ReadAsStringAsync()}");
+    }
+
     /// <summary>Revokes the agent (DELETE /admin/agents/:id).</summary>
     public async Task RevokeAgentAsync(string agentId)
     {
