@@ -60,9 +60,12 @@ beforeAll(async () => {
   const created = await admin<{ id: string; token: string }>('POST', '/admin/agents', { name: 'edge-refunder', trustTier: 'verified' });
   expect(created.status).toBe(201);
   agent = created.body;
+  // The sidecar runs as deployed: on a sidecar token of its organization, not the admin token.
+  const sidecarToken = await admin<{ token: string }>('POST', '/admin/sidecar-tokens', { name: 'approvals-edge' });
+  expect(sidecarToken.status).toBe(201);
   sidecar = launch(SIDECAR_MAIN, await freePort(), {
     GATEWAY_URL: gateway.url,
-    ADMIN_TOKEN,
+    ADMIN_TOKEN: sidecarToken.body.token,
     CACHE_DIR: path.join(scratch, 'cache'),
     BUNDLE_SYNC_INTERVAL: '1',
     AUDIT_FORWARD_INTERVAL_MS: '100',
@@ -106,6 +109,12 @@ describe('require_approval through the sidecar', () => {
     expect([again.status, again.body.reason]).toEqual([403, `Approval ${id} was already used: an approval lets one request through`]);
     expect(upstream.received('/refunds/7')).toHaveLength(1);
     expect((await admin<{ approvals: Array<Record<string, unknown>> }>('GET', '/admin/approvals?status=used')).body.approvals).toContainEqual(expect.objectContaining({ id }));
+  });
+
+  it('answers /enforce for an action a require_approval rule holds with a denial naming the rule (it has no pending answer)', async () => {
+    const enforced = await call(sidecar.url, 'POST', '/enforce', { bearer: agent.token, body: { agentId: agent.id, action: 'write:refunds/9', context: { args: { amount: 700 } } } });
+    expect(enforced.status).toBe(200);
+    expect(enforced.body).toMatchObject({ decision: 'deny', policy: 'edge-refunds', reason: 'Refunds over 100 need a person' });
   });
 
   it('denies (403) a request a require_approval rule holds while the gateway is down, saying nobody could approve it', async () => {
