@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { GovernanceClient, PolicyDeniedError } from '../sdk/typescript/src';
 import { call, TestResponse } from './support/http-client';
 import { ownDatabase, OwnDatabase } from './support/own-database';
 import { freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor } from './support/processes';
@@ -23,6 +24,12 @@ const POLICIES = `policies:
       - condition: args.amount > 100
         action: require_approval
         reason: Refunds over 100 need a person
+  - name: edge-payments
+    match: { plugin: PaymentsPlugin, function: Refund }
+    rules:
+      - condition: args.amount > 100
+        action: require_approval
+        reason: Payments over 100 need a person
 `;
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-sidecar-approvals-'));
@@ -31,6 +38,7 @@ let upstream: TestUpstream;
 let gateway: ServiceProcess;
 let sidecar: ServiceProcess;
 let agent: { id: string; token: string };
+let apiKey: string;
 
 const admin = <T = Record<string, unknown>>(method: string, route: string, body?: unknown) => call<T>(gateway.url, method, route, { adminToken: ADMIN_TOKEN, body });
 
@@ -60,6 +68,7 @@ beforeAll(async () => {
   const created = await admin<{ id: string; token: string }>('POST', '/admin/agents', { name: 'edge-refunder', trustTier: 'verified' });
   expect(created.status).toBe(201);
   agent = created.body;
+  apiKey = (await admin<{ key: string }>('POST', '/admin/api-keys', { name: 'edge-adapter' })).body.key;
   // The sidecar runs as deployed: on a sidecar token of its organization, not the admin token.
   const sidecarToken = await admin<{ token: string }>('POST', '/admin/sidecar-tokens', { name: 'approvals-edge' });
   expect(sidecarToken.status).toBe(201);
@@ -117,6 +126,41 @@ describe('require_approval through the sidecar', () => {
     expect(enforced.body).toMatchObject({ decision: 'deny', policy: 'edge-refunds', reason: 'Refunds over 100 need a person' });
   });
 
+  it('lets an SDK pointed at the sidecar wait in guard() (GET /v1/approvals/:id through the sidecar) and run the call once approved', async () => {
+    const governance = await GovernanceClient.create({
+      gatewayUrl: sidecar.url,
+      grpcAddress: `127.0.0.1:${await freePort()}`,
+      apiKey,
+      agentId: agent.id,
+      auditLogPath: path.join(scratch, 'sdk-audit.wal'),
+      cache: false,
+    });
+    try {
+      let runs = 0;
+      const guarded = governance.guard('PaymentsPlugin', 'Refund', { amount: 250 }, () => (runs += 1));
+      let pending: Record<string, unknown> | undefined;
+      for (let tries = 0; pending === undefined && tries < 200; tries += 1) {
+        const listed = await admin<{ approvals: Array<Record<string, unknown>> }>('GET', '/admin/approvals?status=pending');
+        pending = listed.body.approvals.find((approval) => approval.action === 'PaymentsPlugin.Refund');
+        if (pending === undefined) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const id = String(pending!.id);
+      const status = await call(sidecar.url, 'GET', `/v1/approvals/${id}`, { headers: { 'x-api-key': apiKey } });
+      expect([status.status, status.body]).toEqual([200, { id, status: 'pending', expiresAt: pending!.expiresAt }]);
+      expect((await call(sidecar.url, 'GET', `/v1/approvals/${id}`, { headers: { 'x-api-key': 'agk_wrong' } })).status).toBe(401);
+      expect((await call(sidecar.url, 'GET', '/v1/approvals/appr_000000000000000000000000', { headers: { 'x-api-key': apiKey } })).status).toBe(404);
+      expect(runs).toBe(0);
+
+      await admin('POST', `/admin/approvals/${id}/approve`, {});
+      expect(await guarded).toBe(1);
+      expect(runs).toBe(1);
+      const used = await call(sidecar.url, 'GET', `/v1/approvals/${id}`, { headers: { 'x-api-key': apiKey } });
+      expect(used.body.status).toBe('used');
+    } finally {
+      await governance.close();
+    }
+  });
+
   it('denies (403) a request a require_approval rule holds while the gateway is down, saying nobody could approve it', async () => {
     const held = await refund(300);
     expect(held.status).toBe(202);
@@ -132,6 +176,19 @@ describe('require_approval through the sidecar', () => {
     expect(retried.body.reason).toMatch(new RegExp(`^Approval ${openedBefore} cannot be checked: .*the gateway cannot be reached`));
     // A request no require_approval rule holds is still decided at the edge.
     expect((await refund(50)).status).toBe(200);
+    const status = await call(sidecar.url, 'GET', `/v1/approvals/${openedBefore}`, { headers: { 'x-api-key': apiKey } });
+    expect([status.status, status.body.message]).toEqual([503, 'The gateway cannot be reached: approvals are kept at the gateway (docs/approvals.md)']);
+    const governance = await GovernanceClient.create({ gatewayUrl: sidecar.url, grpcAddress: `127.0.0.1:${await freePort()}`, apiKey, agentId: agent.id, auditLogPath: path.join(scratch, 'sdk-audit-down.wal'), cache: false });
+    try {
+      const error = await governance.guard('PaymentsPlugin', 'Refund', { amount: 260 }, () => 'ran').then(
+        () => new Error('guard resolved'),
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(PolicyDeniedError);
+      expect((error as PolicyDeniedError).result.reason).toBe('Approval needed, but the gateway cannot be reached: approvals are asked at the gateway (docs/approvals.md)');
+    } finally {
+      await governance.close();
+    }
     expect(upstream.received('/refunds/7').map((request) => JSON.parse(request.body.toString()) as { amount: number })).toEqual([{ amount: 500 }, { amount: 50 }]);
   });
 });

@@ -1,10 +1,12 @@
-import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import type { ApprovalSubject, PendingApproval, Redemption } from '../decisions/approval-ports';
 import { SidecarTokenAccepted } from '../sidecar-tokens/sidecar-token-access';
+import { ApprovalStatusDto } from './approvals.dto';
+import { ApprovalsService } from './approvals.service';
 import { StoredApprovals } from './stored-approvals';
 
 /** What a sidecar sends of a request its `require_approval` rule holds (src/sidecar/gateway-approvals.ts). */
@@ -21,14 +23,24 @@ const MAX_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * The gateway's approvals for the edge (docs/approvals.md): a sidecar opens and redeems approvals
- * for its organization with its sidecar token; the subject must be of that organization.
+ * for its organization with its sidecar token, and asks where one stands for the adapters that
+ * wait on it (its `GET /v1/approvals/:id`); the subject must be of that organization.
  */
 @ApiExcludeController()
 @AdminAuth()
 @SidecarTokenAccepted()
 @Controller('api/v1/edge/approvals')
 export class EdgeApprovalsController {
-  constructor(private readonly approvals: StoredApprovals) {}
+  constructor(
+    private readonly approvals: StoredApprovals,
+    private readonly decided: ApprovalsService,
+  ) {}
+
+  @Get(':id')
+  async status(@CurrentAdmin() principal: AdminPrincipal, @Param('id') id: string): Promise<ApprovalStatusDto> {
+    const { status, expiresAt } = await this.decided.get(principal.orgId, id);
+    return { id, status, expiresAt };
+  }
 
   @Post()
   @HttpCode(201)

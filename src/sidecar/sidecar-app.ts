@@ -14,11 +14,12 @@ import { SidecarHandler } from './sidecar-handler';
 import { SidecarModule } from './sidecar.module';
 import { setupSidecarSwagger } from './sidecar-swagger';
 import { header } from '../common/raw-request';
+import { EdgeApprovalStatus } from './edge-approval-status';
 
 /**
  * Builds the sidecar application (not yet listening). Its routes are served on the lean path,
  * ahead of express (as the gateway's proxy is): `/enforce`, `/enforce/batch`, `/health`, the
- * adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`) and `/proxy/*`; express
+ * adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`, `GET /v1/approvals/:id`) and `/proxy/*`; express
  * answers the rest (404s).
  */
 export async function createSidecar(config: SidecarConfig, logger: Logger): Promise<NestExpressApplication> {
@@ -42,12 +43,17 @@ export async function createSidecar(config: SidecarConfig, logger: Logger): Prom
 
 /**
  * The sidecar's lean routes (src/http/lean-routes.ts): `/enforce`, `/enforce/batch` and `/health`;
- * the adapter endpoints and `/proxy/*`, both refused while no valid bundle is in force.
+ * the adapter endpoints (with the approval status) and `/proxy/*`, refused while no valid bundle is in force.
  */
 function mountSidecarRoutes(app: NestExpressApplication): void {
   const store = app.get(BundleStore);
   const sidecar = app.get(SidecarHandler);
-  mountLeanRoutes(app, [sidecar, failingClosed(store, sidecar, app.get(AdapterHttpHandler)), failingClosed(store, sidecar, app.get(ProxyHandler))]);
+  mountLeanRoutes(app, [
+    sidecar,
+    failingClosed(store, sidecar, app.get(AdapterHttpHandler)),
+    failingClosed(store, sidecar, app.get(EdgeApprovalStatus)),
+    failingClosed(store, sidecar, app.get(ProxyHandler)),
+  ]);
 }
 
 /** The route, but a 503 naming the reason for every request while no valid bundle is in force (fail closed). */

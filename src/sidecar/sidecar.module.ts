@@ -27,6 +27,7 @@ import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
 import { BundleSync } from './bundle-sync';
 import { BundleApiKeys, EdgeOutcomes } from './edge-adapter-ports';
+import { EdgeApprovalStatus } from './edge-approval-status';
 import { SidecarHandler } from './sidecar-handler';
 import { SidecarHealth } from './sidecar-health';
 import { SidecarStateModule } from './sidecar-state.module';
@@ -94,6 +95,7 @@ export class SidecarModule {
         PdpService,
         ProxyHandler,
         AdapterHttpHandler,
+        EdgeApprovalStatus,
         OutcomeRecorder,
         { provide: ADAPTER_AUTHENTICATION, useClass: BundleApiKeys },
         { provide: OUTCOME_LEDGER, useClass: EdgeOutcomes },
