@@ -76,6 +76,20 @@ export function setupSidecarSwagger(app: INestApplication, version: string): Ope
       responses: { '200': { description: 'Deciding (healthy or degraded)' }, '503': { description: '`fail_closed`: no valid bundle' } },
     },
   };
+  document.paths['/v1/approvals/{id}'] = {
+    get: {
+      tags: ['sidecar'],
+      summary: 'Where an approval stands (pending, approved, rejected, expired, used), asked of the gateway, for an adapter that waits for it (docs/approvals.md)',
+      security: [{ [API_KEY_SCHEME]: [] }],
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', example: 'appr_3f9a0c1b2d4e5f6a7b8c9d0e' } }],
+      responses: {
+        '200': { description: '`{id, status, expiresAt}`', content: json({ type: 'object', properties: { id: { type: 'string' }, status: { type: 'string', enum: ['pending', 'approved', 'rejected', 'expired', 'used'] }, expiresAt: { type: 'string' } } }) },
+        '401': { description: 'Missing or invalid API key', content: json(errorBody) },
+        '404': { description: 'No such approval in the organization', content: json(errorBody) },
+        '503': { description: 'The gateway cannot be reached (approvals are kept there), or no valid bundle', content: json(errorBody) },
+      },
+    },
+  };
   addAdapterRoutes(document);
   addProxyRoutes(document);
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
