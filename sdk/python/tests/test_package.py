@@ -56,3 +56,11 @@ def test_options_refuse_counts_that_are_not_whole(name: str, value: float) -> No
     check() raise KeyError('dictionary is empty')."""
     with pytest.raises(ValueError, match=name):
         ClientOptions(gateway_url="http://localhost:8080", api_key="k", agent_id="a", **{name: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seconds", [-1, 3601, float("nan")])
+def test_options_bound_approval_wait_seconds(seconds: float) -> None:
+    assert ClientOptions(gateway_url="https://g", api_key="k", agent_id="a").approval_wait_seconds == 300
+    assert ClientOptions(gateway_url="https://g", api_key="k", agent_id="a", approval_wait_seconds=0).approval_wait_seconds == 0
+    with pytest.raises(ValueError, match="approval_wait_seconds must be between 0 and 3600"):
+        ClientOptions(gateway_url="https://g", api_key="k", agent_id="a", approval_wait_seconds=seconds)

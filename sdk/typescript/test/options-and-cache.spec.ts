@@ -28,6 +28,14 @@ describe('options', () => {
     expect(() => resolveOptions({ ...REQUIRED, timeoutSeconds: 0 })).toThrow('timeoutSeconds must be a positive number');
   });
 
+  it('bounds approvalWaitSeconds: 300 by default, 0 to 3600', () => {
+    expect(resolveOptions(REQUIRED).approvalWaitSeconds).toBe(300);
+    expect(resolveOptions({ ...REQUIRED, approvalWaitSeconds: 0 }).approvalWaitSeconds).toBe(0);
+    for (const bad of [-1, 3601, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => resolveOptions({ ...REQUIRED, approvalWaitSeconds: bad })).toThrow('approvalWaitSeconds must be between 0 and 3600');
+    }
+  });
+
   // A batch of 0.5 events took none and looped without yielding (the event loop starved); a
   // timer past 2^31-1 ms fires after 1 ms in Node, so every HTTP check timed out at once.
   it('refuses a batch size that is not a whole number and durations Node timers cannot hold', () => {

@@ -99,4 +99,17 @@ public sealed class OptionsTests
         Assert.Equal(["TimeoutSeconds must be at most 2147483.647 seconds"], options.Validate());
         Assert.Throws<ArgumentException>(() => new GovernanceClient(options));
     }
+
+    [Theory]
+    [InlineData(-1)]
+    [InlineData(3601)]
+    [InlineData(double.NaN)]
+    public void ApprovalWaitSeconds_is_bounded_from_0_to_3600(double seconds)
+    {
+        var options = new AgentGovernanceOptions { GatewayUrl = new Uri("http://g"), ApiKey = "k", AgentId = "a", ApprovalWaitSeconds = seconds };
+
+        Assert.Equal(["ApprovalWaitSeconds must be between 0 and 3600 seconds"], options.Validate());
+        Assert.Equal(300, new AgentGovernanceOptions().ApprovalWaitSeconds);
+        Assert.Empty(new AgentGovernanceOptions { GatewayUrl = new Uri("http://g"), ApiKey = "k", AgentId = "a", ApprovalWaitSeconds = 0 }.Validate());
+    }
 }
