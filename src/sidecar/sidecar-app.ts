@@ -7,6 +7,7 @@ import { HttpExceptionFilter } from '../http/http-exception.filter';
 import { SidecarConfig } from './sidecar-config';
 import { NestPinoLogger } from '../logging/logger';
 import { ProxyHandler } from '../proxy/proxy-handler';
+import { McpHandler } from '../mcp/mcp.handler';
 import { BundleStore } from './bundle-store';
 import { AdapterHttpHandler } from '../pdp/adapter-http.handler';
 import { LeanRoute, mountLeanRoutes } from '../http/lean-routes';
@@ -18,7 +19,7 @@ import { header } from '../common/raw-request';
 /**
  * Builds the sidecar application (not yet listening). Its routes are served on the lean path,
  * ahead of express (as the gateway's proxy is): `/enforce`, `/enforce/batch`, `/health`, the
- * adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`) and `/proxy/*`; express
+ * adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`), `/proxy/*` and `/mcp/*`; express
  * answers the rest (404s).
  */
 export async function createSidecar(config: SidecarConfig, logger: Logger): Promise<NestExpressApplication> {
@@ -42,12 +43,12 @@ export async function createSidecar(config: SidecarConfig, logger: Logger): Prom
 
 /**
  * The sidecar's lean routes (src/http/lean-routes.ts): `/enforce`, `/enforce/batch` and `/health`;
- * the adapter endpoints and `/proxy/*`, both refused while no valid bundle is in force.
+ * the adapter endpoints, `/proxy/*` and `/mcp/*`, refused while no valid bundle is in force.
  */
 function mountSidecarRoutes(app: NestExpressApplication): void {
   const store = app.get(BundleStore);
   const sidecar = app.get(SidecarHandler);
-  mountLeanRoutes(app, [sidecar, failingClosed(store, sidecar, app.get(AdapterHttpHandler)), failingClosed(store, sidecar, app.get(ProxyHandler))]);
+  mountLeanRoutes(app, [sidecar, failingClosed(store, sidecar, app.get(AdapterHttpHandler)), failingClosed(store, sidecar, app.get(ProxyHandler)), failingClosed(store, sidecar, app.get(McpHandler))]);
 }
 
 /** The route, but a 503 naming the reason for every request while no valid bundle is in force (fail closed). */
