@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { call } from '../support/http-client';
 import { eventually } from '../support/processes';
 import { launchChromium } from './browser';
-import { READ_FILE_CHANGED, SeededGateway, SIDECAR_ID, startSeededGateway } from './seeded-gateway';
+import { READ_FILE_CHANGED, SeededAgent, SeededGateway, SIDECAR_ID, startSeededGateway } from './seeded-gateway';
 
 /**
  * The admin dashboard at /dashboard (README, "Dashboard") in a real browser, against a gateway
@@ -102,6 +103,11 @@ async function textWhen(locator: Locator, accept: (text: string) => boolean, wha
 }
 
 const statValue = (page: Page, label: string) => page.getByTestId(`stat-${label}`).locator('.stat-value');
+
+/** The ids of the approvals listed on the page, top to bottom. */
+function approvalIds(page: Page): Promise<string[]> {
+  return page.locator('[data-testid="approvals"] [data-approval-id]').evaluateAll((items) => items.map((item) => item.getAttribute('data-approval-id') ?? ''));
+}
 
 /** The ids of the audit rows on the page, top to bottom. */
 function entryIds(page: Page): Promise<string[]> {
@@ -351,27 +357,66 @@ describe('the dashboard at /dashboard', () => {
     await screenshot(page, 'sidecars');
   });
 
-  it('approves a pending request held by a require_approval rule', async () => {
+  it('approves a request held by a require_approval rule, whose retry then goes through once, and rejects another', async () => {
     const put = await gateway.admin('PUT', '/admin/policies/big-refunds', BIG_REFUNDS, { 'content-type': 'application/yaml' });
     // With its body, so a failure says why a gateway refuses the rule.
     expect(`${put.status} ${put.text}`).toMatch(/^201 /);
     const { invoiceBot, supportBot } = gateway.agents;
-    const held = await gateway.proxy<{ error: string; approvalId: string }>(invoiceBot, 'POST', '/refunds', { amount: 250 });
+    const refund = (agent: SeededAgent, amount: number, approvalId?: string) =>
+      call<{ error: string; approvalId: string }>(gateway.url, 'POST', '/proxy/refunds', {
+        bearer: agent.token,
+        body: { amount },
+        headers: approvalId === undefined ? {} : { 'x-service-approval': approvalId },
+      });
+    const held = await refund(invoiceBot, 250);
     expect(held.status).toBe(202);
     expect(held.body).toMatchObject({ error: 'approval_required', approvalId: expect.any(String) });
-    // A second one stays pending, for the picture of the Approvals page.
-    expect((await gateway.proxy(supportBot, 'POST', '/refunds', { amount: 900 })).status).toBe(202);
+    const toReject = await refund(invoiceBot, 5000);
+    expect(toReject.status).toBe(202);
+    // A third one stays pending, for the picture of the Approvals page.
+    expect((await refund(supportBot, 900)).status).toBe(202);
 
     const page = await signIn('/dashboard/approvals');
+    const pending = (await gateway.admin<{ approvals: Array<{ id: string }> }>('GET', '/admin/approvals?status=pending')).body.approvals;
+    expect(pending).toHaveLength(3);
+    await eventually(async () => JSON.stringify(await approvalIds(page)) === JSON.stringify(pending.map((approval) => approval.id)), 10_000, 'the pending approvals');
     const item = page.locator(`[data-approval-id="${held.body.approvalId}"]`);
-    await item.waitFor();
     expect(await item.textContent()).toContain('write:refunds');
+    expect(await item.textContent()).toContain('big-refunds · over-100: Refunds over 100 need a person');
     await item.getByLabel('Comment (optional)').fill('ok by finance');
     await item.getByRole('button', { name: 'Approve write:refunds for invoice-bot' }).click();
     await textWhen(page.getByRole('status').filter({ hasText: held.body.approvalId }), (text) => text.includes('approved'), 'the approval');
     await item.waitFor({ state: 'detached' });
     const approved = (await gateway.admin<{ approvals: Array<Record<string, unknown>> }>('GET', '/admin/approvals?status=approved')).body.approvals;
     expect(approved).toContainEqual(expect.objectContaining({ id: held.body.approvalId, status: 'approved', comment: 'ok by finance' }));
+
+    // What the approval is for: the agent's retry of that very request goes through, once.
+    expect((await refund(invoiceBot, 250, held.body.approvalId)).status).toBe(200);
+    expect((await refund(invoiceBot, 250, held.body.approvalId)).status).toBe(403);
+    await page.getByLabel('used', { exact: true }).check();
+    await textWhen(page.locator(`[data-approval-id="${held.body.approvalId}"]`), (text) => text.includes('ok by finance'), 'the used approval with its comment');
+
+    await page.getByLabel('pending', { exact: true }).check();
+    const rejected = page.locator(`[data-approval-id="${toReject.body.approvalId}"]`);
+    await rejected.getByRole('button', { name: 'Reject write:refunds for invoice-bot' }).click();
+    await textWhen(page.getByRole('status').filter({ hasText: toReject.body.approvalId }), (text) => text.includes('rejected'), 'the rejection');
+    await rejected.waitFor({ state: 'detached' });
+    expect((await gateway.admin<{ approvals: Array<{ id: string }> }>('GET', '/admin/approvals?status=rejected')).body.approvals.map((approval) => approval.id)).toEqual([toReject.body.approvalId]);
+    expect((await refund(invoiceBot, 5000, toReject.body.approvalId)).status).toBe(403);
+
+    // Rejected is final: the list of rejected requests offers no decision.
+    await page.getByLabel('rejected', { exact: true }).check();
+    await page.locator(`[data-approval-id="${toReject.body.approvalId}"]`).waitFor();
+    expect(await page.locator(`[data-approval-id="${toReject.body.approvalId}"]`).getByRole('button').count()).toBe(0);
+
+    // Another admin was quicker: the page's decision is refused (409), and says so.
+    const raced = await refund(invoiceBot, 640);
+    await page.getByLabel('pending', { exact: true }).check();
+    const stale = page.locator(`[data-approval-id="${raced.body.approvalId}"]`);
+    await stale.waitFor();
+    expect((await gateway.admin('POST', `/admin/approvals/${raced.body.approvalId}/reject`, { comment: 'no' })).status).toBe(200);
+    await stale.getByRole('button', { name: 'Approve write:refunds for invoice-bot' }).click();
+    await textWhen(stale.getByRole('alert'), (text) => text.includes('answered 409') && text.includes('only a pending approval can be decided'), 'the refusal of a decided approval');
   });
 
   it('shows an MCP tool held by its pin with the diff, and accepts it', async () => {
