@@ -371,7 +371,7 @@ describe('the dashboard at /dashboard', () => {
     const held = await refund(invoiceBot, 250);
     expect(held.status).toBe(202);
     expect(held.body).toMatchObject({ error: 'approval_required', approvalId: expect.any(String) });
-    const toReject = await refund(invoiceBot, 5000);
+    const toReject = await refund(invoiceBot, 480);
     expect(toReject.status).toBe(202);
     // A third one stays pending, for the picture of the Approvals page.
     expect((await refund(supportBot, 900)).status).toBe(202);
@@ -402,7 +402,7 @@ describe('the dashboard at /dashboard', () => {
     await textWhen(page.getByRole('status').filter({ hasText: toReject.body.approvalId }), (text) => text.includes('rejected'), 'the rejection');
     await rejected.waitFor({ state: 'detached' });
     expect((await gateway.admin<{ approvals: Array<{ id: string }> }>('GET', '/admin/approvals?status=rejected')).body.approvals.map((approval) => approval.id)).toEqual([toReject.body.approvalId]);
-    expect((await refund(invoiceBot, 5000, toReject.body.approvalId)).status).toBe(403);
+    expect((await refund(invoiceBot, 480, toReject.body.approvalId)).status).toBe(403);
 
     // Rejected is final: the list of rejected requests offers no decision.
     await page.getByLabel('rejected', { exact: true }).check();
