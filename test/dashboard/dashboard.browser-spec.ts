@@ -210,6 +210,11 @@ describe('the dashboard at /dashboard', () => {
     await phone.getByTestId('traffic-chart').locator('canvas').first().waitFor();
     // Readable on a phone: nothing wider than the screen but the tables, which scroll inside their box.
     expect(await phone.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);
+    const sectionLinks = phone.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link');
+    for (const link of await sectionLinks.all()) {
+      const box = (await link.boundingBox())!;
+      expect({ link: await link.textContent(), inSight: box.x >= 0 && box.x + box.width <= PHONE.width }).toEqual({ link: await link.textContent(), inSight: true });
+    }
     await screenshot(phone, 'overview-phone');
     for (const [section, heading] of [['Agents', 'Agents'], ['Audit', 'Audit trail'], ['Policies', 'Policies'], ['Approvals', 'Approvals'], ['Sidecars', 'Sidecars']]) {
       await phone.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link', { name: section }).click();
