@@ -20,6 +20,7 @@ import { ProxyModule } from './proxy/proxy.module';
 import { KeysModule } from './keys/keys.module';
 import { ManagedIdentityModule } from './managed-identity/managed-identity.module';
 import { McpGatewayModule } from './tool-pins/mcp-gateway.module';
+import { ApprovalsModule } from './approvals/approvals.module';
 import { AgentIdentityModule } from './identity/agent-identity.module';
 import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
@@ -53,6 +54,7 @@ export class AppModule {
         ProxyModule,
         PdpModule,
         McpGatewayModule,
+        ApprovalsModule,
         BillingModule,
         AgentIdentityModule,
         FleetModule,

@@ -42,6 +42,8 @@ export async function createGateway(config: AppConfig, logger: Logger = createLo
   app.use(requestContext(logger));
   app.useBodyParser('json', { limit: config.http.maxJsonBytes, type: ['application/json', 'application/*+json'] });
   app.useBodyParser('text', { limit: config.http.maxJsonBytes, type: YAML_MEDIA_TYPES });
+  // The confirmation pages of approval links post a plain HTML form (src/approvals).
+  app.useBodyParser('urlencoded', { limit: 16 * 1024, extended: false });
   app.use(bodyParserErrors);
   app.use(jsonBodyGuard);
   app.useGlobalPipes(createValidationPipe());

@@ -61,7 +61,8 @@ export function raiseAlerts(event: DecisionEvent, triggers: ActiveTriggers, batc
   if (entry.decision === 'allow' && !failed && decision.alerts === undefined) return 0;
   let raised = 0;
   if (failed && triggers.has('error')) raised += raise(batch, 'error', entry, decision, null);
-  if (entry.decision === 'deny') {
+  // A request held for a person's approval (202) is not a denial: it has its own notification (approval-alert.ts).
+  if (entry.decision === 'deny' && entry.status !== 202) {
     if (entry.rateLimited) {
       if (triggers.has('rate_limit')) raised += raise(batch, 'rate_limit', entry, decision, null);
     } else if (triggers.has('deny')) raised += raise(batch, 'deny', entry, decision, null);

@@ -4,6 +4,8 @@ import { AppConfig } from '../config/app-config';
 import { DecisionEvent, DecisionEvents, QuotaRefusal } from '../decisions/decision-events';
 import { RequestFailure, RequestFailures } from '../decisions/request-failures';
 import { LOGGER } from '../logging/logging.module';
+import { ApprovalLinks } from '../approvals/approval-links';
+import { approvalAlert, openedApproval } from './approval-alert';
 import { AlertDelivery } from './alert-delivery';
 import { ActiveTriggers, activeTriggers, alertsOfBatch, raiseAlerts, raiseFailure, raiseQuotaRefusal } from './alert-triggers';
 
@@ -37,6 +39,7 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
     private readonly config: AppConfig,
     private readonly events: DecisionEvents,
     private readonly failures: RequestFailures,
+    private readonly links: ApprovalLinks,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.triggers = activeTriggers(config.alerts.on);
@@ -65,8 +68,18 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
 
   /** Queues the alerts of one decision. */
   onDecision(event: DecisionEvent): void {
+    const approvalId = openedApproval(event);
+    if (approvalId !== undefined) this.notifyApproval(event, approvalId);
     if (raiseAlerts(event, this.triggers, this.pending) === 0) return;
     this.flushSoon();
+  }
+
+  /** Sends the notification of a request waiting for a person, with its signed links (docs/approvals.md). */
+  private notifyApproval(event: DecisionEvent, approvalId: string): void {
+    const expiresAt = new Date(event.entry.ts + (event.decision.approval?.timeoutMs ?? 0)).toISOString();
+    Promise.all([this.links.url(approvalId, 'approve', expiresAt), this.links.url(approvalId, 'reject', expiresAt)])
+      .then(([approve, reject]) => this.delivery?.deliver([approvalAlert(event, approvalId, { approve, reject })]))
+      .catch((error: unknown) => this.logger.error({ err: error, approvalId }, 'approval notification failed'));
   }
 
   /** Queues the `error` alert of a request the gateway failed before deciding it. */

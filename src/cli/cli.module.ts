@@ -1,6 +1,8 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Logger } from 'pino';
 import { AgentsModule } from '../agents/agents.module';
+import { ApprovalsModule } from '../approvals/approvals.module';
+import { ApprovalsApproveCommand, ApprovalsCommand, ApprovalsListCommand, ApprovalsRejectCommand } from './approvals.command';
 import { AuditModule } from '../audit/audit.module';
 import { ClusterModule } from '../cluster/cluster.module';
 import { AppConfig } from '../config/app-config';
@@ -31,6 +33,7 @@ export class CliModule {
         OrganizationsModule,
         KeysModule,
         AgentsModule,
+        ApprovalsModule,
       ],
       providers: [
         CliBootstrap,
@@ -47,6 +50,10 @@ export class CliModule {
         PoliciesCommand,
         PoliciesValidateCommand,
         PoliciesTestCommand,
+        ApprovalsCommand,
+        ApprovalsListCommand,
+        ApprovalsApproveCommand,
+        ApprovalsRejectCommand,
         ...ALERTS_COMMANDS,
       ],
     };

@@ -6,6 +6,8 @@ export enum ServiceHeader {
   AgentId = 'X-Service-Agent-Id',
   Action = 'X-Service-Action',
   ClientTraceId = 'X-Trace-ID',
+  /** The approval a retried request presents (docs/approvals.md). */
+  Approval = 'X-Service-Approval',
   TraceParent = 'traceparent',
   AdminToken = 'X-Admin-Token',
   ApiKey = 'X-Api-Key',

@@ -15,6 +15,7 @@ import { SigningKeyValidUntil1764547200000 } from '../../migrations/176454720000
 import { SidecarTokens1764633600000 } from '../../migrations/1764633600000-sidecar-tokens';
 import { DeploymentSettings1764720000000 } from '../../migrations/1764720000000-deployment-settings';
 import { McpToolPins1764806400000 } from '../../migrations/1764806400000-mcp-tool-pins';
+import { Approvals1764892800000 } from '../../migrations/1764892800000-approvals';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   SidecarTokens1764633600000,
   DeploymentSettings1764720000000,
   McpToolPins1764806400000,
+  Approvals1764892800000,
 ];

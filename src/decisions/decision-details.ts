@@ -17,26 +17,30 @@ export interface DecisionDetails {
   rateLimit?: RateLimitTrip;
   /** The action derived from the request when the caller declared another (the entry's `action`); both were decided. */
   derivedAction?: string;
+  /** The approval a `require_approval` rule opened for the request, or the one it presented. */
+  approvalId?: string;
 }
 
 /** A decision's `details`, or null when it has none. */
-export function decisionDetails(decision: Decision, derivedAction?: string): DecisionDetails | null {
-  return detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction);
+export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string): DecisionDetails | null {
+  return detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId);
 }
 
 /** An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's entry is checked, not trusted); null when nothing is. */
 export function ingestedDetails(details: unknown): DecisionDetails | null {
   const derived = typeof details === 'object' && details !== null ? (details as { derivedAction?: unknown }).derivedAction : undefined;
-  return detailsOf(firedAlertsIn(details), rateLimitIn(details), typeof derived === 'string' ? bounded(derived) : undefined);
+  const approvalId = typeof details === 'object' && details !== null ? (details as { approvalId?: unknown }).approvalId : undefined;
+  return detailsOf(firedAlertsIn(details), rateLimitIn(details), typeof derived === 'string' ? bounded(derived) : undefined, typeof approvalId === 'string' ? bounded(approvalId) : undefined);
 }
 
 /** Details naming only what there is; null when there is nothing. */
-function detailsOf(alerts: readonly FiredAlert[], rateLimit: RateLimitTrip | undefined, derivedAction: string | undefined): DecisionDetails | null {
-  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined) return null;
+function detailsOf(alerts: readonly FiredAlert[], rateLimit: RateLimitTrip | undefined, derivedAction: string | undefined, approvalId?: string): DecisionDetails | null {
+  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined) return null;
   const details: DecisionDetails = {};
   if (alerts.length > 0) details.alerts = alerts;
   if (rateLimit !== undefined) details.rateLimit = rateLimit;
   if (derivedAction !== undefined) details.derivedAction = derivedAction;
+  if (approvalId !== undefined) details.approvalId = approvalId;
   return details;
 }
 

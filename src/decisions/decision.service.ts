@@ -1,4 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import type { AuditRecord, AuditSource } from './audit-record';
 import { AppError } from '../common/app-error';
 import { errorBody } from '../common/error-body';
@@ -6,7 +7,8 @@ import { ErrorCode } from '../common/error-code';
 import type { Principal, PrincipalDelegation } from './agent-authenticator';
 import { scopeDenial } from './delegation-scope';
 import type { CompiledPolicy } from '../policy-engine/compiled-policy';
-import type { Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, ToolFacts } from '../policy-engine/types';
+import type { ApprovalRequirement, Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, ToolFacts } from '../policy-engine/types';
+import { APPROVAL_DESK, ApprovalDesk, ApprovalSubject, NO_APPROVALS, PendingApproval, Redemption } from './approval-ports';
 import { DecisionEvents } from './decision-events';
 import { decisionIdAt } from './decision-id';
 import { decisionDetails } from './decision-details';
@@ -45,6 +47,13 @@ export interface DecisionRequest {
   derivedAction?: string;
   /** The MCP tool an MCP call names (`tool.*` in conditions). */
   tool?: ToolFacts;
+  /** The approval the caller presents for a request a `require_approval` rule holds (X-Service-Approval). */
+  approvalId?: string;
+  /**
+   * What an approval is bound to, beside the agent and action: the SHA-256 of what the request
+   * carries. Defaults to the hash of `args`; the proxy hashes its method, path, query and body.
+   */
+  fingerprint?: () => Promise<string>;
   /** The HTTP method and path the audit entry shows, where the transport has them. */
   method?: string | null;
   path?: string | null;
@@ -70,6 +79,10 @@ export interface Verdict {
   policyVersion: number;
   /** False when a rate limit took part: the same input may be decided otherwise a moment later. */
   cacheable: boolean;
+  /** Set when a `require_approval` rule holds the request: it waits for a person (answered 202). */
+  pending?: PendingApproval;
+  /** The approval an allowed request used, or the refused one a denied request presented. */
+  approvalId?: string;
   nowMs: number;
   decisionMs: number;
 }
@@ -101,6 +114,7 @@ export class DecisionService {
     @Inject(RATE_LIMITER) readonly limiter: RateLimiter,
     @Inject(DECISION_SETTINGS) private readonly settings: DecisionSettings,
     private readonly events: DecisionEvents,
+    @Optional() @Inject(APPROVAL_DESK) private readonly approvals: ApprovalDesk = NO_APPROVALS,
   ) {}
 
   /** True when denials are enforced; false in MODE=audit (they are only recorded). */
@@ -148,7 +162,7 @@ export class DecisionService {
       this.recordFailure(principal, request, input, nowMs, performance.now() - started, error);
       throw error;
     }
-    return {
+    const verdict: Verdict = {
       id: decisionIdAt(nowMs),
       principal,
       request,
@@ -161,6 +175,37 @@ export class DecisionService {
       nowMs,
       decisionMs: performance.now() - started,
     };
+    return decision.approval !== undefined && decision.effect === 'deny' && this.enforcing ? this.approvalVerdict(verdict, decision.approval) : verdict;
+  }
+
+  /**
+   * A request a `require_approval` rule holds (docs/approvals.md): with an approval id, the
+   * approved approval of this very request (same agent, action and fingerprint) lets it through,
+   * once, and anything else denies it, saying why; without one, a pending approval is opened and
+   * the request waits for a person (answered 202). Never cacheable.
+   */
+  private async approvalVerdict(verdict: Verdict, approval: ApprovalRequirement): Promise<Verdict> {
+    const { principal, request, decision } = verdict;
+    const subject: ApprovalSubject = {
+      orgId: principal.agent.orgId,
+      agentId: principal.agent.id,
+      agentName: principal.agent.name,
+      source: request.source,
+      action: request.action,
+      method: request.method ?? null,
+      path: request.path ?? null,
+      fingerprint: request.fingerprint !== undefined ? await request.fingerprint() : argsFingerprint(request.args),
+      traceId: request.traceId,
+    };
+    if (request.approvalId === undefined) {
+      const pending = await this.approvals.open(subject, { ...decision, approval }).catch((error: unknown) => deskFailure(error));
+      if ('denial' in pending) return { ...verdict, decision: { ...pending.denial, policy: decision.policy, rule: decision.rule }, cacheable: false };
+      return { ...verdict, cacheable: false, pending, approvalId: pending.approvalId };
+    }
+    const redemption = await this.approvals.redeem(request.approvalId, subject).catch((error: unknown): Redemption => ({ granted: false, reason: `cannot be checked: ${(error as Error).message}` }));
+    const reason = redemption.granted ? `Approved by ${redemption.decidedBy} (${request.approvalId})` : `Approval ${request.approvalId} ${redemption.reason}`;
+    const decided: Decision = { effect: redemption.granted ? 'allow' : 'deny', policy: decision.policy, rule: decision.rule, reason };
+    return { ...verdict, decision: decided, enforced: true, cacheable: false, approvalId: request.approvalId };
   }
 
   /** The request's args, completed by `fullArgs` when an applicable policy reads the body. */
@@ -278,7 +323,7 @@ export class DecisionService {
       upstreamStatus: outcome.upstreamStatus ?? null,
       delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
       input: verdict.input,
-      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined),
+      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId),
     };
     this.log.record(entry);
     this.events.emit({ entry, decision });
@@ -360,6 +405,29 @@ function onceLimiter(limiter: RateLimiter): RateLimiter {
 
 /** The status a decision answers with where the decision is the answer. */
 export function statusOf(verdict: Verdict): number {
+  if (verdict.pending !== undefined) return 202;
   if (verdict.decision.effect === 'allow' || !verdict.enforced) return 200;
   return verdict.decision.rateLimit ? 429 : 403;
+}
+
+/** A desk that cannot open an approval (a sidecar without its gateway): the request is denied, saying why. */
+function deskFailure(error: unknown): { denial: Decision } {
+  const why = error instanceof AppError ? error.message : `Approval needed, but it cannot be requested: ${(error as Error).message}`;
+  return { denial: { effect: 'deny', policy: '', rule: null, reason: why } };
+}
+
+/** SHA-256 of a call's arguments as canonical JSON (keys sorted at every level). */
+export function argsFingerprint(args: unknown): string {
+  return createHash('sha256').update(canonicalJson(args)).digest('hex');
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }

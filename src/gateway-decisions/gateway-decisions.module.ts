@@ -1,6 +1,9 @@
 import { Module } from '@nestjs/common';
 import { AgentDirectory } from '../agents/agent-directory';
 import { AgentsModule } from '../agents/agents.module';
+import { ApprovalsModule } from '../approvals/approvals.module';
+import { StoredApprovals } from '../approvals/stored-approvals';
+import { APPROVAL_DESK } from '../decisions/approval-ports';
 import { AuditModule } from '../audit/audit.module';
 import { AuditWriter } from '../audit/audit-writer';
 import { AppConfig } from '../config/app-config';
@@ -27,19 +30,20 @@ import { PolicySimulator } from '../policies/policy-simulator';
 
 /**
  * Deciding on the gateway: the decision core bound to its PostgreSQL-backed sources (policy
- * registry, agent directory, key ring, usage meter, audit writer), and simulation and backtests
+ * registry, agent directory, key ring, usage meter, audit writer, approvals), and simulation and backtests
  * on top of it.
  */
 @Module({
   imports: [
     DecisionCoreModule.register({
-      imports: [PoliciesModule, AgentsModule, KeysModule, OrganizationsModule, AuditModule],
+      imports: [PoliciesModule, AgentsModule, KeysModule, OrganizationsModule, AuditModule, ApprovalsModule],
       sources: [
         { provide: POLICY_SOURCE, useExisting: PolicyRegistry },
         { provide: AGENT_SOURCE, useExisting: AgentDirectory },
         { provide: VERIFICATION_KEYS, useExisting: KeyRing },
         { provide: USAGE_GATE, useExisting: UsageMeter },
         { provide: DECISION_LOG, useExisting: AuditWriter },
+        { provide: APPROVAL_DESK, useExisting: StoredApprovals },
         { provide: RATE_LIMITER, useClass: GatewayRateLimiter },
         {
           provide: DECISION_SETTINGS,

@@ -16,6 +16,8 @@ export const McpErrorCode = {
   RateLimited: -32029,
   /** The upstream MCP server is down or did not answer in time. */
   UpstreamUnavailable: -32002,
+  /** A `require_approval` rule holds the call: `data` carries the approval to retry with. */
+  ApprovalRequired: -32010,
 } as const;
 
 /** The policy name a denial of a held tool carries. */
@@ -29,6 +31,20 @@ export function heldDenial(server: string, tool: string, state: PinState, alert:
   const reason = `Tool ${tool} of MCP server ${server} changed its ${state.changes.join(' and ') || 'definition'} since it was pinned; it is held until an admin accepts the new definition (POST /admin/mcp/tools/${server}/${tool}/accept)`;
   const decision: Decision = { effect: 'deny', policy: TOOL_PINNING_POLICY, rule: 'definition-changed', reason };
   return alert ? { ...decision, alerts: [{ policy: TOOL_PINNING_POLICY, rule: 'definition-changed', reason }] } : decision;
+}
+
+/** A held call as the JSON-RPC error an MCP client receives: the approval to present in the retry's `_meta.approvalId`. */
+export function pendingError(verdict: Verdict): McpError {
+  const { decision, request, pending } = verdict;
+  return new McpError(McpErrorCode.ApprovalRequired, `Waiting for a person's approval (${decision.policy}: ${decision.reason})`, {
+    error: 'approval_required',
+    approvalId: pending!.approvalId,
+    expiresAt: pending!.expiresAt,
+    message: `Retry with _meta.approvalId ${pending!.approvalId} once approved`,
+    policy: decision.policy,
+    reason: decision.reason,
+    trace_id: request.traceId,
+  });
 }
 
 /** A refused call as the JSON-RPC error an MCP client receives, with the fields the proxy's 403 and 429 bodies carry. */

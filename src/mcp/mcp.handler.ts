@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from 'pino';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
-import { requestTraceId } from '../common/raw-request';
+import { header, requestTraceId } from '../common/raw-request';
 import { ServiceHeader } from '../common/service-header';
 import { AgentAuthenticator, AuthenticatedAgent } from '../decisions/agent-authenticator';
 import { DecisionRequest, DecisionService, Verdict } from '../decisions/decision.service';
@@ -21,7 +21,7 @@ import { LOGGER } from '../logging/logging.module';
 import type { Decision, ToolFacts } from '../policy-engine/types';
 import { McpUpstreams, UpstreamUnavailable } from './mcp-upstreams';
 import { McpServerConfig } from './mcp-server-list';
-import { heldDenial, McpErrorCode, mcpErrorOf } from './mcp-errors';
+import { heldDenial, McpErrorCode, mcpErrorOf, pendingError } from './mcp-errors';
 import { toolDefinition } from './tool-definition';
 import { PinState, TOOL_PINS, ToolPins } from './tool-pins';
 
@@ -161,7 +161,7 @@ export class McpHandler implements LeanRoute, OnApplicationShutdown {
   private mcpServer(server: McpServerConfig): Server {
     const mcp = new Server({ name: `agent-governance-gateway/${server.name}`, version: this.settings.version }, { capabilities: { tools: {} } });
     mcp.setRequestHandler(ListToolsRequestSchema, (_list, extra) => this.listTools(exchangeOf(extra.authInfo)));
-    mcp.setRequestHandler(CallToolRequestSchema, (call, extra) => this.callTool(exchangeOf(extra.authInfo), call.params.name, call.params.arguments ?? {}));
+    mcp.setRequestHandler(CallToolRequestSchema, (call, extra) => this.callTool(exchangeOf(extra.authInfo), call.params.name, call.params.arguments ?? {}, approvalIdOf(call.params._meta)));
     return mcp;
   }
 
@@ -186,18 +186,19 @@ export class McpHandler implements LeanRoute, OnApplicationShutdown {
   }
 
   /** A governed tool call: pin, decision, then the upstream. */
-  private async callTool(exchange: McpExchange, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  private async callTool(exchange: McpExchange, name: string, args: Record<string, unknown>, approvalId: string | undefined): Promise<CallToolResult> {
     const { principal, server } = exchange;
     const started = performance.now();
     const tool = await this.upstream(() => this.upstreams.tool(server, name));
     if (tool === undefined) throw new McpError(McpErrorCode.InvalidParams, `MCP server ${server.name} has no tool ${name}`);
     const state = (await this.pins.check(principal.agent.orgId, server.name, [toolDefinition(tool)])).get(name)!;
-    const request = this.decisionRequest(exchange, name, args, state, `call:${server.name}/${name}`);
+    const request = { ...this.decisionRequest(exchange, name, args, state, `call:${server.name}/${name}`), approvalId: approvalId ?? header(exchange.request, 'x-service-approval') };
     if (!state.pinned) {
       const verdict = this.decisions.refuse(principal, request, heldDenial(server.name, name, state, state.newlyHeld));
       return this.refused(exchange, verdict, started);
     }
     const verdict = await this.decisions.decide(principal, request);
+    if (verdict.pending !== undefined) return this.awaitingApproval(exchange, verdict, started);
     if (verdict.decision.effect === 'deny' && verdict.enforced) return this.refused(exchange, verdict, started);
     this.setDecisionHeaders(exchange, verdict.decision);
     try {
@@ -216,6 +217,16 @@ export class McpHandler implements LeanRoute, OnApplicationShutdown {
     this.setDecisionHeaders(exchange, decision);
     this.decisions.record(verdict, { status: decision.rateLimit ? 429 : 403, latencyMs: performance.now() - started });
     throw mcpErrorOf(verdict);
+  }
+
+  /** A call a `require_approval` rule holds: recorded, and answered as a JSON-RPC error with the approval to retry with. */
+  private awaitingApproval(exchange: McpExchange, verdict: Verdict, started: number): never {
+    if (!exchange.response.headersSent) {
+      this.setDecisionHeaders(exchange, verdict.decision);
+      exchange.response.setHeader(ServiceHeader.Decision, 'pending');
+    }
+    this.decisions.record(verdict, { status: 202, latencyMs: performance.now() - started });
+    throw pendingError(verdict);
   }
 
   /** Records the denial that hid a newly held tool from a list, with its alert. */
@@ -264,4 +275,10 @@ function exchangeOf(auth: AuthInfo | undefined): McpExchange {
   const exchange = auth?.extra?.exchange as McpExchange | undefined;
   if (exchange === undefined) throw new Error('MCP message without its request: the transport did not pass auth on');
   return exchange;
+}
+
+/** The approval a retried tools/call presents in its `_meta` (docs/approvals.md). */
+function approvalIdOf(meta: Record<string, unknown> | undefined): string | undefined {
+  const approvalId = meta?.approvalId;
+  return typeof approvalId === 'string' && approvalId !== '' ? approvalId : undefined;
 }

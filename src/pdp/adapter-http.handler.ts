@@ -15,7 +15,7 @@ import { ADAPTER_AUTHENTICATION, AdapterAuthentication } from '../decisions/adap
 import { OutcomeRecorder } from './outcome-recorder';
 import { checkAnswer, protoJsonAnswer } from './pdp-answers';
 import { pdpRequestFromCheck, pdpRequestFromJson, traced } from './pdp-request';
-import { PdpService } from './pdp.service';
+import { PdpAnswer, PdpService } from './pdp.service';
 
 /** The adapter endpoints (docs/pdp.md "Check, act, report"). */
 export const ADAPTER_PATHS: ReadonlySet<string> = new Set(['/v1/check', '/api/v1/pdp/evaluate', '/v1/audit']);
@@ -74,12 +74,21 @@ export class AdapterHttpHandler implements LeanRoute {
     const { orgId } = await this.adapters.authenticate({ apiKey: header(request, 'x-api-key'), authorization: request.headers.authorization });
     const body = await readJsonBody(request, this.settings.maxJsonBytes);
     if (path === '/v1/audit') return this.durably(202, { ...(await this.outcomes.record(orgId, body, traceId)) });
-    if (path === '/v1/check') return this.durably(200, checkAnswer(await this.pdp.evaluate(orgId, traced(pdpRequestFromCheck(body), traceId), 'check')));
-    return this.durably(200, protoJsonAnswer(await this.pdp.evaluate(orgId, traced(pdpRequestFromJson(body), traceId), 'pdp')));
+    if (path === '/v1/check') {
+      const answer = await this.pdp.evaluate(orgId, traced(pdpRequestFromCheck(body), traceId), 'check');
+      return this.durably(statusOf(answer), checkAnswer(answer), answer);
+    }
+    const answer = await this.pdp.evaluate(orgId, traced(pdpRequestFromJson(body), traceId), 'pdp');
+    return this.durably(statusOf(answer), protoJsonAnswer(answer), answer);
   }
 
-  private async durably(status: number, body: Record<string, unknown>): Promise<JsonAnswer> {
+  private async durably(status: number, body: Record<string, unknown>, answer?: PdpAnswer): Promise<JsonAnswer> {
     await this.log.durable?.();
-    return { status, body };
+    return { status, body, headers: answer?.decision === 'DECISION_PENDING' ? { [ServiceHeader.Decision]: 'pending' } : undefined };
   }
+}
+
+/** 202 for a request that waits for a person's approval (docs/approvals.md), else 200. */
+function statusOf(answer: PdpAnswer): number {
+  return answer.decision === 'DECISION_PENDING' ? 202 : 200;
 }

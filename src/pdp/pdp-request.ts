@@ -11,6 +11,8 @@ export interface PdpRequest {
   context: Readonly<Record<string, unknown>>;
   trustTier: string;
   traceId: string;
+  /** The approval of an earlier pending answer, for this very request ('' when none). */
+  approvalId: string;
 }
 
 const MAX_ID = 256;
@@ -31,6 +33,7 @@ export function pdpRequestFromJson(body: unknown): PdpRequest {
     context: optionalObject(field('context', 'context'), 'context'),
     trustTier: text(field('trustTier', 'trust_tier'), 'trustTier'),
     traceId: text(field('traceId', 'trace_id'), 'traceId'),
+    approvalId: text(field('approvalId', 'approval_id'), 'approvalId'),
   });
 }
 
@@ -48,11 +51,12 @@ export function pdpRequestFromCheck(body: unknown): PdpRequest {
     context: optionalObject(source.context, 'context'),
     trustTier: text(source.trustTier, 'trustTier'),
     traceId: text(source.traceId, 'traceId'),
+    approvalId: text(source.approvalId, 'approvalId'),
   });
 }
 
-const PROTO_JSON_FIELDS = new Set(['agentId', 'agent_id', 'action', 'resource', 'plugin', 'function', 'args', 'context', 'trustTier', 'trust_tier', 'traceId', 'trace_id']);
-const CHECK_FIELDS = new Set(['agentId', 'plugin', 'function', 'arguments', 'trustTier', 'context', 'action', 'resource', 'traceId']);
+const PROTO_JSON_FIELDS = new Set(['agentId', 'agent_id', 'action', 'resource', 'plugin', 'function', 'args', 'context', 'trustTier', 'trust_tier', 'traceId', 'trace_id', 'approvalId', 'approval_id']);
+const CHECK_FIELDS = new Set(['agentId', 'plugin', 'function', 'arguments', 'trustTier', 'context', 'action', 'resource', 'traceId', 'approvalId']);
 
 /** The longest text of each field, on every transport (gRPC strings carry no limit of their own). */
 const TEXT_LIMITS: ReadonlyArray<readonly [TextField, number]> = [
@@ -63,8 +67,9 @@ const TEXT_LIMITS: ReadonlyArray<readonly [TextField, number]> = [
   ['function', MAX_ID],
   ['trustTier', MAX_ID],
   ['traceId', MAX_ID],
+  ['approvalId', MAX_ID],
 ];
-type TextField = 'agentId' | 'action' | 'resource' | 'plugin' | 'function' | 'trustTier' | 'traceId';
+type TextField = 'agentId' | 'action' | 'resource' | 'plugin' | 'function' | 'trustTier' | 'traceId' | 'approvalId';
 
 /** What every transport requires: an agent, and an action or the plugin and function to make one of, each text within its limit. */
 export function checked(request: PdpRequest): PdpRequest {

@@ -12,7 +12,7 @@ export const DECISION_CACHE_TTL_MS = 30_000;
 
 /** A PDP answer in the field names of PolicyResponse (its proto3 JSON form). */
 export interface PdpAnswer {
-  decision: 'DECISION_ALLOW' | 'DECISION_DENY';
+  decision: 'DECISION_ALLOW' | 'DECISION_DENY' | 'DECISION_PENDING';
   reason: string;
   policy: string;
   rule: string;
@@ -23,6 +23,9 @@ export interface PdpAnswer {
   cacheable: boolean;
   cacheTtlMs: number;
   enforced: boolean;
+  /** With DECISION_PENDING: the approval opened for the request ('' otherwise). */
+  approvalId: string;
+  approvalExpiresAt: string;
 }
 
 /**
@@ -57,6 +60,7 @@ export class PdpService {
       function: request.function,
       args: request.args,
       context,
+      approvalId: request.approvalId === '' ? undefined : request.approvalId,
     });
     const { rateLimit } = verdict.decision;
     if (rateLimit !== undefined && verdict.enforced) {
@@ -84,7 +88,7 @@ function answerOf(verdict: Verdict): PdpAnswer {
   const { decision } = verdict;
   const allowed = decision.effect === 'allow' || !verdict.enforced;
   return {
-    decision: allowed ? 'DECISION_ALLOW' : 'DECISION_DENY',
+    decision: verdict.pending !== undefined ? 'DECISION_PENDING' : allowed ? 'DECISION_ALLOW' : 'DECISION_DENY',
     reason: decision.reason,
     policy: decision.policy,
     rule: decision.rule ?? '',
@@ -95,5 +99,7 @@ function answerOf(verdict: Verdict): PdpAnswer {
     cacheable: verdict.cacheable,
     cacheTtlMs: verdict.cacheable ? DECISION_CACHE_TTL_MS : 0,
     enforced: verdict.enforced,
+    approvalId: verdict.pending?.approvalId ?? '',
+    approvalExpiresAt: verdict.pending?.expiresAt ?? '',
   };
 }

@@ -25,7 +25,7 @@ interface ValueMessage {
 }
 type PolicyRequestMessage = Omit<PdpRequest, 'args' | 'context'> & { args: StructMessage | null; context: StructMessage | null };
 
-const DECISION_NUMBERS: Record<PdpAnswer['decision'], number> = { DECISION_ALLOW: 1, DECISION_DENY: 2 };
+const DECISION_NUMBERS: Record<PdpAnswer['decision'], number> = { DECISION_ALLOW: 1, DECISION_DENY: 2, DECISION_PENDING: 3 };
 
 /**
  * The wire codec of Evaluate and EvaluateStream: PolicyRequest and PolicyResponse as protobufjs
@@ -52,8 +52,8 @@ export class PolicyMessages {
   decode(bytes: Buffer): DecodedPolicyRequest {
     try {
       const message = this.request.decode(bytes) as unknown as PolicyRequestMessage;
-      const { agentId, action, resource, plugin, trustTier, traceId } = message;
-      return { agentId, action, resource, plugin, function: message.function, args: plainStruct(message.args, 0), context: plainStruct(message.context, 0), trustTier, traceId };
+      const { agentId, action, resource, plugin, trustTier, traceId, approvalId } = message;
+      return { agentId, action, resource, plugin, function: message.function, args: plainStruct(message.args, 0), context: plainStruct(message.context, 0), trustTier, traceId, approvalId };
     } catch (error) {
       return { ...EMPTY_REQUEST, problem: `malformed PolicyRequest: ${error instanceof Error ? error.message : String(error)}` };
     }
@@ -65,7 +65,7 @@ export class PolicyMessages {
   }
 }
 
-const EMPTY_REQUEST: DecodedPolicyRequest = { agentId: '', action: '', resource: '', plugin: '', function: '', args: {}, context: {}, trustTier: '', traceId: '' };
+const EMPTY_REQUEST: DecodedPolicyRequest = { agentId: '', action: '', resource: '', plugin: '', function: '', args: {}, context: {}, trustTier: '', traceId: '', approvalId: '' };
 
 /** A Struct as a plain object; `{}` when absent. Repeated keys: the last wins, as protobuf maps do. */
 function plainStruct(struct: StructMessage | null, depth: number): Record<string, unknown> {

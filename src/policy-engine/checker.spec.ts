@@ -5,7 +5,7 @@ function issues(text: string): [number, string][] {
   return result.ok ? [] : result.issues.map((issue) => [issue.offset, issue.message]);
 }
 
-const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org';
+const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org, tool';
 const TIERS = 'expected unverified, verified, trusted, privileged or an alias (untrusted, sandboxed, restricted, standard, elevated)';
 
 describe('checkCondition: load-time errors', () => {

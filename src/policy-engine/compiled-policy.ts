@@ -3,6 +3,7 @@ import { compileCondition } from './compiler';
 import type { SyncTest } from './sync-test';
 import { caseInsensitiveGlobMatcher } from './glob';
 import type { RateTest } from './rate-limit-call';
+import { parseDuration } from './duration';
 import type { Decision, Effect, FiredAlert, MatchDefinition, MatchTarget, PolicyDefinition, RuleAction, RuleDefinition } from './types';
 
 /** One rule, compiled; exactly one of `sync` and `rated` is set. */
@@ -88,10 +89,21 @@ function compileRule(
     effect: rule.action,
     sync: compiled.sync,
     rated: compiled.rated,
-    decision: decision(rule.action === 'alert' ? 'allow' : rule.action, policy, label, rule.reason),
+    decision: ruleDecision(rule, policy, label),
     alert: rule.action === 'alert' ? Object.freeze({ policy, rule: label, reason: rule.reason }) : null,
     readsRequest: condition.readsRequest || condition.rateLimits.length > 0,
   };
+}
+
+/** A `require_approval` rule's wait when its policy names none. */
+export const DEFAULT_APPROVAL_TIMEOUT = '5m';
+
+/** The shared outcome of a rule that fires: `require_approval` is a deny that an approval can lift. */
+function ruleDecision(rule: RuleDefinition, policy: string, label: string): Decision {
+  if (rule.action === 'alert') return decision('allow', policy, label, rule.reason);
+  if (rule.action !== 'require_approval') return decision(rule.action, policy, label, rule.reason);
+  const approval = Object.freeze({ approvers: Object.freeze([...(rule.approvers ?? [])]), timeoutMs: parseDuration(rule.timeout ?? DEFAULT_APPROVAL_TIMEOUT) });
+  return Object.freeze({ effect: 'deny', policy, rule: label, reason: rule.reason, approval });
 }
 
 type MatchKey = keyof MatchDefinition;

@@ -23,7 +23,7 @@ function brief(errors: PolicyError[]): [number, number, string, string?, string?
   });
 }
 
-const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org';
+const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org, tool';
 const TIERS = 'expected unverified, verified, trusted, privileged or an alias (untrusted, sandboxed, restricted, standard, elevated)';
 
 describe('loadPolicyFile', () => {
@@ -128,12 +128,12 @@ describe('loadPolicyFile', () => {
       [15, 47, "bad glob in match.action: unsupported glob character '?': only * is a wildcard", 'shape'],
       [16, 14, "'default' must be 'allow' or 'deny'", 'shape'],
       [18, 9, 'a rule must be a mapping with condition, action and reason', 'shape', 'shape#0'],
-      [23, 9, "unknown key 'extra' in rule (expected name, condition, action, reason)", 'shape', 'r1'],
+      [23, 9, "unknown key 'extra' in rule (expected name, condition, action, reason, approvers, timeout)", 'shape', 'r1'],
       [24, 15, "duplicate rule name 'r1' in policy 'shape'", 'shape', 'r1'],
       [25, 20, "'condition' must be a string", 'shape', 'r1'],
-      [26, 17, "'action' must be 'allow', 'deny' or 'alert'", 'shape', 'r1'],
+      [26, 17, "'action' must be 'allow', 'deny', 'alert' or 'require_approval'", 'shape', 'r1'],
       [27, 17, "'reason' must be a non-empty string", 'shape', 'r1'],
-      [28, 9, "missing required field 'action' (allow, deny or alert)", 'shape', 'r3'],
+      [28, 9, "missing required field 'action' (allow, deny, alert or require_approval)", 'shape', 'r3'],
       [28, 9, "missing required field 'reason'", 'shape', 'r3'],
       [28, 9, "missing required field 'condition'", 'shape', 'r3'],
       [29, 5, "missing required field 'rules'", 'no-rules'],
@@ -410,7 +410,7 @@ describe('compilePolicies validation', () => {
         message: "unknown agent field 'colour' (expected agent.id, agent.name, agent.trust_tier, agent.tags, agent.org)",
       },
       { file: 'db', policy: 'a', line: 0, column: 0, message: "duplicate policy name 'a' (policy #0 has it)" },
-      { file: 'db', policy: 'b', rule: 'b#0', line: 0, column: 0, message: "'action' must be 'allow', 'deny' or 'alert'" },
+      { file: 'db', policy: 'b', rule: 'b#0', line: 0, column: 0, message: "'action' must be 'allow', 'deny', 'alert' or 'require_approval'" },
     ]);
   });
 

@@ -152,7 +152,7 @@ export class PolicySet {
           (alerts ??= []).push(rule.alert);
           continue;
         }
-        if (rule.effect === 'deny') return withAlerts(rule.decision, alerts);
+        if (rule.effect === 'deny' || rule.effect === 'require_approval') return withAlerts(rule.decision, alerts);
         if (!policyAllowed) {
           policyAllowed = true;
           if (allowed === null) allowed = rule.decision;
@@ -190,7 +190,7 @@ export class PolicySet {
 /** Traces a rule with rate_limit; returns its deny (with the trip) when it fired, else null. */
 function settleRated(rule: CompiledRule, fired: boolean, recorder: RateLimitRecorder, tracer: EvaluationTracer | undefined): Decision | null {
   if (tracer !== undefined) tracer.ruleEvaluated(rule, fired, recorder.consultation());
-  return fired && rule.effect === 'deny' ? rateLimitedDenial(rule, recorder) : null;
+  return fired && (rule.effect === 'deny' || rule.effect === 'require_approval') ? rateLimitedDenial(rule, recorder) : null;
 }
 
 /** The decision with the alerts fired on the way to it; the shared decision itself when none did. */

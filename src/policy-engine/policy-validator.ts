@@ -1,6 +1,7 @@
 import { analyzeCondition, CheckedCondition } from './checker';
 import type { ValidatedPolicy } from './compiled-policy';
 import { globProblem } from './glob';
+import { parseDuration } from './duration';
 import type { Effect, MatchDefinition, PolicyDefinition, PolicyError, RuleAction, RuleDefinition } from './types';
 
 /** Keys and indexes from the document root to a value. */
@@ -37,7 +38,9 @@ export class ValidationContext {
 }
 
 const POLICY_KEYS = ['name', 'description', 'match', 'default', 'rules'];
-const RULE_KEYS = ['name', 'condition', 'action', 'reason'];
+const RULE_KEYS = ['name', 'condition', 'action', 'reason', 'approvers', 'timeout'];
+/** The longest a `require_approval` rule may make a request wait. */
+const MAX_APPROVAL_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 const MATCH_KEYS = ['plugin', 'function', 'action'] as const;
 const MAX_NAME_LENGTH = 200;
 
@@ -244,8 +247,9 @@ function validateRule(
   const action = requiredAction(value, context, path, owner);
   const reason = requiredReason(value, context, path, owner);
   const condition = validateCondition(value, context, path, owner);
+  const approval = approvalFields(value, action, context, path, owner);
   if (context.errors.length > before || action === undefined || reason === undefined || condition === undefined) return undefined;
-  const definition: RuleDefinition = { ...(name === undefined ? {} : { name }), condition: condition.text, action, reason };
+  const definition: RuleDefinition = { ...(name === undefined ? {} : { name }), condition: condition.text, action, reason, ...approval };
   return { definition, condition: condition.checked };
 }
 
@@ -272,12 +276,49 @@ function ruleName(
 function requiredAction(value: Record<string, unknown>, context: ValidationContext, path: SourcePath, owner: Owner): RuleAction | undefined {
   const action = field(value, 'action');
   if (action === undefined) {
-    context.report(path, "missing required field 'action' (allow, deny or alert)", owner);
+    context.report(path, "missing required field 'action' (allow, deny, alert or require_approval)", owner);
     return undefined;
   }
-  if (action === 'allow' || action === 'deny' || action === 'alert') return action;
-  context.report([...path, 'action'], "'action' must be 'allow', 'deny' or 'alert'", owner);
+  if (action === 'allow' || action === 'deny' || action === 'alert' || action === 'require_approval') return action;
+  context.report([...path, 'action'], "'action' must be 'allow', 'deny', 'alert' or 'require_approval'", owner);
   return undefined;
+}
+
+/** `approvers` (a list of tags) and `timeout` (a duration up to 7d): `require_approval` rules only. */
+function approvalFields(
+  value: Record<string, unknown>,
+  action: RuleAction | undefined,
+  context: ValidationContext,
+  path: SourcePath,
+  owner: Owner,
+): Pick<RuleDefinition, 'approvers' | 'timeout'> {
+  const approvers = field(value, 'approvers');
+  const timeout = field(value, 'timeout');
+  if (action !== 'require_approval') {
+    for (const [key, given] of [['approvers', approvers], ['timeout', timeout]] as const) {
+      if (given !== undefined) context.report([...path, key], `'${key}' belongs to rules with action require_approval`, owner);
+    }
+    return {};
+  }
+  const fields: Pick<RuleDefinition, 'approvers' | 'timeout'> = {};
+  if (approvers !== undefined) {
+    if (Array.isArray(approvers) && approvers.every((tag) => typeof tag === 'string' && tag.trim() !== '')) fields.approvers = approvers as string[];
+    else context.report([...path, 'approvers'], "'approvers' must be a list of tags", owner);
+  }
+  if (timeout !== undefined) {
+    const ms = typeof timeout === 'string' ? safeDuration(timeout) : undefined;
+    if (ms === undefined || ms < 1000 || ms > MAX_APPROVAL_TIMEOUT_MS) context.report([...path, 'timeout'], "'timeout' must be a duration from 1s to 7d, like 5m or 2h", owner);
+    else fields.timeout = timeout as string;
+  }
+  return fields;
+}
+
+function safeDuration(text: string): number | undefined {
+  try {
+    return parseDuration(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function requiredReason(value: Record<string, unknown>, context: ValidationContext, path: SourcePath, owner: Owner): string | undefined {

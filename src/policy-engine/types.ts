@@ -6,7 +6,7 @@
 export type Effect = 'allow' | 'deny';
 
 /** What a rule does when its condition holds: decide (`allow`, `deny`) or raise an alert and let evaluation go on (`alert`). */
-export type RuleAction = Effect | 'alert';
+export type RuleAction = Effect | 'alert' | 'require_approval';
 
 /** What a policy condition can read (docs/policies.md "What a condition can read"). */
 export interface DecisionInput {
@@ -81,6 +81,19 @@ export interface Decision {
   rateLimit?: RateLimitTrip;
   /** The `alert` rules that fired (present only when one did); they never change the effect. */
   alerts?: readonly FiredAlert[];
+  /**
+   * Set when the deciding rule is a `require_approval` one: the effect is `deny` until a person
+   * approves this very request (docs/policies.md "Approvals").
+   */
+  approval?: ApprovalRequirement;
+}
+
+/** What a `require_approval` rule asks of an approval. */
+export interface ApprovalRequirement {
+  /** Tags of the approvers the request is meant for; empty: any admin of the organization. */
+  approvers: readonly string[];
+  /** How long the approval waits before it expires, ms. */
+  timeoutMs: number;
 }
 
 /** An `alert` rule whose condition held: the request goes on, and an alert is raised. */
@@ -135,6 +148,10 @@ export interface RuleDefinition {
   condition: string;
   action: RuleAction;
   reason: string;
+  /** `require_approval`: the tags of whom the approval request is meant for (all admins: empty). */
+  approvers?: string[];
+  /** `require_approval`: how long a pending approval waits (`5m` by default). */
+  timeout?: string;
 }
 
 /** A policy as written in YAML or JSON. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger } from 'pino';
@@ -100,6 +101,7 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
     }
     const exchange: Exchange = { started, verdict, target };
     const headers = decisionHeaders(verdict.decision, traceId, auth.agent.id);
+    if (verdict.pending !== undefined) return this.pending(request, response, exchange, { ...headers, [ServiceHeader.Decision]: 'pending' });
     if (verdict.decision.effect === 'deny' && verdict.enforced) return this.deny(request, response, exchange, headers);
     this.forward(request, response, exchange, headers, body.read);
   }
@@ -120,7 +122,37 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
       method,
       path: `/${target.path}`,
       fullArgs: hasBody(request) ? this.bodyReader(request, target, method, body) : undefined,
+      approvalId: header(request, 'x-service-approval'),
+      fingerprint: () => this.fingerprint(request, target, method, body),
     };
+  }
+
+  /**
+   * What an approval is bound to (docs/approvals.md): the method, path, query and body bytes of
+   * the request. The body is read for it (bounded as an inspected body) when no policy read it.
+   */
+  private async fingerprint(request: IncomingMessage, target: ProxyTarget, method: string, body: { read?: Buffer }): Promise<string> {
+    if (body.read === undefined && hasBody(request)) body.read = await this.readInspectedBody(request);
+    const hash = createHash('sha256').update(`${method}\u0000/${target.path}\u0000${target.query}\u0000`);
+    if (body.read !== undefined) hash.update(body.read);
+    return hash.digest('hex');
+  }
+
+  /** A request a `require_approval` rule holds: 202 with the approval to retry with (docs/approvals.md). */
+  private pending(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>): void {
+    const { decision, pending } = exchange.verdict;
+    request.resume();
+    const body = {
+      error: 'approval_required',
+      approvalId: pending!.approvalId,
+      expiresAt: pending!.expiresAt,
+      message: `Waiting for a person's approval (${decision.policy}: ${decision.reason}); retry with X-Service-Approval: ${pending!.approvalId} once approved`,
+      policy: decision.policy,
+      reason: decision.reason,
+      trace_id: exchange.verdict.request.traceId,
+    };
+    atTurnEnd(() => sendJson(response, 202, body, headers));
+    this.record(exchange, 202, null);
   }
 
   /** How the body is read when a policy reads body fields (body-fields.ts); undefined when it streams through unread. */

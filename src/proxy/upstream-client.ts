@@ -24,6 +24,7 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'authorization',
   'x-admin-token',
   'x-api-key',
+  'x-service-approval',
   'cookie',
   'x-forwarded-for',
   'x-forwarded-proto',

@@ -19,6 +19,8 @@ import { PdpService } from '../pdp/pdp.service';
 import { ADAPTER_HTTP_SETTINGS, AdapterHttpHandler, AdapterHttpSettings } from '../pdp/adapter-http.handler';
 import { OutcomeRecorder } from '../pdp/outcome-recorder';
 import { ADAPTER_AUTHENTICATION, OUTCOME_LEDGER } from '../decisions/adapter-ports';
+import { APPROVAL_DESK } from '../decisions/approval-ports';
+import { GatewayApprovals } from './gateway-approvals';
 import { ProxyHandler } from '../proxy/proxy-handler';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
@@ -67,6 +69,7 @@ export class SidecarModule {
             { provide: VERIFICATION_KEYS, useExisting: BundleStore },
             { provide: USAGE_GATE, useValue: NO_QUOTA },
             { provide: DECISION_LOG, useExisting: AuditWal },
+            { provide: APPROVAL_DESK, useClass: GatewayApprovals },
             { provide: RATE_LIMITER, useFactory: () => new SlidingWindowLimiter() },
             {
               provide: DECISION_SETTINGS,

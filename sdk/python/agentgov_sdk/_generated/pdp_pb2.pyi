@@ -7,6 +7,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DECISION_ALLOW: Decision
 DECISION_DENY: Decision
+DECISION_PENDING: Decision
 DECISION_UNSPECIFIED: Decision
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -25,9 +26,10 @@ class PolicyChangeEvent(_message.Message):
     def __init__(self, policy_version: _Optional[int] = ..., changed: _Optional[_Iterable[str]] = ..., kind: _Optional[str] = ..., at: _Optional[str] = ..., org_id: _Optional[str] = ...) -> None: ...
 
 class PolicyRequest(_message.Message):
-    __slots__ = ["action", "agent_id", "args", "context", "function", "plugin", "resource", "trace_id", "trust_tier"]
+    __slots__ = ["action", "agent_id", "approval_id", "args", "context", "function", "plugin", "resource", "trace_id", "trust_tier"]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     ARGS_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
@@ -37,6 +39,7 @@ class PolicyRequest(_message.Message):
     TRUST_TIER_FIELD_NUMBER: _ClassVar[int]
     action: str
     agent_id: str
+    approval_id: str
     args: _struct_pb2.Struct
     context: _struct_pb2.Struct
     function: str
@@ -44,10 +47,12 @@ class PolicyRequest(_message.Message):
     resource: str
     trace_id: str
     trust_tier: str
-    def __init__(self, agent_id: _Optional[str] = ..., action: _Optional[str] = ..., resource: _Optional[str] = ..., plugin: _Optional[str] = ..., function: _Optional[str] = ..., args: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., trust_tier: _Optional[str] = ..., trace_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, agent_id: _Optional[str] = ..., action: _Optional[str] = ..., resource: _Optional[str] = ..., plugin: _Optional[str] = ..., function: _Optional[str] = ..., args: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., trust_tier: _Optional[str] = ..., trace_id: _Optional[str] = ..., approval_id: _Optional[str] = ...) -> None: ...
 
 class PolicyResponse(_message.Message):
-    __slots__ = ["cache_ttl_ms", "cacheable", "decision", "decision_id", "enforced", "latency_ms", "policy", "policy_version", "reason", "rule", "trace_id"]
+    __slots__ = ["approval_expires_at", "approval_id", "cache_ttl_ms", "cacheable", "decision", "decision_id", "enforced", "latency_ms", "policy", "policy_version", "reason", "rule", "trace_id"]
+    APPROVAL_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     CACHEABLE_FIELD_NUMBER: _ClassVar[int]
     CACHE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
@@ -59,6 +64,8 @@ class PolicyResponse(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     RULE_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    approval_expires_at: str
+    approval_id: str
     cache_ttl_ms: int
     cacheable: bool
     decision: Decision
@@ -70,7 +77,7 @@ class PolicyResponse(_message.Message):
     reason: str
     rule: str
     trace_id: str
-    def __init__(self, decision: _Optional[_Union[Decision, str]] = ..., reason: _Optional[str] = ..., policy: _Optional[str] = ..., rule: _Optional[str] = ..., policy_version: _Optional[int] = ..., trace_id: _Optional[str] = ..., latency_ms: _Optional[float] = ..., decision_id: _Optional[str] = ..., cacheable: bool = ..., cache_ttl_ms: _Optional[int] = ..., enforced: bool = ...) -> None: ...
+    def __init__(self, decision: _Optional[_Union[Decision, str]] = ..., reason: _Optional[str] = ..., policy: _Optional[str] = ..., rule: _Optional[str] = ..., policy_version: _Optional[int] = ..., trace_id: _Optional[str] = ..., latency_ms: _Optional[float] = ..., decision_id: _Optional[str] = ..., cacheable: bool = ..., cache_ttl_ms: _Optional[int] = ..., enforced: bool = ..., approval_id: _Optional[str] = ..., approval_expires_at: _Optional[str] = ...) -> None: ...
 
 class PolicySubscription(_message.Message):
     __slots__ = ["org_id", "since_version"]

@@ -35,7 +35,8 @@ export const PDP_DESCRIPTOR = {
                   "values": {
                     "DECISION_UNSPECIFIED": 0,
                     "DECISION_ALLOW": 1,
-                    "DECISION_DENY": 2
+                    "DECISION_DENY": 2,
+                    "DECISION_PENDING": 3
                   }
                 },
                 "PolicyRequest": {
@@ -75,6 +76,10 @@ export const PDP_DESCRIPTOR = {
                     "traceId": {
                       "type": "string",
                       "id": 9
+                    },
+                    "approvalId": {
+                      "type": "string",
+                      "id": 10
                     }
                   }
                 },
@@ -123,6 +128,14 @@ export const PDP_DESCRIPTOR = {
                     "enforced": {
                       "type": "bool",
                       "id": 11
+                    },
+                    "approvalId": {
+                      "type": "string",
+                      "id": 12
+                    },
+                    "approvalExpiresAt": {
+                      "type": "string",
+                      "id": 13
                     }
                   }
                 },

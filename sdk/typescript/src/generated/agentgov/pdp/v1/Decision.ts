@@ -4,6 +4,7 @@ export const Decision = {
   DECISION_UNSPECIFIED: 'DECISION_UNSPECIFIED',
   DECISION_ALLOW: 'DECISION_ALLOW',
   DECISION_DENY: 'DECISION_DENY',
+  DECISION_PENDING: 'DECISION_PENDING',
 } as const;
 
 export type Decision =
@@ -13,5 +14,7 @@ export type Decision =
   | 1
   | 'DECISION_DENY'
   | 2
+  | 'DECISION_PENDING'
+  | 3
 
 export type Decision__Output = typeof Decision[keyof typeof Decision]

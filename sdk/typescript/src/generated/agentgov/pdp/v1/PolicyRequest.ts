@@ -12,6 +12,7 @@ export interface PolicyRequest {
   'context'?: (_google_protobuf_Struct | null);
   'trustTier'?: (string);
   'traceId'?: (string);
+  'approvalId'?: (string);
 }
 
 export interface PolicyRequest__Output {
@@ -24,4 +25,5 @@ export interface PolicyRequest__Output {
   'context': (_google_protobuf_Struct__Output | null);
   'trustTier': (string);
   'traceId': (string);
+  'approvalId': (string);
 }

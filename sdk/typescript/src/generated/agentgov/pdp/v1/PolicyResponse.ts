@@ -15,6 +15,8 @@ export interface PolicyResponse {
   'cacheable'?: (boolean);
   'cacheTtlMs'?: (number | string | Long);
   'enforced'?: (boolean);
+  'approvalId'?: (string);
+  'approvalExpiresAt'?: (string);
 }
 
 export interface PolicyResponse__Output {
@@ -29,4 +31,6 @@ export interface PolicyResponse__Output {
   'cacheable': (boolean);
   'cacheTtlMs': (number);
   'enforced': (boolean);
+  'approvalId': (string);
+  'approvalExpiresAt': (string);
 }
