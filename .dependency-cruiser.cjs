@@ -7,7 +7,7 @@
  * dashboard (web/dashboard) speaks to the gateway over its public HTTP APIs only.
  */
 const GATEWAY_ONLY =
-  '^src/(agents|alerts|analytics|api-keys|audit|auth|billing|cli|cluster|dashboard|database|docs|fleet|gateway-decisions|health|identity|keys|managed-identity|organizations|policies|policy-changes|sidecar-tokens|tool-pins|approvals)/|^src/[^/]+\.ts$';
+  '^src/(agents|alerts|analytics|api-keys|audit|auth|billing|cli|cluster|dashboard|database|docs|fleet|gateway-decisions|health|identity|keys|managed-identity|organizations|policies|policy-changes|sidecar-tokens|tool-pins|approvals)/|^src/[^/]+\\.ts$';
 const SERVER_LIBRARIES = 'node_modules/(typeorm|@nestjs/typeorm|pg|pg-copy-streams|stripe|ioredis|nodemailer|@electric-sql)/';
 
 module.exports = {
