@@ -379,7 +379,13 @@ describe('the dashboard at /dashboard', () => {
     const toReject = await refund(invoiceBot, 480);
     expect(toReject.status).toBe(202);
     // A third one stays pending, for the picture of the Approvals page.
-    expect((await refund(supportBot, 900)).status).toBe(202);
+    const third = await refund(supportBot, 900);
+    expect(third.status).toBe(202);
+    const heldIds = [held, toReject, third].map((answer) => answer.body.approvalId);
+    await eventually(async () => {
+      const entries = (await gateway.admin<{ entries: Array<{ details: { approvalId?: string } | null }> }>('GET', '/admin/audit?action=write:refunds&limit=50')).body.entries;
+      return heldIds.every((id) => entries.some((entry) => entry.details?.approvalId === id));
+    }, 10_000, 'the held requests in the audit trail');
 
     const page = await signIn('/dashboard/approvals');
     const pending = (await gateway.admin<{ approvals: Array<{ id: string }> }>('GET', '/admin/approvals?status=pending')).body.approvals;
@@ -388,6 +394,9 @@ describe('the dashboard at /dashboard', () => {
     const item = page.locator(`[data-approval-id="${held.body.approvalId}"]`);
     expect(await item.textContent()).toContain('write:refunds');
     expect(await item.textContent()).toContain('big-refunds · over-100: Refunds over 100 need a person');
+    // What is asked: each request's own arguments, from the audit entry that names its approval.
+    await textWhen(item.getByTestId('approval-arguments'), (text) => text.includes('"amount": 250,'), 'the arguments of the request to approve');
+    await textWhen(page.locator(`[data-approval-id="${toReject.body.approvalId}"]`).getByTestId('approval-arguments'), (text) => text.includes('"amount": 480,'), 'the arguments of the request to reject');
     await item.getByLabel('Comment (optional)').fill('ok by finance');
     await item.getByRole('button', { name: 'Approve write:refunds for invoice-bot' }).click();
     await textWhen(page.getByRole('status').filter({ hasText: held.body.approvalId }), (text) => text.includes('approved'), 'the approval');

@@ -1,11 +1,12 @@
 import { useState } from 'react';
+import type { Api } from '../api';
 import { ErrorMessage } from '../components/error-message';
 import { Field } from '../components/field';
 import { LoadedView } from '../components/loaded-view';
 import { useDashboard } from '../context';
 import { dateTime, json, relative } from '../format';
 import { useLoad } from '../load';
-import { APPROVAL_STATUSES, type Approval, type ApprovalStatus, type ToolPin } from '../types';
+import { APPROVAL_STATUSES, type Approval, type ApprovalStatus, type AuditEntry, type AuditPage, type ToolPin } from '../types';
 
 /**
  * What waits for a person: requests held by a `require_approval` rule (GET /admin/approvals,
@@ -112,6 +113,7 @@ function ApprovalItem({ approval, onDecided }: { approval: Approval; onDecided: 
         <dd>
           {dateTime(approval.createdAt)} via {approval.source}
         </dd>
+        {approval.status === 'pending' && <HeldRequestArguments approval={approval} />}
         <dt>{approval.status === 'pending' ? 'Expires' : 'Expired or expires'}</dt>
         <dd>{relative(approval.expiresAt)}</dd>
         {approval.approvers.length > 0 && (
@@ -146,6 +148,53 @@ function ApprovalItem({ approval, onDecided }: { approval: Approval; onDecided: 
       {error && <ErrorMessage error={error} />}
     </li>
   );
+}
+
+/** The audit entries around an approval's creation that may be the request it holds. */
+const HELD_ENTRY_WINDOW_MS = 60_000;
+
+/**
+ * What the admin is asked to approve: the arguments of the held request (a refund's amount),
+ * read from the audit entry of its decision, which names the approval (`details.approvalId`).
+ */
+function HeldRequestArguments({ approval }: { approval: Approval }) {
+  const { api } = useDashboard();
+  const entry = useLoad((signal) => heldEntryOf(api, approval, signal), [api, approval.id]);
+  return (
+    <>
+      <dt>Arguments</dt>
+      <dd data-testid="approval-arguments">
+        <LoadedView loaded={entry} what="the request">
+          {(found) =>
+            found === null ? (
+              <span className="muted">Not in the audit trail yet (it is written within seconds of the request).</span>
+            ) : (
+              <pre>{json(argumentsOf(found))}</pre>
+            )
+          }
+        </LoadedView>
+      </dd>
+    </>
+  );
+}
+
+async function heldEntryOf(api: Api, approval: Approval, signal: AbortSignal): Promise<AuditEntry | null> {
+  const created = Date.parse(approval.createdAt);
+  const query = {
+    agentId: approval.agentId,
+    action: approval.action,
+    from: new Date(created - HELD_ENTRY_WINDOW_MS).toISOString(),
+    to: new Date(created + HELD_ENTRY_WINDOW_MS).toISOString(),
+    limit: 100,
+  };
+  const page = await api.get<AuditPage>('/admin/audit', query, signal);
+  return page.entries.find((entry) => entry.details?.approvalId === approval.id) ?? null;
+}
+
+/** The request's arguments as its decision saw them (secret-named ones redacted by the gateway). */
+function argumentsOf(entry: AuditEntry): unknown {
+  const args = entry.input?.args;
+  return args === undefined ? entry.input : args;
 }
 
 function HeldTools() {
