@@ -74,7 +74,9 @@ export async function startSeededGateway(): Promise<SeededGateway> {
     fs.rmSync(scratch, { recursive: true, force: true });
   };
   try {
-    const gateway = launch(GATEWAY_MAIN, await freePort(), { DATA_DIR: dataDir, UPSTREAM_URL: upstream.url, MCP_SERVERS: serversFile, PDP_GRPC_PORT: '0', LOG_LEVEL: 'warn' });
+    // DATABASE_URL set: on that (fresh) PostgreSQL database, as `npm test` runs; else the embedded one in DATA_DIR.
+    const database: Record<string, string> = process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {};
+    const gateway = launch(GATEWAY_MAIN, await freePort(), { DATA_DIR: dataDir, UPSTREAM_URL: upstream.url, MCP_SERVERS: serversFile, PDP_GRPC_PORT: '0', LOG_LEVEL: 'warn', ...database });
     processes.push(gateway);
     await waitFor(gateway, '/health', (status) => status === 200, 90_000);
     const adminToken = ADMIN_TOKEN_PRINTED.exec(gateway.output().stderr)?.[1];
