@@ -114,6 +114,16 @@ function entryIds(page: Page): Promise<string[]> {
   return page.locator('[data-testid="audit-entries"] tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-entry-id') ?? ''));
 }
 
+/** Readable at this width: each section, once loaded, is no wider than the screen (wide tables scroll inside their box). */
+async function expectEverySectionFits(page: Page, width: number): Promise<void> {
+  for (const [section, heading] of [['Agents', 'Agents'], ['Audit', 'Audit trail'], ['Policies', 'Policies'], ['Approvals', 'Approvals'], ['Sidecars', 'Sidecars']]) {
+    await page.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link', { name: section }).click();
+    await page.getByRole('heading', { name: heading, exact: true }).waitFor();
+    await page.locator('main [role="status"]', { hasText: 'Loading' }).first().waitFor({ state: 'detached' });
+    expect({ section, width: await page.evaluate<number>('document.documentElement.scrollWidth') }).toEqual({ section, width });
+  }
+}
+
 interface Overview {
   totalRequests: number;
   enforcementRate: number;
@@ -204,6 +214,7 @@ describe('the dashboard at /dashboard', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Audit trail' }).waitFor();
     expect(new URL(page.url()).pathname).toBe('/dashboard/audit');
+    await expectEverySectionFits(page, DESKTOP.width);
 
     const phone = await signIn('/dashboard/', PHONE);
     await textWhen(statValue(phone, 'Requests'), (text) => text !== '', 'the requests card on a phone');
@@ -216,12 +227,7 @@ describe('the dashboard at /dashboard', () => {
       expect({ link: await link.textContent(), inSight: box.x >= 0 && box.x + box.width <= PHONE.width }).toEqual({ link: await link.textContent(), inSight: true });
     }
     await screenshot(phone, 'overview-phone');
-    for (const [section, heading] of [['Agents', 'Agents'], ['Audit', 'Audit trail'], ['Policies', 'Policies'], ['Approvals', 'Approvals'], ['Sidecars', 'Sidecars']]) {
-      await phone.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link', { name: section }).click();
-      await phone.getByRole('heading', { name: heading, exact: true }).waitFor();
-      await phone.locator('main [role="status"]', { hasText: 'Loading' }).first().waitFor({ state: 'detached' });
-      expect({ section, width: await phone.evaluate<number>('document.documentElement.scrollWidth') }).toEqual({ section, width: PHONE.width });
-    }
+    await expectEverySectionFits(phone, PHONE.width);
   });
 
   it('creates an agent, shows its token once with a copy button, changes its tier and revokes it', async () => {
