@@ -3,10 +3,11 @@
  * `npm run lint`.
  * The policy engine is a plain library; the database-free decision code (src/decisions) and the
  * edge sidecar reach no storage, payment or mail library and no folder of the gateway alone;
- * transports never import each other; no folder depends on itself through others.
+ * transports never import each other; no folder depends on itself through others. The admin
+ * dashboard (web/dashboard) speaks to the gateway over its public HTTP APIs only.
  */
 const GATEWAY_ONLY =
-  '^src/(agents|alerts|analytics|api-keys|audit|auth|billing|cli|cluster|database|docs|fleet|gateway-decisions|health|identity|keys|managed-identity|organizations|policies|policy-changes|sidecar-tokens|tool-pins|approvals)/|^src/[^/]+\\.ts$';
+  '^src/(agents|alerts|analytics|api-keys|audit|auth|billing|cli|cluster|dashboard|database|docs|fleet|gateway-decisions|health|identity|keys|managed-identity|organizations|policies|policy-changes|sidecar-tokens|tool-pins|approvals)/|^src/[^/]+\\.ts$';
 const SERVER_LIBRARIES = 'node_modules/(typeorm|@nestjs/typeorm|pg|pg-copy-streams|stripe|ioredis|nodemailer|@electric-sql)/';
 
 module.exports = {
@@ -61,6 +62,20 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/(http|common|logging|decisions|policy-engine)/' },
     },
     {
+      name: 'dashboard-speaks-http-only',
+      comment: 'The dashboard uses the public admin and analytics APIs, like any client: it imports no code of the gateway, its tests or its SDKs.',
+      severity: 'error',
+      from: { path: '^web/' },
+      to: { path: '^(src|test|sdk|bench)/' },
+    },
+    {
+      name: 'gateway-imports-no-dashboard',
+      comment: 'The gateway serves the built dashboard as static files (src/dashboard) and never imports its source.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^web/' },
+    },
+    {
       name: 'no-folder-cycles',
       severity: 'error',
       scope: 'folder',
@@ -70,7 +85,7 @@ module.exports = {
     {
       name: 'no-module-cycles',
       severity: 'error',
-      from: { path: '^src/' },
+      from: { path: '^(src|web)/' },
       to: { circular: true, dependencyTypesNot: ['type-only'] },
     },
   ],

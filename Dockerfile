@@ -13,6 +13,7 @@ COPY migrations ./migrations
 COPY bench ./bench
 COPY proto ./proto
 COPY sdk/typescript ./sdk/typescript
+COPY web ./web
 RUN npm run build && npm prune --omit=dev
 
 FROM node:24-bookworm-slim AS runtime

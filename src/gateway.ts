@@ -11,6 +11,7 @@ import { jsonBodyGuard } from './common/json-body-guard';
 import { requestContext } from './common/request-context.middleware';
 import { createValidationPipe } from './common/validation';
 import { setupSwagger } from './docs/swagger';
+import { serveDashboard } from './dashboard/dashboard';
 import { createLogger, NestPinoLogger } from './logging/logger';
 import { mountLeanRoutes } from './http/lean-routes';
 import { AdapterHttpHandler } from './pdp/adapter-http.handler';
@@ -48,6 +49,8 @@ export async function createGateway(config: AppConfig, logger: Logger = createLo
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new HttpExceptionFilter(logger, app.get(RequestFailures)));
   setupSwagger(app, config);
+  // Before init: the static files must come ahead of the not-found handler Nest adds there.
+  serveDashboard(app);
   if (config.grpc.port !== 0) app.connectMicroservice<MicroserviceOptions>(pdpGrpcOptions(config), { inheritAppConfig: true });
   try {
     await app.init();

@@ -5,7 +5,7 @@ import { PLAN_IDS, PlanId } from '../plans/plans';
 
 export type GatewayMode = 'enforce' | 'audit';
 import type { LogLevel } from '../logging/logger';
-import { readAuditRedact, readMaxJsonBytes, readProxyVariables, readShutdownTimeoutMs } from './shared-settings';
+import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs } from './shared-settings';
 
 export type { LogLevel };
 
@@ -118,12 +118,8 @@ export class AppConfig {
     /** OIDC_JWKS_COOLDOWN: least time between two JWKS fetches for an unknown `kid`. */
     jwksCooldownMs: number;
   };
-  readonly mcp: {
-    /** MCP_SERVERS: a JSON or YAML file naming the upstream MCP servers served at /mcp/<name> (docs/mcp.md). */
-    serversFile?: string;
-    /** MCP_PIN: `on` holds a tool whose definition changed since it was pinned, until an admin accepts it; `off` does not pin. */
-    pin: boolean;
-  };
+  /** MCP_SERVERS, MCP_PIN (docs/mcp.md). */
+  readonly mcp: McpVariables;
 
   private constructor(values: Omit<AppConfig, 'embeddedDatabase'>) {
     Object.assign(this, values);
@@ -194,10 +190,7 @@ export class AppConfig {
         audience: read.optionalString('OIDC_AUDIENCE'),
         jwksCooldownMs: read.durationMs('OIDC_JWKS_COOLDOWN', '30s'),
       },
-      mcp: {
-        serversFile: read.optionalString('MCP_SERVERS'),
-        pin: read.oneOf('MCP_PIN', ['on', 'off'] as const, 'on') === 'on',
-      },
+      mcp: readMcpVariables(read),
     };
     if (read.errors.length > 0) throw new ConfigError(read.errors);
     return new AppConfig(values);

@@ -37,3 +37,15 @@ export function readAuditRedact(read: EnvReader): string[] {
 export function readShutdownTimeoutMs(read: EnvReader): number {
   return read.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000);
 }
+
+/** MCP_SERVERS and MCP_PIN: the MCP servers served at /mcp/<name> and whether their tools are pinned (docs/mcp.md). */
+export interface McpVariables {
+  /** MCP_SERVERS: a JSON or YAML file naming the upstream MCP servers. */
+  serversFile?: string;
+  /** MCP_PIN: `on` holds a tool whose definition changed since it was pinned, until an admin accepts it; `off` does not pin. */
+  pin: boolean;
+}
+
+export function readMcpVariables(read: EnvReader): McpVariables {
+  return { serversFile: read.optionalString('MCP_SERVERS'), pin: read.oneOf('MCP_PIN', ['on', 'off'] as const, 'on') === 'on' };
+}

@@ -20,6 +20,18 @@ export interface BundleApiKey {
   hash: string;
 }
 
+/**
+ * A pinned MCP tool of the organization (docs/mcp.md "Tool pinning"): the definition it accepted
+ * and its hash. The sidecar holds a tool whose server offers any other definition.
+ */
+export interface BundleToolPin {
+  server: string;
+  tool: string;
+  /** SHA-256 hex of the definition's canonical JSON (src/mcp/tool-definition.ts). */
+  hash: string;
+  definition: { name: string; description: string; inputSchema: unknown };
+}
+
 /** Trust tier definitions: the order of the rungs and every alias's rung. */
 export interface BundleTiers {
   order: string[];
@@ -45,6 +57,8 @@ export interface BundleContent {
   keys: JWK[];
   /** The organization's live adapter API keys, as SHA-256 hex of the key (never the key). */
   apiKeys?: BundleApiKey[];
+  /** The organization's pinned MCP tools, by server and name. */
+  toolPins?: BundleToolPin[];
   tokenIssuer: string;
   /** The gateway's own MODE, for information: the sidecar's MODE is its own. */
   gatewayMode: 'enforce' | 'audit';

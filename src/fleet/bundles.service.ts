@@ -6,7 +6,7 @@ import type { AdminPrincipal } from '../common/admin-principal';
 import { KeyRing } from '../keys/key-ring';
 import { CANONICAL_TIERS, canonicalTier, TIER_NAMES } from '../policy-engine/tiers';
 import type { PolicyDefinition } from '../policy-engine/types';
-import { BUNDLE_FORMAT, BundleAgent, BundleContent, BundleTiers, contentTag, SignedBundle, signBundle } from '../decisions/bundle-format';
+import { BUNDLE_FORMAT, BundleAgent, BundleContent, BundleTiers, BundleToolPin, contentTag, SignedBundle, signBundle } from '../decisions/bundle-format';
 
 /** A bundle ready to serve, with the tag `If-None-Match` compares against. */
 export interface ServedBundle {
@@ -14,6 +14,14 @@ export interface ServedBundle {
   version: string;
   /** Absent when the caller already holds this content (304). */
   bundle?: SignedBundle;
+}
+
+interface ToolPinRow {
+  server: string;
+  tool: string;
+  pinned_hash: string;
+  pinned_definition: BundleToolPin['definition'];
+  pinned_at: Date;
 }
 
 interface AgentRow {
@@ -33,7 +41,7 @@ const TIERS: BundleTiers = {
 /**
  * Builds an organization's signed bundle for edge sidecars (docs/architecture.md "Edge
  * sidecar") from the same rows the gateway decides on. Its version is the time of the newest
- * change it reflects (policy version, agent update or revocation, signing key, API key), so it only
+ * change it reflects (policy version, agent update or revocation, signing key, API key, MCP tool pin), so it only
  * grows and is the same for the same content; the ETag is a hash of the content.
  */
 @Injectable()
@@ -53,12 +61,13 @@ export class BundlesService {
   }
 
   private async content(orgId: string): Promise<BundleContent> {
-    const [policies, policyVersion, agents, keys, apiKeys] = await Promise.all([
+    const [policies, policyVersion, agents, keys, apiKeys, toolPins] = await Promise.all([
       this.policies(orgId),
       this.policyVersion(orgId),
       this.agents(orgId),
       this.keyRing.publishedKeys(),
       this.apiKeys(orgId),
+      this.toolPins(orgId),
     ]);
     const keyTimes = await this.keyTimes(keys.map((key) => key.kid).filter((kid): kid is string => typeof kid === 'string'));
     const times = [
@@ -66,6 +75,7 @@ export class BundlesService {
       ...agents.flatMap((agent) => [agent.updated_at, agent.revoked_at]),
       ...keyTimes,
       ...apiKeys.flatMap((key) => [key.created_at, key.revoked_at]),
+      ...toolPins.map((pin) => pin.pinned_at),
     ];
     return {
       format: BUNDLE_FORMAT,
@@ -78,6 +88,7 @@ export class BundlesService {
       revoked: agents.filter((agent) => agent.revoked_at !== null).map((agent) => agent.id),
       keys: [...keys].sort((a, b) => String(a.kid).localeCompare(String(b.kid))),
       apiKeys: apiKeys.filter((key) => key.revoked_at === null).map((key) => ({ id: key.id, hash: key.key_hash })),
+      toolPins: toolPins.map((pin) => ({ server: pin.server, tool: pin.tool, hash: pin.pinned_hash, definition: pin.pinned_definition })),
       tokenIssuer: this.config.http.publicUrl,
       gatewayMode: this.config.mode,
     };
@@ -103,6 +114,11 @@ export class BundlesService {
   /** Revoked keys too: their revocation time is a change the version must reflect. */
   private apiKeys(orgId: string): Promise<Array<{ id: string; key_hash: string; created_at: Date; revoked_at: Date | null }>> {
     return this.dataSource.query('SELECT id, key_hash, created_at, revoked_at FROM api_keys WHERE org_id = $1 ORDER BY id', [orgId]);
+  }
+
+  /** Pins only: a held definition is not in force (the sidecar holds every definition but the pinned one). */
+  private toolPins(orgId: string): Promise<ToolPinRow[]> {
+    return this.dataSource.query('SELECT server, tool, pinned_hash, pinned_definition, pinned_at FROM mcp_tool_pins WHERE org_id = $1 ORDER BY server, tool', [orgId]);
   }
 
   private async keyTimes(kids: string[]): Promise<Date[]> {

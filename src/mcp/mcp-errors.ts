@@ -24,13 +24,18 @@ export const McpErrorCode = {
 export const TOOL_PINNING_POLICY = 'tool-pinning';
 
 /**
- * The fixed denial of a tool whose definition changed since it was pinned; with `alert`, the
+ * The fixed denial of a tool whose definition changed since it was pinned (or, at the sidecar
+ * with its gateway away, that nobody pinned yet); with `alert`, the
  * alert rule that reports it (always raised, as `alert` rules are: the change must be seen).
  */
 export function heldDenial(server: string, tool: string, state: PinState, alert: boolean): Decision {
-  const reason = `Tool ${tool} of MCP server ${server} changed its ${state.changes.join(' and ') || 'definition'} since it was pinned; it is held until an admin accepts the new definition (POST /admin/mcp/tools/${server}/${tool}/accept)`;
-  const decision: Decision = { effect: 'deny', policy: TOOL_PINNING_POLICY, rule: 'definition-changed', reason };
-  return alert ? { ...decision, alerts: [{ policy: TOOL_PINNING_POLICY, rule: 'definition-changed', reason }] } : decision;
+  const reason =
+    state.unpinned === undefined
+      ? `Tool ${tool} of MCP server ${server} changed its ${state.changes.join(' and ') || 'definition'} since it was pinned; it is held until an admin accepts the new definition (POST /admin/mcp/tools/${server}/${tool}/accept)`
+      : `Tool ${tool} of MCP server ${server} is not pinned yet and ${state.unpinned}: it is held until it is pinned`;
+  const rule = state.unpinned === undefined ? 'definition-changed' : 'not-pinned';
+  const decision: Decision = { effect: 'deny', policy: TOOL_PINNING_POLICY, rule, reason };
+  return alert ? { ...decision, alerts: [{ policy: TOOL_PINNING_POLICY, rule, reason }] } : decision;
 }
 
 /** A held call as the JSON-RPC error an MCP client receives: the approval to present in the retry's `_meta.approvalId`. */

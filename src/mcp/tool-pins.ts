@@ -8,6 +8,8 @@ export interface PinState {
   changes: string[];
   /** True when this check is the first to meet the change (the one that raises the alert). */
   newlyHeld: boolean;
+  /** Why a tool nobody pinned yet is held (the sidecar, its gateway away), instead of a change. */
+  unpinned?: string;
 }
 
 /**

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
 import type { Logger } from 'pino';
-import { BundleContent, bundleSignatureProblem, isNewerVersion, publicKeyOf, publicKeyOfText, SignedBundle, signerJwk } from '../decisions/bundle-format';
+import { BundleContent, BundleToolPin, bundleSignatureProblem, isNewerVersion, publicKeyOf, publicKeyOfText, SignedBundle, signerJwk } from '../decisions/bundle-format';
 import { AgentSnapshot, AgentSource, agentSnapshot, LoadedPolicies, PolicySource, VerificationKeySource } from '../decisions/decision-sources';
 import { JwkSet } from '../decisions/jwk-set';
 import { compilePolicies } from '../policy-engine/compile-policies';
@@ -28,6 +28,8 @@ interface ActiveBundle {
   keys: JwkSet;
   /** SHA-256 hex of the organization's live adapter API keys. */
   apiKeyHashes: ReadonlySet<string>;
+  /** The organization's pinned MCP tools, by toolPinKey(server, tool). */
+  toolPins: ReadonlyMap<string, BundleToolPin>;
   /** When this sidecar applied it (from the cache: when it was loaded). */
   appliedAtMs: number;
   /** The newest applied bundle the pinned key signed (this one, when it did): the keys it lists may sign bundles too. */
@@ -177,6 +179,11 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     return false;
   }
 
+  /** The pin of `tool` of MCP server `server` in the bundle in force, if it has one. */
+  toolPin(server: string, tool: string): BundleToolPin | undefined {
+    return this.active?.toolPins.get(toolPinKey(server, tool));
+  }
+
   private agent(agentId: string): AgentSnapshot | null {
     const active = this.active;
     if (active === null) return null;
@@ -255,7 +262,12 @@ async function activate(bundle: SignedBundle, etag: string | null, anchor: Signe
     agents.set(agent.id, agentSnapshot({ ...agent, orgId: bundle.orgId, revoked: agent.revoked || revoked.has(agent.id) }));
   }
   const apiKeyHashes = new Set((bundle.apiKeys ?? []).map((key) => key.hash));
-  return { bundle, etag, policies: { set, version: bundle.policyVersion }, agents, keys: await JwkSet.of(bundle.keys), apiKeyHashes, appliedAtMs: Date.now(), anchor };
+  const toolPins = new Map((bundle.toolPins ?? []).map((pin) => [toolPinKey(pin.server, pin.tool), pin]));
+  return { bundle, etag, policies: { set, version: bundle.policyVersion }, agents, keys: await JwkSet.of(bundle.keys), apiKeyHashes, toolPins, appliedAtMs: Date.now(), anchor };
+}
+
+function toolPinKey(server: string, tool: string): string {
+  return `${server}\u0000${tool}`;
 }
 
 /** The public key `anchor` lists under `kid`, if it lists a valid one. */

@@ -7,6 +7,7 @@ import { HttpExceptionFilter } from '../http/http-exception.filter';
 import { SidecarConfig } from './sidecar-config';
 import { NestPinoLogger } from '../logging/logger';
 import { ProxyHandler } from '../proxy/proxy-handler';
+import { McpHandler } from '../mcp/mcp.handler';
 import { BundleStore } from './bundle-store';
 import { AdapterHttpHandler } from '../pdp/adapter-http.handler';
 import { LeanRoute, mountLeanRoutes } from '../http/lean-routes';
@@ -19,7 +20,8 @@ import { EdgeApprovalStatus } from './edge-approval-status';
 /**
  * Builds the sidecar application (not yet listening). Its routes are served on the lean path,
  * ahead of express (as the gateway's proxy is): `/enforce`, `/enforce/batch`, `/health`, the
- * adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`, `GET /v1/approvals/:id`) and `/proxy/*`; express
+ * adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`, `GET /v1/approvals/:id`),
+ * `/proxy/*` and `/mcp/*`; express
  * answers the rest (404s).
  */
 export async function createSidecar(config: SidecarConfig, logger: Logger): Promise<NestExpressApplication> {
@@ -43,7 +45,8 @@ export async function createSidecar(config: SidecarConfig, logger: Logger): Prom
 
 /**
  * The sidecar's lean routes (src/http/lean-routes.ts): `/enforce`, `/enforce/batch` and `/health`;
- * the adapter endpoints (with the approval status) and `/proxy/*`, refused while no valid bundle is in force.
+ * the adapter endpoints (with the approval status), `/proxy/*` and `/mcp/*`, refused while no
+ * valid bundle is in force.
  */
 function mountSidecarRoutes(app: NestExpressApplication): void {
   const store = app.get(BundleStore);
@@ -53,6 +56,7 @@ function mountSidecarRoutes(app: NestExpressApplication): void {
     failingClosed(store, sidecar, app.get(AdapterHttpHandler)),
     failingClosed(store, sidecar, app.get(EdgeApprovalStatus)),
     failingClosed(store, sidecar, app.get(ProxyHandler)),
+    failingClosed(store, sidecar, app.get(McpHandler)),
   ]);
 }
 

@@ -4,7 +4,7 @@ import type { KeyObject } from 'node:crypto';
 import { publicKeyOfText } from '../decisions/bundle-format';
 import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../decisions/sidecar-protocol';
 import { ConfigError, GatewayMode, LogLevel, packageVersion } from '../config/app-config';
-import { readAuditRedact, readMaxJsonBytes, readProxyVariables, readShutdownTimeoutMs } from '../config/shared-settings';
+import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs } from '../config/shared-settings';
 import type { ProxySettings } from '../proxy/proxy-settings';
 import { EnvReader, hasCredentials } from '../config/env-reader';
 
@@ -52,8 +52,10 @@ export class SidecarConfig {
   readonly version: string;
   /** UPSTREAM_URL, UPSTREAM_TIMEOUT_MS, PROXY_MAX_BODY_BYTES, TRUSTED_PROXIES: the sidecar's own `/proxy/*`. */
   readonly proxy: ProxySettings;
-  /** MAX_JSON_BYTES: JSON body limit of /enforce and the adapter endpoints. */
+  /** MAX_JSON_BYTES: JSON body limit of /enforce, the adapter endpoints and /mcp/*. */
   readonly maxJsonBytes: number;
+  /** MCP_SERVERS, MCP_PIN: the sidecar's own /mcp/<name> (docs/mcp.md "On the sidecar"). */
+  readonly mcp: McpVariables;
   /** AUDIT_REDACT: argument names whose values are stored as [redacted]. */
   readonly auditRedact: readonly string[];
   /** SHUTDOWN_TIMEOUT_MS: longest a SIGTERM/SIGINT shutdown may take. */
@@ -75,6 +77,7 @@ export class SidecarConfig {
       version: packageVersion(),
       proxy: { ...readProxyVariables(read), maxInspectedBytes: maxJsonBytes, trustedProxies: read.proxies('TRUSTED_PROXIES') },
       maxJsonBytes,
+      mcp: readMcpVariables(read),
       auditRedact: readAuditRedact(read),
       shutdownTimeoutMs: readShutdownTimeoutMs(read),
       gatewayUrl: gatewayUrl ?? '',

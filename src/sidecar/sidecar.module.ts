@@ -22,6 +22,11 @@ import { ADAPTER_AUTHENTICATION, OUTCOME_LEDGER } from '../decisions/adapter-por
 import { APPROVAL_DESK } from '../decisions/approval-ports';
 import { GatewayApprovals } from './gateway-approvals';
 import { ProxyHandler } from '../proxy/proxy-handler';
+import { MCP_SETTINGS, McpHandler, McpSettings } from '../mcp/mcp.handler';
+import { readMcpServers } from '../mcp/mcp-server-list';
+import { McpUpstreams } from '../mcp/mcp-upstreams';
+import { NO_PINNING, TOOL_PINS } from '../mcp/tool-pins';
+import { EdgeToolPins } from './edge-tool-pins';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
@@ -50,7 +55,7 @@ class AuditWalCloser implements OnApplicationShutdown {
 
 /**
  * The edge sidecar (docs/sidecar.md): the decision core bound to the signed bundle
- * (policies, agents, keys), an in-process rate limiter, no quota, and the write-ahead audit
+ * (policies, agents, keys, MCP tool pins), an in-process rate limiter, no quota, and the write-ahead audit
  * buffer; bundle sync and audit forwarding on timers; the lean HTTP transports. No TypeORM, no
  * billing, no analytics anywhere in its module graph (`npm run lint` checks its imports).
  */
@@ -100,6 +105,18 @@ export class SidecarModule {
         { provide: ADAPTER_AUTHENTICATION, useClass: BundleApiKeys },
         { provide: OUTCOME_LEDGER, useClass: EdgeOutcomes },
         { provide: ADAPTER_HTTP_SETTINGS, useValue: { maxJsonBytes: config.maxJsonBytes } satisfies AdapterHttpSettings },
+        McpHandler,
+        EdgeToolPins,
+        {
+          provide: McpUpstreams,
+          inject: [LOGGER],
+          useFactory: (logger: Logger) => {
+            const servers = config.mcp.serversFile === undefined ? [] : readMcpServers(config.mcp.serversFile);
+            return new McpUpstreams(new Map(servers.map((server) => [server.name, server])), config.version, logger);
+          },
+        },
+        { provide: TOOL_PINS, inject: [EdgeToolPins], useFactory: (pins: EdgeToolPins) => (config.mcp.pin ? pins : NO_PINNING) },
+        { provide: MCP_SETTINGS, useValue: { maxJsonBytes: config.maxJsonBytes, version: config.version } satisfies McpSettings },
       ],
     };
   }

@@ -8,6 +8,7 @@ import { MCP_SETTINGS, McpHandler, McpSettings } from '../mcp/mcp.handler';
 import { readMcpServers } from '../mcp/mcp-server-list';
 import { McpUpstreams } from '../mcp/mcp-upstreams';
 import { NO_PINNING, TOOL_PINS } from '../mcp/tool-pins';
+import { EdgeToolPinsController } from './edge-tool-pins.controller';
 import { StoredToolPins } from './stored-tool-pins';
 import { ToolPinsController } from './tool-pins.controller';
 import { ToolPinsService } from './tool-pins.service';
@@ -18,7 +19,7 @@ import { ToolPinsService } from './tool-pins.service';
  */
 @Module({
   imports: [GatewayDecisionsModule, AuditModule],
-  controllers: [ToolPinsController],
+  controllers: [ToolPinsController, EdgeToolPinsController],
   providers: [
     McpHandler,
     StoredToolPins,

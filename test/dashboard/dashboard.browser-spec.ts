@@ -1,0 +1,456 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { call } from '../support/http-client';
+import { eventually } from '../support/processes';
+import { launchChromium } from './browser';
+import { READ_FILE_CHANGED, SeededAgent, SeededGateway, SIDECAR_ID, startSeededGateway } from './seeded-gateway';
+
+/**
+ * The admin dashboard at /dashboard (README, "Dashboard") in a real browser, against a gateway
+ * started from dist/ and seeded through its APIs: every number a page shows is checked against
+ * what the API answers. Each page is saved as a screenshot in docs/screenshots/.
+ */
+
+const SCREENSHOTS = path.resolve(__dirname, '../../docs/screenshots');
+const BUILT_DASHBOARD = path.resolve(__dirname, '../../dist/dashboard/index.html');
+const DESKTOP = { width: 1280, height: 900 };
+const PHONE = { width: 390, height: 844 };
+
+const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+const decimal = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
+
+const BIG_REFUNDS = `name: big-refunds
+match: { action: "write:refunds*" }
+rules:
+  - name: over-100
+    condition: args.amount > 100
+    action: require_approval
+    reason: Refunds over 100 need a person
+`;
+
+let gateway: SeededGateway;
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+const pageErrors: string[] = [];
+const requestsElsewhere: string[] = [];
+
+/** What the pages may ask for: their own files, and the public admin and analytics APIs (the trust score is one). */
+const DASHBOARD_REQUESTS = /^\/(dashboard\/|admin\/|api\/v1\/trust\/)/;
+
+beforeAll(async () => {
+  if (!fs.existsSync(BUILT_DASHBOARD)) throw new Error(`${BUILT_DASHBOARD} is missing: run \`npm run build\` first (it builds web/dashboard into dist/dashboard)`);
+  browser = await launchChromium();
+  gateway = await startSeededGateway();
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+});
+
+afterEach(async () => {
+  for (const context of contexts.splice(0)) await context.close();
+  // A script error is how a page goes blank, and a refused script or style a content security
+  // policy that breaks the page: none may happen, whatever the test checked.
+  expect(pageErrors.splice(0)).toEqual([]);
+  expect(requestsElsewhere.splice(0)).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await gateway?.close();
+});
+
+async function openPage(viewport = DESKTOP): Promise<Page> {
+  const context = await browser.newContext({ viewport, baseURL: gateway.url });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gateway.url });
+  contexts.push(context);
+  const page = await context.newPage();
+  page.on('pageerror', (error) => pageErrors.push(`${page.url()}: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.text().includes('Content Security Policy')) pageErrors.push(`${page.url()}: ${message.text()}`);
+  });
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    if (url.protocol === 'data:') return;
+    if (url.origin !== gateway.url || !DASHBOARD_REQUESTS.test(url.pathname)) requestsElsewhere.push(`${request.method()} ${request.url()}`);
+  });
+  return page;
+}
+
+async function signIn(route: string, viewport = DESKTOP): Promise<Page> {
+  const page = await openPage(viewport);
+  await page.goto(route);
+  await page.getByLabel('Admin token').fill(gateway.adminToken);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation', { name: 'Dashboard sections' }).waitFor();
+  return page;
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Waits until the locator's text satisfies `accept`, and returns it. */
+async function textWhen(locator: Locator, accept: (text: string) => boolean, what: string): Promise<string> {
+  let text = '';
+  await eventually(
+    async () => {
+      text = (await locator.textContent().catch(() => null)) ?? '';
+      return accept(text);
+    },
+    10_000,
+    `${what} (last seen: ${JSON.stringify(text)})`,
+  );
+  return text;
+}
+
+const statValue = (page: Page, label: string) => page.getByTestId(`stat-${label}`).locator('.stat-value');
+
+/** The ids of the approvals listed on the page, top to bottom. */
+function approvalIds(page: Page): Promise<string[]> {
+  return page.locator('[data-testid="approvals"] [data-approval-id]').evaluateAll((items) => items.map((item) => item.getAttribute('data-approval-id') ?? ''));
+}
+
+/** The ids of the audit rows on the page, top to bottom. */
+function entryIds(page: Page): Promise<string[]> {
+  return page.locator('[data-testid="audit-entries"] tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-entry-id') ?? ''));
+}
+
+/** Readable at this width: each section, once loaded, is no wider than the screen (wide tables scroll inside their box). */
+async function expectEverySectionFits(page: Page, width: number): Promise<void> {
+  for (const [section, heading] of [['Agents', 'Agents'], ['Audit', 'Audit trail'], ['Policies', 'Policies'], ['Approvals', 'Approvals'], ['Sidecars', 'Sidecars']]) {
+    await page.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link', { name: section }).click();
+    await page.getByRole('heading', { name: heading, exact: true }).waitFor();
+    await page.locator('main [role="status"]', { hasText: 'Loading' }).first().waitFor({ state: 'detached' });
+    expect({ section, width: await page.evaluate<number>('document.documentElement.scrollWidth') }).toEqual({ section, width });
+  }
+}
+
+interface Overview {
+  totalRequests: number;
+  enforcementRate: number;
+  activeAgents: number;
+  avgLatencyMs: number;
+}
+
+describe('the dashboard at /dashboard', () => {
+  it('is served by the gateway: its client routes get the page, under a content security policy', async () => {
+    const redirect = await fetch(`${gateway.url}/dashboard`, { redirect: 'manual' });
+    expect(redirect.status).toBe(301);
+    expect(redirect.headers.get('location')).toBe('/dashboard/');
+    const index = await fetch(`${gateway.url}/dashboard/`);
+    const html = await index.text();
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-type')).toContain('text/html');
+    expect(index.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(index.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(index.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(index.headers.get('cache-control')).toBe('no-cache');
+
+    const route = await fetch(`${gateway.url}/dashboard/agents/${gateway.agents.invoiceBot.id}`);
+    expect(route.status).toBe(200);
+    expect(await route.text()).toBe(html);
+    expect(route.headers.get('content-security-policy')).toBe(index.headers.get('content-security-policy'));
+
+    const script = /src="(\/dashboard\/assets\/[^"]+\.js)"/.exec(html)![1];
+    const asset = await fetch(`${gateway.url}${script}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('content-type')).toContain('javascript');
+    expect(asset.headers.get('cache-control')).toContain('immutable');
+    await asset.arrayBuffer();
+    const missing = await fetch(`${gateway.url}/dashboard/assets/missing.js`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: 'not_found' });
+    // The lean routes and the APIs are where they were.
+    expect((await fetch(`${gateway.url}/dashboards`)).status).toBe(404);
+    expect((await gateway.admin('GET', '/admin/agents')).status).toBe(200);
+  });
+
+  it('signs in with the admin token, by keyboard too, and shows the numbers the analytics API returns', async () => {
+    const page = await openPage();
+    await page.goto('/dashboard/');
+    await page.getByLabel('Admin token').fill('adm_not-a-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await textWhen(page.getByRole('alert'), (text) => text.includes('The gateway refused this admin token (401)'), 'the refusal of a wrong token');
+
+    await page.reload();
+    await page.getByLabel('Admin token').waitFor();
+    expect(await page.evaluate<string | undefined>('document.activeElement?.id')).toBe('admin-token');
+    await page.keyboard.type(gateway.adminToken);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Overview · last 24h' }).waitFor();
+    expect(await page.evaluate<string | null>("sessionStorage.getItem('agentgov.adminToken')")).toBe(gateway.adminToken);
+
+    const day = (await gateway.admin<Overview>('GET', '/admin/analytics/overview?period=24h')).body;
+    expect(day.totalRequests).toBeGreaterThan(20);
+    await textWhen(statValue(page, 'Requests'), (text) => text === integer.format(day.totalRequests), 'the requests card');
+    expect(await statValue(page, 'Enforcement rate').textContent()).toBe(`${decimal.format(day.enforcementRate)}%`);
+    expect(await statValue(page, 'Active agents').textContent()).toBe(integer.format(day.activeAgents));
+    expect(await statValue(page, 'Avg latency').textContent()).toBe(`${decimal.format(day.avgLatencyMs)} ms`);
+
+    const agents = (await gateway.admin<{ agents: Array<{ name: string; requests: number }> }>('GET', '/admin/analytics/agents?period=24h&limit=100')).body.agents;
+    const invoiceBot = agents.find((agent) => agent.name === 'invoice-bot')!;
+    const invoiceRow = page.getByTestId('top-agents').locator('tr', { hasText: 'invoice-bot' });
+    expect(await invoiceRow.locator('td[data-column="requests"]').textContent()).toBe(integer.format(invoiceBot.requests));
+    for (const chart of ['traffic-chart', 'latency-heatmap', 'trust-distribution']) await page.getByTestId(chart).locator('canvas').first().waitFor();
+    await screenshot(page, 'overview');
+    // Sorting by a header, from the keyboard: the fewest requests first.
+    await page.getByTestId('top-agents').getByRole('button', { name: /Requests/ }).focus();
+    await page.keyboard.press('Enter');
+    const fewest = Math.min(...agents.map((agent) => agent.requests));
+    expect(await page.getByTestId('top-agents').locator('tbody tr').first().locator('td[data-column="requests"]').textContent()).toBe(integer.format(fewest));
+    expect(await page.getByTestId('delegation-pairs').textContent()).toContain('invoice-bot');
+
+    await page.getByText('7d', { exact: true }).click();
+    await page.getByRole('heading', { name: 'Overview · last 7d' }).waitFor();
+    const week = (await gateway.admin<Overview>('GET', '/admin/analytics/overview?period=7d')).body;
+    await textWhen(statValue(page, 'Requests'), (text) => text === integer.format(week.totalRequests), 'the requests card of 7d');
+
+    // The sections from the keyboard alone: from the top of the page, Tab to "Audit", Enter, and the page is there.
+    await page.reload();
+    await page.getByRole('heading', { name: 'Overview · last 7d' }).waitFor();
+    for (let presses = 0; presses < 10; presses++) {
+      await page.keyboard.press('Tab');
+      if ((await page.evaluate<string | undefined>('document.activeElement?.textContent')) === 'Audit') break;
+    }
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Audit trail' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/dashboard/audit');
+    await expectEverySectionFits(page, DESKTOP.width);
+
+    const phone = await signIn('/dashboard/', PHONE);
+    await textWhen(statValue(phone, 'Requests'), (text) => text !== '', 'the requests card on a phone');
+    await phone.getByTestId('traffic-chart').locator('canvas').first().waitFor();
+    // Readable on a phone: nothing wider than the screen but the tables, which scroll inside their box.
+    expect(await phone.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);
+    const sectionLinks = phone.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link');
+    for (const link of await sectionLinks.all()) {
+      const box = (await link.boundingBox())!;
+      expect({ link: await link.textContent(), inSight: box.x >= 0 && box.x + box.width <= PHONE.width }).toEqual({ link: await link.textContent(), inSight: true });
+    }
+    await screenshot(phone, 'overview-phone');
+    await expectEverySectionFits(phone, PHONE.width);
+  });
+
+  it('creates an agent, shows its token once with a copy button, changes its tier and revokes it', async () => {
+    const page = await signIn('/dashboard/agents');
+    await page.getByLabel('Name', { exact: true }).fill('browser-bot');
+    await page.getByLabel('Trust tier', { exact: true }).selectOption('trusted');
+    await page.getByLabel('Tags (comma-separated)').fill('qa, browser');
+    await page.getByRole('button', { name: 'Create agent' }).click();
+
+    const token = await page.getByLabel('Agent token').inputValue();
+    await page.getByRole('button', { name: 'Copy token' }).click();
+    await textWhen(page.getByTestId('token-once'), (text) => text.includes('Copied to the clipboard.'), 'the copy outcome');
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(token);
+    const listed = (await gateway.admin<{ agents: Array<{ id: string; name: string; trustTier: string; tags: string[]; status: string }> }>('GET', '/admin/agents')).body.agents;
+    const created = listed.find((agent) => agent.name === 'browser-bot')!;
+    expect(created).toMatchObject({ trustTier: 'trusted', tags: ['qa', 'browser'], status: 'active' });
+    expect((await gateway.proxy({ id: created.id, name: created.name, token }, 'GET', '/orders/1')).status).toBe(200);
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    expect(await page.getByTestId('token-once').count()).toBe(0);
+
+    await page.getByLabel('Trust tier of browser-bot', { exact: true }).selectOption('verified');
+    await page.getByRole('button', { name: 'Save the trust tier of browser-bot' }).click();
+    await textWhen(page.getByRole('status').filter({ hasText: 'browser-bot is now' }), (text) => text.includes('browser-bot is now verified'), 'the tier change');
+    expect((await gateway.admin(`GET`, `/admin/agents/${created.id}`)).body).toMatchObject({ trustTier: 'verified' });
+    await screenshot(page, 'agents');
+
+    await page.getByRole('button', { name: 'Revoke browser-bot' }).click();
+    await page.getByRole('button', { name: 'Yes, revoke browser-bot' }).click();
+    await textWhen(page.getByRole('status').filter({ hasText: 'revoked' }), (text) => text.includes('browser-bot is revoked'), 'the revocation');
+    expect((await gateway.admin(`GET`, `/admin/agents/${created.id}`)).body).toMatchObject({ status: 'revoked' });
+    expect((await gateway.proxy({ id: created.id, name: created.name, token }, 'GET', '/orders/1')).status).toBe(401);
+    // Revoked agents leave the list unless asked for.
+    await eventually(async () => (await page.getByTestId('agents').locator('tr', { hasText: 'browser-bot' }).count()) === 0, 10_000, 'browser-bot leaving the list');
+    await page.getByLabel('Show revoked agents').check();
+    await textWhen(page.getByTestId('agents').locator('tr', { hasText: 'browser-bot' }).locator('td[data-column="status"]'), (text) => text === 'revoked', 'browser-bot among the revoked');
+
+    await page.getByTestId('agents').getByRole('link', { name: 'invoice-bot' }).click();
+    const trust = (await gateway.admin<{ score: number; factors: { denyRatio: { denied: number; decisions: number } } }>('GET', `/api/v1/trust/${gateway.agents.invoiceBot.id}`)).body;
+    await textWhen(page.getByTestId('trust-score').locator('.score-value'), (text) => text === String(trust.score), 'the trust score');
+    expect(await page.locator('table.factors').textContent()).toContain(`${trust.factors.denyRatio.denied} of ${trust.factors.denyRatio.decisions} decisions`);
+    await screenshot(page, 'agent');
+  });
+
+  it('filters the audit log, verifies the chain, pages with the cursor and shows one entry', async () => {
+    const page = await signIn('/dashboard/audit');
+    const { invoiceBot } = gateway.agents;
+    await page.getByLabel('Decision').selectOption('deny');
+    await page.getByLabel('Agent', { exact: true }).selectOption(invoiceBot.id);
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    const denied = (await gateway.admin<{ entries: Array<{ id: string; decision: string }> }>('GET', `/admin/audit?decision=deny&agentId=${invoiceBot.id}&limit=50`)).body.entries;
+    expect(denied.length).toBeGreaterThanOrEqual(2);
+    await eventually(async () => JSON.stringify(await entryIds(page)) === JSON.stringify(denied.map((entry) => entry.id)), 10_000, 'the filtered entries');
+    expect(new URL(page.url()).searchParams.get('decision')).toBe('deny');
+    await page.getByRole('button', { name: 'Verify the chain' }).click();
+    const verification = (await gateway.admin<{ ok: boolean; checked: number }>('GET', '/admin/audit/verify')).body;
+    expect(verification.ok).toBe(true);
+    await textWhen(page.getByTestId('chain-result'), (text) => text.includes(`Intact: ${verification.checked} entries checked`), 'the chain verification');
+    await screenshot(page, 'audit');
+
+    await page.getByRole('link', { name: 'Clear' }).click();
+    await page.getByLabel('Per page').selectOption('10');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    const first = (await gateway.admin<{ entries: Array<{ id: string }>; nextCursor: string }>('GET', '/admin/audit?limit=10')).body;
+    const second = (await gateway.admin<{ entries: Array<{ id: string }> }>('GET', `/admin/audit?limit=10&cursor=${encodeURIComponent(first.nextCursor)}`)).body;
+    await eventually(async () => JSON.stringify(await entryIds(page)) === JSON.stringify(first.entries.map((entry) => entry.id)), 10_000, 'the first page');
+    await page.getByRole('button', { name: 'Older →' }).click();
+    await eventually(async () => JSON.stringify(await entryIds(page)) === JSON.stringify(second.entries.map((entry) => entry.id)), 10_000, 'the second page');
+    await page.getByRole('button', { name: '← Newer' }).click();
+    await eventually(async () => JSON.stringify(await entryIds(page)) === JSON.stringify(first.entries.map((entry) => entry.id)), 10_000, 'the first page again');
+
+    const [newest] = (await gateway.admin<{ entries: Array<{ seq: number; action: string; id: string }> }>('GET', '/admin/audit?limit=1')).body.entries;
+    await page.getByRole('button', { name: `Details of entry ${newest.seq}` }).click();
+    const detail = page.getByTestId('entry-detail');
+    expect(await detail.textContent()).toContain(newest.id);
+    expect(await detail.textContent()).toContain(newest.action);
+    await page.keyboard.press('Escape');
+    await detail.waitFor({ state: 'detached' });
+
+    // An API error is a message naming the route and the problem, not a blank page.
+    await page.getByLabel('From (local time)').fill('2026-11-20T10:00');
+    await page.getByLabel('To (local time)').fill('2026-11-19T10:00');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await textWhen(page.getByRole('alert'), (text) => text.includes('GET /admin/audit answered 400'), 'the error of a bad period');
+  });
+
+  it('validates a draft, simulates an input with the trace of rules, backtests a draft and shows a policy with its versions', async () => {
+    const page = await signIn('/dashboard/policies');
+    const inForce = (await gateway.admin<{ policies: Array<{ name: string }> }>('GET', '/admin/policies')).body.policies.map((policy) => policy.name);
+    await eventually(async () => (await page.getByTestId('policies').locator('tbody tr').count()) === inForce.length, 10_000, 'the policies table');
+    expect(await page.getByTestId('policies').textContent()).toContain('no-orders');
+
+    await page.getByRole('button', { name: 'Validate the draft' }).click();
+    await textWhen(page.getByTestId('validation-result'), (text) => text.includes('Valid: orders-need-trust.'), 'the validation of the example draft');
+    const broken = 'name: broken\nrules:\n  - condition: agent.trust_tier = trusted\n    action: deny\n    reason: x\n';
+    await page.getByLabel('Draft', { exact: true }).fill(broken);
+    await page.getByRole('button', { name: 'Validate the draft' }).click();
+    const validation = (await gateway.admin<{ errors: Array<{ line: number; column: number }> }>('POST', '/admin/policies/validate', broken, { 'content-type': 'application/yaml' })).body;
+    const [error] = validation.errors;
+    await textWhen(page.getByTestId('validation-result'), (text) => text.includes(`line ${error.line}, column ${error.column}`), 'the validation error');
+
+    const { invoiceBot } = gateway.agents;
+    await page.getByLabel('Agent', { exact: true }).selectOption(invoiceBot.id);
+    await page.getByLabel('Action', { exact: true }).fill('write:orders');
+    await page.getByRole('button', { name: 'Simulate', exact: true }).click();
+    const simulated = (await gateway.admin<{ decision: string; policy: string; rule: string; reason: string }>('POST', '/admin/policies/simulate', { input: { agentId: invoiceBot.id, action: 'write:orders' } })).body;
+    expect(simulated).toMatchObject({ decision: 'deny', policy: 'no-orders', rule: 'untrusted-orders' });
+    const result = page.getByTestId('simulation-result');
+    await textWhen(result, (text) => text.includes(`${simulated.policy} · ${simulated.rule}: ${simulated.reason}`), 'the simulated decision');
+    expect(await page.getByTestId('simulation-trace').locator('tr.fired').textContent()).toContain('untrusted-orders');
+    await screenshot(page, 'policies');
+
+    const draft = 'name: no-order-reads\nmatch: { action: "read:orders*" }\nrules:\n  - condition: agent.trust_tier < trusted\n    action: deny\n    reason: Order reads need a trusted agent\n';
+    await page.getByLabel('Draft', { exact: true }).fill(draft);
+    await page.getByRole('button', { name: 'Backtest over the last 24h' }).click();
+    await page.getByTestId('backtest-result').waitFor();
+    const from = new Date(Date.now() - 86_400_000).toISOString();
+    const backtest = (await gateway.admin<{ allowToDeny: number }>('POST', '/admin/policies/backtest', { policies: draft, from })).body;
+    expect(backtest.allowToDeny).toBeGreaterThanOrEqual(6);
+    await textWhen(page.getByTestId('backtest-result'), (text) => text.includes(`Allow → deny${integer.format(backtest.allowToDeny)}`), 'the backtest counts');
+
+    await page.getByTestId('policies').getByRole('link', { name: 'no-orders' }).click();
+    const detail = (await gateway.admin<{ source: string; version: number }>('GET', '/admin/policies/no-orders')).body;
+    await textWhen(page.getByTestId('policy-source'), (text) => text === detail.source, 'the policy source');
+    await page.getByRole('button', { name: `Show version ${detail.version}` }).click();
+    expect(await page.locator('.version-source pre').textContent()).toBe(detail.source);
+    await screenshot(page, 'policy');
+  });
+
+  it('shows the sidecar fleet with its bundle age and audit gaps', async () => {
+    const page = await signIn('/dashboard/sidecars');
+    const [sidecar] = (await gateway.admin<{ sidecars: Array<{ id: string; received: number; gaps: unknown[] }> }>('GET', '/admin/sidecars')).body.sidecars;
+    expect(sidecar).toMatchObject({ id: SIDECAR_ID, gaps: [] });
+    const row = page.locator(`[data-sidecar-id="${SIDECAR_ID}"]`);
+    await row.waitFor();
+    expect(await row.locator('td').nth(2).textContent()).toMatch(/^\d+(\.\d+)? (s|min)$/);
+    expect(await row.locator('td').nth(4).textContent()).toBe('complete');
+    expect(await row.locator('td').nth(5).textContent()).toBe(integer.format(sidecar.received));
+    await screenshot(page, 'sidecars');
+  });
+
+  it('approves a request held by a require_approval rule, whose retry then goes through once, and rejects another', async () => {
+    const put = await gateway.admin('PUT', '/admin/policies/big-refunds', BIG_REFUNDS, { 'content-type': 'application/yaml' });
+    // With its body, so a failure says why a gateway refuses the rule.
+    expect(`${put.status} ${put.text}`).toMatch(/^201 /);
+    const { invoiceBot, supportBot } = gateway.agents;
+    const refund = (agent: SeededAgent, amount: number, approvalId?: string) =>
+      call<{ error: string; approvalId: string }>(gateway.url, 'POST', '/proxy/refunds', {
+        bearer: agent.token,
+        body: { amount },
+        headers: approvalId === undefined ? {} : { 'x-service-approval': approvalId },
+      });
+    const held = await refund(invoiceBot, 250);
+    expect(held.status).toBe(202);
+    expect(held.body).toMatchObject({ error: 'approval_required', approvalId: expect.any(String) });
+    const toReject = await refund(invoiceBot, 480);
+    expect(toReject.status).toBe(202);
+    // A third one stays pending, for the picture of the Approvals page.
+    const third = await refund(supportBot, 900);
+    expect(third.status).toBe(202);
+    const heldIds = [held, toReject, third].map((answer) => answer.body.approvalId);
+    await eventually(async () => {
+      const entries = (await gateway.admin<{ entries: Array<{ details: { approvalId?: string } | null }> }>('GET', '/admin/audit?action=write:refunds&limit=50')).body.entries;
+      return heldIds.every((id) => entries.some((entry) => entry.details?.approvalId === id));
+    }, 10_000, 'the held requests in the audit trail');
+
+    const page = await signIn('/dashboard/approvals');
+    const pending = (await gateway.admin<{ approvals: Array<{ id: string }> }>('GET', '/admin/approvals?status=pending')).body.approvals;
+    expect(pending).toHaveLength(3);
+    await eventually(async () => JSON.stringify(await approvalIds(page)) === JSON.stringify(pending.map((approval) => approval.id)), 10_000, 'the pending approvals');
+    const item = page.locator(`[data-approval-id="${held.body.approvalId}"]`);
+    expect(await item.textContent()).toContain('write:refunds');
+    expect(await item.textContent()).toContain('big-refunds · over-100: Refunds over 100 need a person');
+    // What is asked: each request's own arguments, from the audit entry that names its approval.
+    await textWhen(item.getByTestId('approval-arguments'), (text) => text.includes('"amount": 250,'), 'the arguments of the request to approve');
+    await textWhen(page.locator(`[data-approval-id="${toReject.body.approvalId}"]`).getByTestId('approval-arguments'), (text) => text.includes('"amount": 480,'), 'the arguments of the request to reject');
+    await item.getByLabel('Comment (optional)').fill('ok by finance');
+    await item.getByRole('button', { name: 'Approve write:refunds for invoice-bot' }).click();
+    await textWhen(page.getByRole('status').filter({ hasText: held.body.approvalId }), (text) => text.includes('approved'), 'the approval');
+    await item.waitFor({ state: 'detached' });
+    const approved = (await gateway.admin<{ approvals: Array<Record<string, unknown>> }>('GET', '/admin/approvals?status=approved')).body.approvals;
+    expect(approved).toContainEqual(expect.objectContaining({ id: held.body.approvalId, status: 'approved', comment: 'ok by finance' }));
+
+    // What the approval is for: the agent's retry of that very request goes through, once.
+    expect((await refund(invoiceBot, 250, held.body.approvalId)).status).toBe(200);
+    expect((await refund(invoiceBot, 250, held.body.approvalId)).status).toBe(403);
+    await page.getByLabel('used', { exact: true }).check();
+    await textWhen(page.locator(`[data-approval-id="${held.body.approvalId}"]`), (text) => text.includes('ok by finance'), 'the used approval with its comment');
+
+    await page.getByLabel('pending', { exact: true }).check();
+    const rejected = page.locator(`[data-approval-id="${toReject.body.approvalId}"]`);
+    await rejected.getByRole('button', { name: 'Reject write:refunds for invoice-bot' }).click();
+    await textWhen(page.getByRole('status').filter({ hasText: toReject.body.approvalId }), (text) => text.includes('rejected'), 'the rejection');
+    await rejected.waitFor({ state: 'detached' });
+    expect((await gateway.admin<{ approvals: Array<{ id: string }> }>('GET', '/admin/approvals?status=rejected')).body.approvals.map((approval) => approval.id)).toEqual([toReject.body.approvalId]);
+    expect((await refund(invoiceBot, 480, toReject.body.approvalId)).status).toBe(403);
+
+    // Rejected is final: the list of rejected requests offers no decision.
+    await page.getByLabel('rejected', { exact: true }).check();
+    await page.locator(`[data-approval-id="${toReject.body.approvalId}"]`).waitFor();
+    expect(await page.locator(`[data-approval-id="${toReject.body.approvalId}"]`).getByRole('button').count()).toBe(0);
+
+    // Another admin was quicker: the page's decision is refused (409), and says so.
+    const raced = await refund(invoiceBot, 640);
+    await page.getByLabel('pending', { exact: true }).check();
+    const stale = page.locator(`[data-approval-id="${raced.body.approvalId}"]`);
+    await stale.waitFor();
+    expect((await gateway.admin('POST', `/admin/approvals/${raced.body.approvalId}/reject`, { comment: 'no' })).status).toBe(200);
+    await stale.getByRole('button', { name: 'Approve write:refunds for invoice-bot' }).click();
+    await textWhen(stale.getByRole('alert'), (text) => text.includes('answered 409') && text.includes('only a pending approval can be decided'), 'the refusal of a decided approval');
+  });
+
+  it('shows an MCP tool held by its pin with the diff, and accepts it', async () => {
+    const page = await signIn('/dashboard/approvals');
+    const tool = page.locator('[data-tool="files/read_file"]');
+    await tool.waitFor();
+    expect(await tool.locator('pre.added').textContent()).toBe(READ_FILE_CHANGED);
+    expect(await tool.locator('pre.removed').textContent()).toBe('Reads a file');
+    await screenshot(page, 'approvals');
+
+    await tool.getByRole('button', { name: 'Accept the new definition of files/read_file' }).click();
+    await textWhen(page.getByRole('status').filter({ hasText: 'files/read_file' }), (text) => text.includes('the new definition is pinned'), 'the acceptance');
+    expect((await gateway.admin('GET', '/admin/mcp/tools?held=true')).body).toEqual({ tools: [] });
+    const pins = (await gateway.admin<{ tools: Array<{ tool: string; pinned: { description: string } }> }>('GET', '/admin/mcp/tools')).body.tools;
+    expect(pins).toContainEqual(expect.objectContaining({ tool: 'read_file', pinned: expect.objectContaining({ description: READ_FILE_CHANGED }) }));
+  });
+});
