@@ -4,7 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { DecisionEvent, DecisionEvents, QuotaRefusal } from '../decisions/decision-events';
 import { RequestFailure, RequestFailures } from '../decisions/request-failures';
 import { LOGGER } from '../logging/logging.module';
-import { AlertDelivery } from './alert-delivery';
+import { AlertDelivery, DeliveryCounts } from './alert-delivery';
 import { ActiveTriggers, activeTriggers, alertsOfBatch, raiseAlerts, raiseFailure, raiseQuotaRefusal } from './alert-triggers';
 
 /** Alerts raised within this many milliseconds are delivered as one batch. */
@@ -47,6 +47,11 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
   get enabled(): boolean {
     const alerts = this.config.alerts;
     return alerts.webhookUrl !== undefined || alerts.chatWebhook !== undefined || alerts.email.enabled;
+  }
+
+  /** What delivery has done since start (the gateway's metrics); null without a provider. */
+  deliveryCounts(): DeliveryCounts | null {
+    return this.delivery?.counts() ?? null;
   }
 
   onModuleInit(): void {

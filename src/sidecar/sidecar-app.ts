@@ -14,12 +14,13 @@ import { SidecarHandler } from './sidecar-handler';
 import { SidecarModule } from './sidecar.module';
 import { setupSidecarSwagger } from './sidecar-swagger';
 import { header } from '../common/raw-request';
+import { Telemetry } from '../telemetry/telemetry';
 
 /**
  * Builds the sidecar application (not yet listening). Its routes are served on the lean path,
- * ahead of express (as the gateway's proxy is): `/enforce`, `/enforce/batch`, `/health`, the
- * adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`) and `/proxy/*`; express
- * answers the rest (404s).
+ * ahead of express (as the gateway's proxy is): `/enforce`, `/enforce/batch`, `/health`,
+ * `/health/ready`, the adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`),
+ * `/proxy/*` and `/metrics` (behind METRICS_TOKEN); express answers the rest (404s).
  */
 export async function createSidecar(config: SidecarConfig, logger: Logger): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(SidecarModule.forRoot(config, logger), {
@@ -41,19 +42,23 @@ export async function createSidecar(config: SidecarConfig, logger: Logger): Prom
 }
 
 /**
- * The sidecar's lean routes (src/http/lean-routes.ts): `/enforce`, `/enforce/batch` and `/health`;
- * the adapter endpoints and `/proxy/*`, both refused while no valid bundle is in force.
+ * The sidecar's lean routes (src/http/lean-routes.ts): `/enforce`, `/enforce/batch`, `/health`
+ * and `/health/ready`; the adapter endpoints and `/proxy/*`, both refused while no valid bundle
+ * is in force; `/metrics` when served on this port.
  */
 function mountSidecarRoutes(app: NestExpressApplication): void {
   const store = app.get(BundleStore);
   const sidecar = app.get(SidecarHandler);
-  mountLeanRoutes(app, [sidecar, failingClosed(store, sidecar, app.get(AdapterHttpHandler)), failingClosed(store, sidecar, app.get(ProxyHandler))]);
+  const telemetry = app.get(Telemetry);
+  const routes = [sidecar, failingClosed(store, sidecar, app.get(AdapterHttpHandler)), failingClosed(store, sidecar, app.get(ProxyHandler)), telemetry.endpoint];
+  mountLeanRoutes(app, routes, telemetry.requests.needed ? telemetry.requests : undefined);
 }
 
 /** The route, but a 503 naming the reason for every request while no valid bundle is in force (fail closed). */
 function failingClosed(store: BundleStore, sidecar: SidecarHandler, route: LeanRoute): LeanRoute {
   return {
     matches: (request, path) => route.matches(request, path),
+    name: (path) => route.name(path),
     handle: (request, response, path) => {
       const failure = store.failure;
       if (failure === null) return route.handle(request, response, path);

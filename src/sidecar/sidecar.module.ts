@@ -28,6 +28,9 @@ import { BundleApiKeys, EdgeOutcomes } from './edge-adapter-ports';
 import { SidecarHandler } from './sidecar-handler';
 import { SidecarHealth } from './sidecar-health';
 import { SidecarStateModule } from './sidecar-state.module';
+import { SidecarTelemetry } from './sidecar-telemetry';
+import { ShutdownStateModule } from '../common/shutdown-state';
+import { TelemetryModule } from '../telemetry/telemetry.module';
 
 /** The edge sidecar grants no quota (the gateway meters its organization) and never waits for a quota lookup. */
 const NO_QUOTA = { tryConsume: () => true };
@@ -58,6 +61,8 @@ export class SidecarModule {
       module: SidecarModule,
       imports: [
         LoggingModule.forRoot(logger),
+        ShutdownStateModule,
+        TelemetryModule.forRoot({ settings: config.telemetry, app: 'sidecar', host: config.host, version: config.version }),
         SidecarStateModule.forRoot(config),
         ScheduleModule.forRoot(),
         DecisionCoreModule.register({
@@ -88,6 +93,7 @@ export class SidecarModule {
         BundleSync,
         SidecarHealth,
         SidecarHandler,
+        SidecarTelemetry,
         PdpService,
         ProxyHandler,
         AdapterHttpHandler,
