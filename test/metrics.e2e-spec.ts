@@ -9,7 +9,7 @@ import { startGateway, TEST_ADMIN_TOKEN, testEnv } from './support/test-gateway'
 import { startUpstream, TestUpstream } from './support/upstream';
 
 /**
- * `GET /metrics` (docs/operations.md "Metrics") on the gateway as users start it
+ * `GET /metrics` (docs/observability.md "Metrics") on the gateway as users start it
  * (`node dist/src/main.js`): on METRICS_PORT, a listener of its own, the counts move with the
  * traffic of every entry point; on the main port only behind METRICS_TOKEN.
  */

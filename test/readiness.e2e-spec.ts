@@ -8,7 +8,7 @@ import { TcpRelay } from './support/tcp-relay';
 import { TEST_ADMIN_TOKEN, testEnv } from './support/test-gateway';
 
 /**
- * The gateway's readiness (`GET /health/ready`, docs/operations.md "Probes"), on the gateway as
+ * The gateway's readiness (`GET /health/ready`, docs/observability.md "Probes"), on the gateway as
  * users start it: 503 naming the reason while its database is unreachable, while a migration it
  * runs is not recorded in the database, and once shutdown has begun; `/health` stays the
  * liveness answer it was. The database is reached through a TCP relay the test closes and opens,

@@ -7,7 +7,7 @@ import { TEST_ADMIN_TOKEN, testEnv } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';
 
 /**
- * The gateway's logs an operator reads (docs/operations.md "Logs"), on the gateway as users
+ * The gateway's logs an operator reads (docs/observability.md "Logs"), on the gateway as users
  * start it: with LOG_REQUESTS one line at level `access` per proxied and PDP request (HTTP and
  * gRPC), whatever LOG_LEVEL says, without the query string; and a warning for any request
  * answered slower than SLOW_REQUEST_MS.

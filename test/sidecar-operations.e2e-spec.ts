@@ -10,7 +10,7 @@ import { TcpRelay } from './support/tcp-relay';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 
 /**
- * The edge sidecar as an operator runs it (`node dist/src/sidecar/main.js`), docs/operations.md:
+ * The edge sidecar as an operator runs it (`node dist/src/sidecar/main.js`), docs/observability.md:
  * its readiness (`/health/ready`: 503 without a valid bundle and once shutdown has begun), its
  * metrics on METRICS_PORT (bundle, gateway link, decisions, audit forwarding), its request log
  * (LOG_REQUESTS), and the log telling when the gateway goes away and comes back. The gateway is

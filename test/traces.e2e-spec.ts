@@ -12,7 +12,7 @@ import { TEST_ADMIN_TOKEN, testEnv } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';
 
 /**
- * OpenTelemetry traces (docs/operations.md "Traces"), on the gateway as users start it, sent to a
+ * OpenTelemetry traces (docs/observability.md "Traces"), on the gateway as users start it, sent to a
  * local OTLP/HTTP receiver: a span per decision and per proxied call, in the trace the decision
  * headers name, the proxied call's span the parent the upstream is told of in its traceparent.
  */

@@ -37,7 +37,7 @@ const MAX_RETRY_AFTER_MS = 60_000;
 /** Why alerts were dropped: ALERT_RATE_LIMIT, or too many deliveries under way to one provider. */
 export type DropReason = 'rate_limit' | 'overflow';
 
-/** What delivery has done since start, per provider (the gateway's metrics, docs/operations.md). */
+/** What delivery has done since start, per provider (the gateway's metrics, docs/observability.md). */
 export interface DeliveryCounts {
   providers: Array<{ provider: string; sent: number; failed: number }>;
   dropped: Record<DropReason, number>;

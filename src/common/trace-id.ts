@@ -24,7 +24,7 @@ export function resolveTraceId(clientTraceId: string | undefined, traceparent: s
 
 /**
  * A W3C traceparent for an outgoing call, naming `spanId` (16 hex characters) as the caller's
- * span: the proxy names its span of the call (docs/operations.md "Traces"), so the upstream's
+ * span: the proxy names its span of the call (docs/observability.md "Traces"), so the upstream's
  * spans hang under it.
  */
 export function traceparentFor(traceId: string, spanId: string = randomHex(8)): string {

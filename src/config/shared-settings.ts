@@ -38,7 +38,7 @@ export function readShutdownTimeoutMs(read: EnvReader): number {
   return read.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000);
 }
 
-/** Metrics, traces and request logs, as either process reads them (docs/operations.md "Observing it"). */
+/** Metrics, traces and request logs, as either process reads them (docs/observability.md). */
 export interface TelemetrySettings {
   /** METRICS_PORT: a port of its own serving `GET /metrics` (bound to HOST); unset: /metrics on the main port, only with METRICS_TOKEN. */
   metricsPort?: number;

@@ -18,7 +18,7 @@ export function decisionSecondOf(id: string): number | undefined {
   return Number.isSafeInteger(seconds) && /^[0-9a-f]{24}$/.test(id.slice(PREFIX.length)) ? seconds * 1000 : undefined;
 }
 
-/** The span id of a decision's span (docs/operations.md "Traces"): the 64 random bits of its id, as 16 hex characters. */
+/** The span id of a decision's span (docs/observability.md "Traces"): the 64 random bits of its id, as 16 hex characters. */
 export function decisionSpanId(id: string): string {
   return id.slice(-16);
 }

@@ -7,7 +7,7 @@ import { Telemetry } from '../telemetry/telemetry';
 
 /**
  * The gateway's side of its telemetry (src/telemetry): the decision metrics and spans on its
- * DecisionEvents, and the metrics only the gateway has (docs/operations.md "Metrics"):
+ * DecisionEvents, and the metrics only the gateway has (docs/observability.md "Metrics"):
  * - `agentgov_audit_pending_entries`, `agentgov_audit_oldest_pending_seconds`: the audit queue
  *   and how long its oldest entry has waited (what /health compares with AUDIT_LAG_MAX_MS);
  * - `agentgov_audit_write_duration_seconds`, `agentgov_audit_write_failures_total`,

@@ -64,7 +64,7 @@ export class HealthController {
   }
 
   /**
-   * Readiness (docs/operations.md "Probes"): 503 while this instance should not receive traffic:
+   * Readiness (docs/observability.md "Probes"): 503 while this instance should not receive traffic:
    * shutdown has begun, the database does not answer, a migration this build runs is not recorded
    * as applied (a database restored from before it, or swapped), or the audit trail is behind by
    * more than AUDIT_LAG_MAX_MS. `/health` stays the liveness answer.

@@ -42,7 +42,7 @@ export const ACCESS_LEVEL = 'access';
 export type AccessLog = (fields: Record<string, unknown>) => void;
 
 /**
- * The request log (LOG_REQUESTS, docs/operations.md "Logs"): a logger of its own on the same
+ * The request log (LOG_REQUESTS, docs/observability.md "Logs"): a logger of its own on the same
  * output, at the level `access` only, so it is on or off by LOG_REQUESTS alone and LOG_LEVEL
  * keeps meaning what it says for everything else.
  */

@@ -152,7 +152,7 @@ export class SidecarHandler implements LeanRoute {
   }
 
   /**
-   * Readiness (docs/operations.md "Probes"): 503 without a valid bundle (every decision would be
+   * Readiness (docs/observability.md "Probes"): 503 without a valid bundle (every decision would be
    * refused) and once shutdown has begun; `/health` stays the liveness and status answer.
    */
   private sendReadiness(request: IncomingMessage, response: ServerResponse): void {

@@ -12,7 +12,7 @@ import { GatewayLink } from './gateway-link';
 
 /**
  * The sidecar's side of its telemetry (src/telemetry): the decision metrics and spans on its
- * DecisionEvents, and the metrics only the sidecar has (docs/operations.md "Metrics"):
+ * DecisionEvents, and the metrics only the sidecar has (docs/observability.md "Metrics"):
  * - `agentgov_bundle_valid`, `agentgov_bundle_age_seconds`, `agentgov_bundle_syncs_total{result}`;
  * - `agentgov_gateway_reachable`;
  * - `agentgov_audit_pending_entries`, `agentgov_audit_oldest_pending_seconds`: entries in the

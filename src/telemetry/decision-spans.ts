@@ -15,7 +15,7 @@ const EXPORT_DELAY_MS = 1000;
 const EXPORT_TIMEOUT_MS = 5000;
 
 /**
- * OpenTelemetry spans of the decisions this process makes (docs/operations.md "Traces"), made
+ * OpenTelemetry spans of the decisions this process makes (docs/observability.md "Traces"), made
  * from the per-decision event (DecisionEvents) and sent over OTLP/HTTP (JSON) to
  * OTEL_EXPORTER_OTLP_ENDPOINT in batches. Each span is in the trace the decision headers name
  * (`X-Service-Trace-Id`, as a W3C trace-id): a `decide` span per decision (its entry point,

@@ -13,7 +13,7 @@ import type { ServiceMetrics } from './service-metrics';
 const PATH = '/metrics';
 
 /**
- * `GET /metrics` (docs/operations.md "Metrics"): on a listener of its own when METRICS_PORT is
+ * `GET /metrics` (docs/observability.md "Metrics"): on a listener of its own when METRICS_PORT is
  * set (bound to HOST, what Prometheus operators expect: keep the port inside the cluster), else
  * on the main port as a lean route, and only with METRICS_TOKEN: the main port faces the agents,
  * and the metrics name routes, policies' effects and the fleet's state. Wherever it is served,

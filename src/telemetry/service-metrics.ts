@@ -8,7 +8,7 @@ export type Labels = Record<string, string>;
 export type Sample = readonly [labels: Labels, value: number];
 
 /**
- * The Prometheus metrics of one process (docs/operations.md "Metrics"), on prom-client: its
+ * The Prometheus metrics of one process (docs/observability.md "Metrics"), on prom-client: its
  * registry and exposition format with the Node.js process metrics, and the service's own. Nothing
  * is observed through prom-client on the request path (its metrics hash their labels at every
  * observation): each part keeps its counts in plain numbers (and BucketHistograms) and registers

@@ -20,10 +20,10 @@ export interface TelemetryOptions {
 }
 
 /**
- * The telemetry of one process, shared by the gateway and the sidecar (docs/operations.md
- * "Observing it"): its metrics and where they are served, the HTTP and gRPC request observers
- * (counts, request logs, slow-request warnings), and the decision metrics and spans, which
- * listen to the app's DecisionEvents once `start` is called. Nothing here touches storage; each
+ * The telemetry of one process, shared by the gateway and the sidecar (docs/observability.md):
+ * its metrics and where they are served, the HTTP and gRPC request observers (counts, request
+ * logs, slow-request warnings), and the decision metrics and spans, which listen to the app's
+ * DecisionEvents once `observe` is called. Nothing here touches storage; each
  * app registers its own gauges (audit queue, bundle age) on `metrics`.
  */
 export class Telemetry {
