@@ -15,8 +15,9 @@
  * queues are empty; the target is judged on the ratio of the summed throughputs (the machine's
  * speed drifts within a minute: alternating cancels most of it, see proxy.bench.ts).
  *
- * `node dist/bench/metrics.bench.js` runs it alone. Environment: BENCH_METRICS_ROUNDS (6),
- * BENCH_METRICS_ROUND_SECONDS (3), BENCH_METRICS_WARMUP_SECONDS (2), BENCH_POSTGRES_URL.
+ * `node dist/bench/run.js metrics` runs it alone. Environment: BENCH_METRICS_ROUNDS (6),
+ * BENCH_METRICS_ROUND_SECONDS (3), BENCH_METRICS_WARMUP_SECONDS (2), BENCH_METRICS_PARTS
+ * (proxy,check,unary), BENCH_POSTGRES_URL.
  */
 import autocannon from 'autocannon';
 import * as grpc from '@grpc/grpc-js';
@@ -40,7 +41,10 @@ const PROXIED_PATH = '/proxy/api/items?limit=10';
 /** When, in a round of the `on` gateway, its /metrics is scraped. */
 const SCRAPE_AFTER_MS = 1000;
 
-type Part = 'proxy' | 'check' | 'unary';
+const ALL_PARTS = ['proxy', 'check', 'unary'] as const;
+type Part = (typeof ALL_PARTS)[number];
+/** The parts to run (all unless BENCH_METRICS_PARTS names some). */
+const PARTS = (process.env.BENCH_METRICS_PARTS ?? ALL_PARTS.join(',')).split(',').map((part) => part.trim());
 type Which = 'off' | 'on';
 type Load = (seconds: number) => Promise<{ completed: number; errors: number; firstError?: string }>;
 
@@ -95,7 +99,7 @@ export async function runMetricsBench(): Promise<BenchReport> {
     }
     const [off, on] = sides;
     const results: PartResult[] = [];
-    for (const part of ['proxy', 'check', 'unary'] as const) {
+    for (const part of ALL_PARTS.filter((one) => PARTS.includes(one))) {
       results.push(await alternate(part, fresh(off), fresh(on), (side) => loads.get(side.which)![part]));
     }
     return {
