@@ -17,7 +17,7 @@
  *
  * `node dist/bench/run.js metrics` runs it alone. Environment: BENCH_METRICS_ROUNDS (6),
  * BENCH_METRICS_ROUND_SECONDS (3), BENCH_METRICS_WARMUP_SECONDS (2), BENCH_METRICS_PARTS
- * (proxy,check,unary), BENCH_POSTGRES_URL.
+ * (proxy,check,unary), BENCH_METRICS_CONTROL, BENCH_POSTGRES_URL.
  */
 import autocannon from 'autocannon';
 import * as grpc from '@grpc/grpc-js';
@@ -40,6 +40,11 @@ const MIN_RATIO = 0.95;
 const PROXIED_PATH = '/proxy/api/items?limit=10';
 /** When, in a round of the `on` gateway, its /metrics is scraped. */
 const SCRAPE_AFTER_MS = 1000;
+/**
+ * BENCH_METRICS_CONTROL=1: both gateways with metrics off (an A/A run), which shows how far two
+ * identical gateways of this setup differ on this machine: the resolution of the on/off ratio.
+ */
+const CONTROL = process.env.BENCH_METRICS_CONTROL === '1';
 
 const ALL_PARTS = ['proxy', 'check', 'unary'] as const;
 type Part = (typeof ALL_PARTS)[number];
@@ -85,8 +90,8 @@ export async function runMetricsBench(): Promise<BenchReport> {
     });
     const sides: Side[] = [];
     for (const which of ['off', 'on'] as const) {
-      const metricsPort = which === 'on' ? await freePort() : null;
-      const env = which === 'on' ? { UPSTREAM_URL: upstreamUrl, METRICS_PORT: String(metricsPort) } : { UPSTREAM_URL: upstreamUrl, SLOW_REQUEST_MS: '0' };
+      const metricsPort = which === 'on' && !CONTROL ? await freePort() : null;
+      const env = metricsPort !== null ? { UPSTREAM_URL: upstreamUrl, METRICS_PORT: String(metricsPort) } : { UPSTREAM_URL: upstreamUrl, SLOW_REQUEST_MS: '0' };
       const gateway = await startGateway(children, tmp, database, undefined, env, `gateway-metrics-${which}`);
       sides.push({ which, gateway, metricsUrl: metricsPort === null ? null : `http://127.0.0.1:${metricsPort}/metrics`, rounds: [], cpuSeconds: 0, completed: 0, errors: 0 });
     }
@@ -113,6 +118,7 @@ export async function runMetricsBench(): Promise<BenchReport> {
           `metrics on: METRICS_PORT set, SLOW_REQUEST_MS default, /metrics scraped ${SCRAPE_AFTER_MS / 1000} s into each of its rounds.`,
         `Each part: ${WARMUP_SECONDS} s warm-up of each, then ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s, each once both audit queues are empty. ` +
           `/proxy/* and /v1/check with autocannon (${CONNECTIONS} and 100 connections), gRPC Evaluate with 100 calls in flight on one channel (pdp.bench.ts).`,
+        ...(CONTROL ? ['BENCH_METRICS_CONTROL=1: a control run, both gateways with metrics off; the `on` rows are the second gateway, the ratio the setup’s own spread.'] : []),
         ...notes,
       ],
     };
