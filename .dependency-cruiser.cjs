@@ -1,10 +1,11 @@
 /**
  * The import rules of the house (docs/architecture.md, "Layout and import rules"), checked by
  * `npm run lint`.
- * The policy engine is a plain library; the database-free decision code (src/decisions) and the
- * edge sidecar reach no storage, payment or mail library and no folder of the gateway alone;
- * transports never import each other; no folder depends on itself through others. The admin
- * dashboard (web/dashboard) speaks to the gateway over its public HTTP APIs only.
+ * The policy engine is a plain library; the database-free decision code (src/decisions), the
+ * telemetry both apps share (src/telemetry) and the edge sidecar reach no storage, payment or
+ * mail library and no folder of the gateway alone; transports never import each other; no
+ * folder depends on itself through others. The admin dashboard (web/dashboard) speaks to the
+ * gateway over its public HTTP APIs only.
  */
 const GATEWAY_ONLY =
   '^src/(agents|alerts|analytics|api-keys|audit|auth|billing|cli|cluster|dashboard|database|docs|fleet|gateway-decisions|health|identity|keys|managed-identity|organizations|policies|policy-changes|sidecar-tokens|tool-pins|approvals)/|^src/[^/]+\\.ts$';
@@ -21,17 +22,24 @@ module.exports = {
     },
     {
       name: 'edge-reaches-no-storage',
-      comment: 'The decision core and the sidecar run without a database: nothing they load may pull TypeORM, pg, Stripe, ioredis or nodemailer in.',
+      comment: 'The decision core, the telemetry and the sidecar run without a database: nothing they load may pull TypeORM, pg, Stripe, ioredis or nodemailer in.',
       severity: 'error',
-      from: { path: '^src/(decisions|sidecar)/' },
+      from: { path: '^src/(decisions|sidecar|telemetry)/' },
       to: { path: SERVER_LIBRARIES, reachable: true },
     },
     {
       name: 'edge-reaches-no-gateway-folder',
       comment: 'What the gateway and the sidecar share lives in folders of its own; the gateway-only folders hold storage-backed code.',
       severity: 'error',
-      from: { path: '^src/(decisions|sidecar|http)/' },
+      from: { path: '^src/(decisions|sidecar|http|telemetry)/' },
       to: { path: GATEWAY_ONLY, dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'telemetry-observes',
+      comment: 'Telemetry observes both apps from outside their transports: it reads the decision events and the HTTP layer, never a transport or a feature.',
+      severity: 'error',
+      from: { path: '^src/telemetry/' },
+      to: { path: '^src/', pathNot: '^src/(telemetry|common|config|logging|decisions|http|policy-engine)/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'core-imports-no-transport',

@@ -69,7 +69,7 @@ type Which = 'bare' | 'gateway';
 /** A PolicyResponse or `/v1/check` answer as decoded (proto-loader objects, or parsed JSON). */
 type Answer = Record<string, unknown>;
 
-type PdpStub = grpc.Client & {
+export type PdpStub = grpc.Client & {
   Evaluate(request: object, metadata: grpc.Metadata, callback: (error: grpc.ServiceError | null, response: Answer) => void): void;
   EvaluateStream(metadata: grpc.Metadata): grpc.ClientDuplexStream<object, Answer>;
 };
@@ -230,7 +230,7 @@ async function alternate(part: Part, bare: Subject, gateway: Subject, settle: ()
 }
 
 /** IN_FLIGHT callers, each making its next Evaluate call as soon as its last one answers. */
-function unaryLoad(client: PdpStub, metadata: grpc.Metadata, requests: object[], seconds: number, latencyUs: RecordableHistogram | null) {
+export function unaryLoad(client: PdpStub, metadata: grpc.Metadata, requests: object[], seconds: number, latencyUs: RecordableHistogram | null) {
   return new Promise<{ completed: number; errors: number; firstError?: string }>((resolve) => {
     const end = performance.now() + seconds * 1000;
     let next = 0;
@@ -303,7 +303,7 @@ function streamLoad(client: PdpStub, metadata: grpc.Metadata, requests: object[]
 }
 
 /** autocannon with IN_FLIGHT connections, each sending the calls' bodies round-robin. */
-function checkLoad(origin: string, requests: autocannon.Request[], seconds: number, latencyUs: RecordableHistogram | null) {
+export function checkLoad(origin: string, requests: autocannon.Request[], seconds: number, latencyUs: RecordableHistogram | null) {
   return new Promise<{ completed: number; errors: number; firstError?: string }>((resolve, reject) => {
     const instance = autocannon({ url: origin, connections: IN_FLIGHT, pipelining: 1, duration: seconds, requests }, (error: unknown, result: autocannon.Result) => {
       if (error) reject(error instanceof Error ? error : new Error(String(error)));
@@ -315,11 +315,15 @@ function checkLoad(origin: string, requests: autocannon.Request[], seconds: numb
   });
 }
 
-/** Starts the gateway like users do (`npm start`'s node flags), on `database` or the embedded one in `tmp`, with the benchmark's policies. */
-export async function startGateway(children: ChildSet, tmp: string, database: string | null, profileFile: string | undefined): Promise<Gateway> {
+/**
+ * Starts the gateway like users do (`npm start`'s node flags), on `database` or the embedded one
+ * in `tmp`, with the benchmark's policies; `extraEnv` adds to its environment (metrics.bench.ts
+ * starts two, named by `name`).
+ */
+export async function startGateway(children: ChildSet, tmp: string, database: string | null, profileFile: string | undefined, extraEnv: NodeJS.ProcessEnv = {}, name = 'gateway'): Promise<Gateway> {
   const policiesFile = path.join(tmp, 'bench-policies.yaml');
   fs.writeFileSync(policiesFile, BENCH_POLICIES_YAML);
-  const dataDir = path.join(tmp, 'gateway-data');
+  const dataDir = path.join(tmp, `${name}-data`);
   fs.mkdirSync(dataDir, { recursive: true });
   const [port, grpcPort] = [await freePort(), await freePort()];
   const env: NodeJS.ProcessEnv = {
@@ -335,10 +339,11 @@ export async function startGateway(children: ChildSet, tmp: string, database: st
     DATA_DIR: dataDir,
     ...(database === null ? {} : { DATABASE_URL: withDatabase(POSTGRES_URL, database) }),
     ...(profileFile ? { BENCH_CPU_PROFILE_FILE: profileFile } : {}),
+    ...extraEnv,
   };
   const nodeArgs = [...startScriptNodeFlags(), ...(profileFile ? ['--require', path.join(SERVERS, 'cpu-profile.js')] : [])];
   const started = Date.now();
-  const child = children.spawn('gateway', process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'src', 'main.js')], { cwd: ROOT, env });
+  const child = children.spawn(name, process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'src', 'main.js')], { cwd: ROOT, env });
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(`${base}/health`, child, 120_000);
   return { child, base, grpcPort, startupMs: Date.now() - started };
@@ -362,13 +367,13 @@ async function adminPost<T>(base: string, route: string, body: object): Promise<
 const LOADER_OPTIONS = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
 
 /** A generated-stub client (proto-loader), one channel, as an SDK makes it. */
-function stub(address: string): PdpStub {
+export function stub(address: string): PdpStub {
   const definition = protoLoader.loadSync(PROTO, LOADER_OPTIONS);
   const pdp = (grpc.loadPackageDefinition(definition) as unknown as { agentgov: { pdp: { v1: { PolicyDecisionPoint: grpc.ServiceClientConstructor } } } }).agentgov.pdp.v1;
   return new pdp.PolicyDecisionPoint(address, grpc.credentials.createInsecure()) as unknown as PdpStub;
 }
 
-function policyRequest(agentId: string, call: PdpBenchCall): object {
+export function policyRequest(agentId: string, call: PdpBenchCall): object {
   return { agentId, action: call.action, resource: call.resource, plugin: call.plugin, function: call.function, args: struct(call.args), context: struct(call.context) };
 }
 

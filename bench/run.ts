@@ -11,6 +11,7 @@ import { runAlertsBench } from './alerts.bench';
 import { runAnalyticsBench } from './analytics.bench';
 import { runIngestBench } from './ingest.bench';
 import { runMcpBench } from './mcp.bench';
+import { runMetricsBench } from './metrics.bench';
 import { runPdpBench } from './pdp.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
@@ -27,6 +28,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   ingest: runIngestBench,
   alerts: runAlertsBench,
   mcp: runMcpBench,
+  metrics: runMetricsBench,
 };
 
 const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');

@@ -27,6 +27,8 @@ import { OrganizationsModule } from './organizations/organizations.module';
 import { PdpModule } from './pdp/pdp.module';
 import { SidecarTokensModule } from './sidecar-tokens/sidecar-tokens.module';
 import { GatewayBootstrap } from './gateway-bootstrap';
+import { ShutdownStateModule } from './common/shutdown-state';
+import { TelemetryModule } from './telemetry/telemetry.module';
 
 /** The gateway: every domain module, on one configuration, logger and database. */
 @Module({})
@@ -37,6 +39,8 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(config),
         LoggingModule.forRoot(logger),
+        ShutdownStateModule,
+        TelemetryModule.forRoot({ settings: config.telemetry, app: 'gateway', host: config.http.host, version: config.version }),
         DatabaseModule.forRoot(),
         ClusterModule,
         ScheduleModule.forRoot(),

@@ -18,6 +18,7 @@ import { AdapterHttpHandler } from './pdp/adapter-http.handler';
 import { McpHandler } from './mcp/mcp.handler';
 import { ProxyHandler } from './proxy/proxy-handler';
 import { pdpGrpcOptions } from './pdp/pdp-grpc-options';
+import { Telemetry } from './telemetry/telemetry';
 import './auth/request-context';
 
 export const YAML_MEDIA_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
@@ -51,7 +52,11 @@ export async function createGateway(config: AppConfig, logger: Logger = createLo
   setupSwagger(app, config);
   // Before init: the static files must come ahead of the not-found handler Nest adds there.
   serveDashboard(app);
-  if (config.grpc.port !== 0) app.connectMicroservice<MicroserviceOptions>(pdpGrpcOptions(config), { inheritAppConfig: true });
+  const telemetry = app.get(Telemetry);
+  if (config.grpc.port !== 0) {
+    const interceptors = telemetry.grpc.needed ? [telemetry.grpc.interceptor] : [];
+    app.connectMicroservice<MicroserviceOptions>(pdpGrpcOptions(config, interceptors), { inheritAppConfig: true });
+  }
   try {
     await app.init();
     await app.startAllMicroservices();
@@ -60,7 +65,8 @@ export async function createGateway(config: AppConfig, logger: Logger = createLo
     await app.close().catch(() => undefined);
     throw error;
   }
-  // The lean routes, ahead of express (src/http/lean-routes.ts): the governed proxy, the adapter endpoints and the MCP gateway.
-  mountLeanRoutes(app, [app.get(ProxyHandler), app.get(AdapterHttpHandler), app.get(McpHandler)]);
+  // The lean routes, ahead of express (src/http/lean-routes.ts): the governed proxy, the adapter endpoints, the MCP gateway and /metrics (behind METRICS_TOKEN).
+  const routes = [app.get(ProxyHandler), app.get(AdapterHttpHandler), app.get(McpHandler), telemetry.endpoint];
+  mountLeanRoutes(app, routes, telemetry.requests.needed ? telemetry.requests : undefined);
   return app;
 }

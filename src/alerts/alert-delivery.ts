@@ -34,6 +34,15 @@ export const MAX_THROTTLED_MS = 5 * 60_000;
 /** Longest single wait a Retry-After gets. */
 const MAX_RETRY_AFTER_MS = 60_000;
 
+/** Why alerts were dropped: ALERT_RATE_LIMIT, or too many deliveries under way to one provider. */
+export type DropReason = 'rate_limit' | 'overflow';
+
+/** What delivery has done since start, per provider (the gateway's metrics, docs/observability.md). */
+export interface DeliveryCounts {
+  providers: Array<{ provider: string; sent: number; failed: number }>;
+  dropped: Record<DropReason, number>;
+}
+
 /** How one provider fared with one alert. */
 export interface DeliveryResult {
   provider: string;
@@ -74,6 +83,10 @@ export class AlertDelivery {
   /** Every delivery under way: at shutdown, the alerts abandoned are named, not just counted. */
   private readonly deliveries = new Set<Delivery>();
   private closed = false;
+  /** Deliveries settled per provider (indexed as `providers`), and alerts dropped. */
+  private readonly sentOf: number[];
+  private readonly failedOf: number[];
+  private readonly dropped: Record<DropReason, number> = { rate_limit: 0, overflow: 0 };
 
   constructor(
     private readonly providers: readonly AlertProvider[],
@@ -84,6 +97,8 @@ export class AlertDelivery {
     private readonly maxInFlightPerProvider = MAX_IN_FLIGHT_PER_PROVIDER,
   ) {
     this.inFlightOf = providers.map(() => 0);
+    this.sentOf = providers.map(() => 0);
+    this.failedOf = providers.map(() => 0);
     this.dropWarnings = new DropWarnings((message, fields) => log('warn', message, fields));
     this.retries = new RetrySchedule(Array.from({ length: Math.max(0, retry.attempts - 1) }, (_, level) => retry.firstDelayMs * 2 ** level));
   }
@@ -110,7 +125,7 @@ export class AlertDelivery {
     } finally {
       this.starting--;
     }
-    if (allowed < alerts.length) this.drop(alerts.slice(allowed), `alert rate limit reached (ALERT_RATE_LIMIT=${this.limit} per minute): alerts dropped`);
+    if (allowed < alerts.length) this.drop(alerts.slice(allowed), 'rate_limit', `alert rate limit reached (ALERT_RATE_LIMIT=${this.limit} per minute): alerts dropped`);
     for (let slot = 0; slot < this.providers.length; slot++) this.startAll(slot, alerts, allowed);
     this.notifyIfIdle();
   }
@@ -124,7 +139,15 @@ export class AlertDelivery {
       else this.start(new Delivery(this, provider, slot, alerts[index], null));
     }
     // One line per batch, not per alert: a receiver that cannot keep up must not flood the log too.
-    if (overflow !== null) this.drop(overflow, `more than ${this.maxInFlightPerProvider} alert deliveries under way to the ${provider.name} provider: alerts to it dropped`, provider.name);
+    if (overflow !== null) this.drop(overflow, 'overflow', `more than ${this.maxInFlightPerProvider} alert deliveries under way to the ${provider.name} provider: alerts to it dropped`, provider.name);
+  }
+
+  /** Deliveries sent and failed for good per provider, and alerts dropped, since start. */
+  counts(): DeliveryCounts {
+    return {
+      providers: this.providers.map((provider, slot) => ({ provider: provider.name, sent: this.sentOf[slot], failed: this.failedOf[slot] })),
+      dropped: { ...this.dropped },
+    };
   }
 
   /** Deliveries (one alert to one provider) not yet settled, retries included; alerts of batches still being counted against the rate limit are not among them. */
@@ -214,6 +237,8 @@ export class AlertDelivery {
   /** Called by a delivery once it is over: sent, or failed for good (`error`). */
   finished(delivery: Delivery, error: string | null): void {
     this.inFlightOf[delivery.slot]--;
+    if (error === null) this.sentOf[delivery.slot]++;
+    else this.failedOf[delivery.slot]++;
     this.deliveries.delete(delivery);
     delivery.report?.({ provider: delivery.provider.name, target: delivery.provider.target, ok: error === null, attempts: delivery.attempts, ...(error === null ? {} : { error }) });
     this.notifyIfIdle();
@@ -224,7 +249,8 @@ export class AlertDelivery {
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
-  private drop(alerts: readonly Alert[], message: string, provider?: string): void {
+  private drop(alerts: readonly Alert[], reason: DropReason, message: string, provider?: string): void {
+    this.dropped[reason] += alerts.length;
     this.dropWarnings.add(alerts, message, provider);
   }
 }

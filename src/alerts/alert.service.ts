@@ -6,7 +6,7 @@ import { RequestFailure, RequestFailures } from '../decisions/request-failures';
 import { LOGGER } from '../logging/logging.module';
 import { ApprovalLinks } from '../approvals/approval-links';
 import { approvalAlert, openedApproval } from './approval-alert';
-import { AlertDelivery } from './alert-delivery';
+import { AlertDelivery, DeliveryCounts } from './alert-delivery';
 import { ActiveTriggers, activeTriggers, alertsOfBatch, raiseAlerts, raiseFailure, raiseQuotaRefusal } from './alert-triggers';
 
 /** Alerts raised within this many milliseconds are delivered as one batch. */
@@ -50,6 +50,11 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
   get enabled(): boolean {
     const alerts = this.config.alerts;
     return alerts.webhookUrl !== undefined || alerts.chatWebhook !== undefined || alerts.email.enabled;
+  }
+
+  /** What delivery has done since start (the gateway's metrics); null without a provider. */
+  deliveryCounts(): DeliveryCounts | null {
+    return this.delivery?.counts() ?? null;
   }
 
   onModuleInit(): void {

@@ -12,10 +12,13 @@ import { AuditRecord, queuedAudit } from '../decisions/audit-record';
 import { AuditSanitizer } from '../decisions/audit-sanitizer';
 import { AuditSink, InProcessAuditSink, WorkerAuditSink } from './audit-sink';
 import { atTurnEnd } from '../common/turn-end';
+import { BucketHistogram } from '../telemetry/bucket-histogram';
 
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 5000;
 const SHUTDOWN_DRAIN_MS = 15_000;
+/** Seconds a batch write takes: about a millisecond for a small batch, far more while the database struggles. */
+const WRITE_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
  * Writes audit entries off the request path: callers enqueue plain records (cleaned and
@@ -54,6 +57,10 @@ export class AuditWriter implements OnApplicationShutdown {
   private written = 0;
   private stripPayloads = false;
   private closed = false;
+  /** How long each batch write took, failed or not (the gateway's metrics). */
+  readonly writeSeconds = new BucketHistogram(WRITE_BUCKETS);
+  /** Batch writes that failed since start (each is retried, or answered 503 for an ingest). */
+  writeFailures = 0;
 
   constructor(
     private readonly config: AppConfig,
@@ -101,9 +108,13 @@ export class AuditWriter implements OnApplicationShutdown {
     if (this.closed) throw new AppError(ErrorCode.ServiceUnavailable, 'The gateway is shutting down; try again shortly');
     const batch = recordsBatch(entries.map((entry) => queuedAudit(entry, this.clean)));
     let present: string[];
+    const started = performance.now();
     try {
       present = await this.sink.write(batch, false, true);
+      this.writeSeconds.observe((performance.now() - started) / 1000);
     } catch (error) {
+      this.writeSeconds.observe((performance.now() - started) / 1000);
+      this.writeFailures++;
       present = await this.writeOnceStripped(batch, error);
     }
     this.written += entries.length - present.length;
@@ -226,14 +237,18 @@ export class AuditWriter implements OnApplicationShutdown {
   private async flushBatch(): Promise<void> {
     const batch = this.queue.head();
     if (batch === undefined) return;
+    const started = performance.now();
     try {
       await this.sink.write(batch, this.stripPayloads);
+      this.writeSeconds.observe((performance.now() - started) / 1000);
       this.queue.shift();
       this.written += batch.count;
       this.retryMs = 0;
       this.retryAtMs = 0;
       this.stripPayloads = false;
     } catch (error) {
+      this.writeSeconds.observe((performance.now() - started) / 1000);
+      this.writeFailures++;
       this.retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, this.retryMs * 2));
       this.retryAtMs = performance.now() + this.retryMs;
       this.lastFailureMs = Date.now();

@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { INestApplication } from '@nestjs/common';
 import type { Logger } from 'pino';
+import { ShutdownState } from './shutdown-state';
 
 /**
  * Ends the gateway on SIGTERM or SIGINT within SHUTDOWN_TIMEOUT_MS (docs/architecture.md
@@ -23,6 +24,7 @@ export class GracefulShutdown {
     private readonly logger: Logger,
     private readonly timeoutMs: number,
     private readonly exit: (code: number) => void = (code) => process.exit(code),
+    private readonly state: ShutdownState | null = shutdownStateOf(app),
   ) {
     const server = this.server;
     server.on('connection', this.opened);
@@ -38,6 +40,7 @@ export class GracefulShutdown {
   async shutdown(reason: string): Promise<void> {
     if (this.draining) return;
     this.draining = true;
+    this.state?.begin();
     // Not unref'd: the bound must hold even if a pending close keeps nothing else alive.
     const forced = setTimeout(() => this.force(), this.timeoutMs);
     this.logger.info({ reason, timeoutMs: this.timeoutMs, connections: this.connections.size }, 'shutting down: answering the requests in flight');
@@ -84,6 +87,15 @@ export class GracefulShutdown {
     // A request that arrives on a kept-alive connection while draining is answered, then the connection closes.
     if (this.draining) response.shouldKeepAlive = false;
   };
+}
+
+/** The app's ShutdownState (ShutdownStateModule), null in an app without one. */
+function shutdownStateOf(app: INestApplication): ShutdownState | null {
+  try {
+    return app.get(ShutdownState, { strict: false });
+  } catch {
+    return null;
+  }
 }
 
 /** Closes the connection once `response` is sent: with `Connection: close` while its headers are not yet written. */

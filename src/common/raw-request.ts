@@ -31,9 +31,20 @@ export function rawHeader(request: IncomingMessage, lowerName: string, joined: b
   return value;
 }
 
-/** The request's trace id: its X-Trace-ID, else its traceparent's, else a new one. */
-export function requestTraceId(request: IncomingMessage): string {
-  return resolveTraceId(rawHeader(request, 'x-trace-id', true), rawHeader(request, 'traceparent', true));
+/** A request that may carry its trace id (express's `request.traceId`, set by the request-context middleware). */
+type TracedRequest = IncomingMessage & { traceId?: string };
+
+/**
+ * The request's trace id: its X-Trace-ID, else its traceparent's, else a new one. Kept on the
+ * request, so every call for one request (the handler's, its request log line's) names the same.
+ */
+export function requestTraceId(request: TracedRequest): string {
+  return (request.traceId ??= resolveTraceId(rawHeader(request, 'x-trace-id', true), rawHeader(request, 'traceparent', true)));
+}
+
+/** The trace id the request was given by `requestTraceId` or express's middleware, if any yet. */
+export function knownTraceId(request: TracedRequest): string | undefined {
+  return request.traceId;
 }
 
 /** The URL's path, without its query string. */

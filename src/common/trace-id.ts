@@ -22,10 +22,18 @@ export function resolveTraceId(clientTraceId: string | undefined, traceparent: s
   return newTraceId();
 }
 
-/** A W3C traceparent for an outgoing call; a non-hex trace id is mapped to one by hashing. */
-export function traceparentFor(traceId: string): string {
-  const w3c = isW3cTraceId(traceId) ? traceId : createHash('sha256').update(traceId).digest('hex').slice(0, 32);
-  return `00-${w3c}-${randomHex(8)}-01`;
+/**
+ * A W3C traceparent for an outgoing call, naming `spanId` (16 hex characters) as the caller's
+ * span: the proxy names its span of the call (docs/observability.md "Traces"), so the upstream's
+ * spans hang under it.
+ */
+export function traceparentFor(traceId: string, spanId: string = randomHex(8)): string {
+  return `00-${w3cTraceId(traceId)}-${spanId}-01`;
+}
+
+/** The W3C trace-id of a trace id: itself when it is one, else (a client's X-Trace-ID of another form) the start of its SHA-256, so it maps to the same one everywhere. */
+export function w3cTraceId(traceId: string): string {
+  return isW3cTraceId(traceId) ? traceId : createHash('sha256').update(traceId).digest('hex').slice(0, 32);
 }
 
 /** 32 lowercase hex characters, not all zero. */

@@ -274,3 +274,42 @@ describe('AppConfig.fromEnv rejects bad values, naming the variable and what it 
     }
   });
 });
+
+describe('metrics, request logs and traces (shared with the sidecar)', () => {
+  it('serve no metrics, log no requests, warn past 1 s and send no spans by default', () => {
+    expect(AppConfig.fromEnv({}).telemetry).toEqual({ logRequests: false, slowRequestMs: 1000, tracesHeaders: {}, serviceName: 'agentgov-gateway', metricsPort: undefined, metricsToken: undefined, tracesUrl: undefined });
+  });
+
+  it('read METRICS_PORT, METRICS_TOKEN, LOG_REQUESTS, SLOW_REQUEST_MS and the OTLP endpoint, its headers and the service name', () => {
+    const config = AppConfig.fromEnv({
+      METRICS_PORT: '9464',
+      METRICS_TOKEN: 'metrics-token-0123456789',
+      LOG_REQUESTS: 'true',
+      SLOW_REQUEST_MS: '0',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=a%20b,Tenant=t1',
+      OTEL_SERVICE_NAME: 'edge-gw',
+    });
+    expect(config.telemetry).toEqual({
+      metricsPort: 9464,
+      metricsToken: 'metrics-token-0123456789',
+      logRequests: true,
+      slowRequestMs: 0,
+      tracesUrl: 'http://collector:4318/v1/traces',
+      tracesHeaders: { 'x-api-key': 'a b', tenant: 't1' },
+      serviceName: 'edge-gw',
+    });
+  });
+
+  it('refuse a metrics port that is the main one, a short token and malformed headers, without printing the headers', () => {
+    expect(() => AppConfig.fromEnv({ PORT: '3000', METRICS_PORT: '3000', METRICS_TOKEN: 'short', OTEL_EXPORTER_OTLP_HEADERS: 'secret-value-only' })).toThrow(
+      expect.objectContaining({
+        problems: [
+          'METRICS_PORT=3000: must differ from PORT (the metrics port is a listener of its own)',
+          'METRICS_TOKEN: must be at least 16 characters',
+          'OTEL_EXPORTER_OTLP_HEADERS: expected name=value pairs, comma-separated',
+        ],
+      }),
+    );
+  });
+});

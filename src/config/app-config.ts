@@ -5,7 +5,7 @@ import { PLAN_IDS, PlanId } from '../plans/plans';
 
 export type GatewayMode = 'enforce' | 'audit';
 import type { LogLevel } from '../logging/logger';
-import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs } from './shared-settings';
+import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs, readTelemetrySettings, TelemetrySettings } from './shared-settings';
 
 export type { LogLevel };
 
@@ -118,6 +118,8 @@ export class AppConfig {
     /** OIDC_JWKS_COOLDOWN: least time between two JWKS fetches for an unknown `kid`. */
     jwksCooldownMs: number;
   };
+  /** METRICS_PORT, METRICS_TOKEN, LOG_REQUESTS, SLOW_REQUEST_MS, OTEL_*: metrics, request logs and traces (shared-settings.ts). */
+  readonly telemetry: TelemetrySettings;
   /** MCP_SERVERS, MCP_PIN (docs/mcp.md). */
   readonly mcp: McpVariables;
 
@@ -190,6 +192,7 @@ export class AppConfig {
         audience: read.optionalString('OIDC_AUDIENCE'),
         jwksCooldownMs: read.durationMs('OIDC_JWKS_COOLDOWN', '30s'),
       },
+      telemetry: readTelemetrySettings(read, port, 'agentgov-gateway'),
       mcp: readMcpVariables(read),
     };
     if (read.errors.length > 0) throw new ConfigError(read.errors);

@@ -10,6 +10,8 @@ export interface DecisionEvent {
   /** The entry as recorded (its `id` is the decision id). */
   entry: AuditRecord & { id: string };
   decision: Decision;
+  /** True for an edge decision the gateway received from a sidecar: decided there, not by this process (its metrics and spans are the sidecar's). */
+  ingested?: boolean;
 }
 
 /**

@@ -17,3 +17,8 @@ export function decisionSecondOf(id: string): number | undefined {
   const seconds = Number.parseInt(id.slice(PREFIX.length, PREFIX.length + 8), 16);
   return Number.isSafeInteger(seconds) && /^[0-9a-f]{24}$/.test(id.slice(PREFIX.length)) ? seconds * 1000 : undefined;
 }
+
+/** The span id of a decision's span (docs/observability.md "Traces"): the 64 random bits of its id, as 16 hex characters. */
+export function decisionSpanId(id: string): string {
+  return id.slice(-16);
+}

@@ -108,7 +108,7 @@ export class SidecarsService {
     const records = entries.map((entry) => toRecord(orgId, entry));
     const written = await this.writer.writeOnce(records);
     for (const record of records) {
-      if (record.kind === 'decision' && written.has(record.id)) this.events.emit({ entry: record, decision: ingestedDecision(record) });
+      if (record.kind === 'decision' && written.has(record.id)) this.events.emit({ entry: record, decision: ingestedDecision(record), ingested: true });
     }
     return written;
   }

@@ -37,3 +37,16 @@ export class HealthReport {
   @ApiProperty({ description: 'Why the audit trail is behind, while its oldest unwritten entry is older than AUDIT_LAG_MAX_MS; else null', nullable: true, type: String })
   degradedReason: string | null;
 }
+
+export class ReadinessReport {
+  @ApiProperty({ enum: ['ready', 'not_ready'], description: '`not_ready` (HTTP 503) while any of `reasons` holds' })
+  status: string;
+  @ApiProperty({
+    type: [String],
+    description:
+      'Why this instance should not receive traffic now: `shutting down`, `database unreachable`, `migrations pending: <names>`, or the audit trail behind by more than AUDIT_LAG_MAX_MS. Empty when ready',
+    example: [],
+  })
+  reasons: string[];
+  @ApiProperty({ example: '2026-11-21T10:15:30.123Z' }) timestamp: string;
+}

@@ -1,6 +1,10 @@
 import { Module } from '@nestjs/common';
+import { AlertsModule } from '../alerts/alerts.module';
 import { AuditModule } from '../audit/audit.module';
+import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
+import { GatewayTelemetry } from './gateway-telemetry';
 import { HealthController } from './health.controller';
 
-@Module({ imports: [AuditModule], controllers: [HealthController] })
+/** How the gateway is doing: liveness and readiness (`/health`, `/health/ready`) and its metrics and spans. */
+@Module({ imports: [AuditModule, AlertsModule, GatewayDecisionsModule], controllers: [HealthController], providers: [GatewayTelemetry] })
 export class HealthModule {}

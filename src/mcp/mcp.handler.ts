@@ -85,6 +85,10 @@ export class McpHandler implements LeanRoute, OnApplicationShutdown {
     return path.startsWith(PREFIX);
   }
 
+  name(): string {
+    return '/mcp/*';
+  }
+
   handle(request: IncomingMessage, response: ServerResponse, path: string): void {
     const traceId = requestTraceId(request);
     this.serve(request, response, path, traceId).catch((error: unknown) =>

@@ -52,6 +52,11 @@ export class AdapterHttpHandler implements LeanRoute {
     return ADAPTER_PATHS.has(path);
   }
 
+  /** One of ADAPTER_PATHS. */
+  name(path: string): string {
+    return path;
+  }
+
   /** Serves one request to an ADAPTER_PATHS path; never throws (errors become responses). */
   handle(request: IncomingMessage, response: ServerResponse, path: string): void {
     const traceId = requestTraceId(request);

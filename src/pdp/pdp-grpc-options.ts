@@ -1,3 +1,4 @@
+import type { ServerInterceptor } from '@grpc/grpc-js';
 import type { PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { GrpcOptions, Transport } from '@nestjs/microservices';
 import path from 'node:path';
@@ -12,9 +13,10 @@ export const PDP_PROTO_PATH = path.join(__dirname, '..', '..', 'proto', 'pdp.pro
  * The PDP's gRPC server: the Nest gRPC microservice transport on PDP_GRPC_PORT, in the gateway's
  * process (a hybrid app). Messages are bounded like JSON bodies (MAX_JSON_BYTES): grpc-js
  * refuses a larger one with RESOURCE_EXHAUSTED before any handler runs. PolicyRequest and
- * PolicyResponse go through protobufjs directly (policy-messages.ts).
+ * PolicyResponse go through protobufjs directly (policy-messages.ts). `interceptors` see every call
+ * (the metrics and request logs of src/telemetry).
  */
-export function pdpGrpcOptions(config: AppConfig): GrpcOptions {
+export function pdpGrpcOptions(config: AppConfig, interceptors: ServerInterceptor[] = []): GrpcOptions {
   return {
     transport: Transport.GRPC,
     options: {
@@ -24,6 +26,8 @@ export function pdpGrpcOptions(config: AppConfig): GrpcOptions {
       loader: { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true },
       maxReceiveMessageLength: config.http.maxJsonBytes,
       gracefulShutdown: true,
+      // Passed to grpc-js's Server with the channel options (Nest spreads them into its options).
+      channelOptions: { interceptors } as NonNullable<GrpcOptions['options']['channelOptions']>,
       onLoadPackageDefinition: policyMessagesOnTheWire,
     },
   };

@@ -7,6 +7,7 @@ import { ErrorCode } from '../common/error-code';
 import { errorBody, ErrorResponse } from '../common/error-body';
 import { ServiceHeader } from '../common/service-header';
 import { traceparentFor } from '../common/trace-id';
+import { decisionSpanId } from '../decisions/decision-id';
 import { DecisionRequest, DecisionService, Verdict } from '../decisions/decision.service';
 import type { Decision } from '../policy-engine/types';
 import { RequestFailures } from '../decisions/request-failures';
@@ -60,6 +61,10 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
 
   matches(request: IncomingMessage): boolean {
     return isProxyUrl(request.url);
+  }
+
+  name(): string {
+    return '/proxy/*';
   }
 
   /** Serves one request; never throws (errors become responses). */
@@ -226,7 +231,8 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
         incoming: request,
         body: streamed,
         traceId,
-        traceparent: traceparentFor(traceId),
+        // The proxy's span of the call (src/telemetry/decision-spans.ts) is named after the decision.
+        traceparent: traceparentFor(traceId, decisionSpanId(exchange.verdict.id)),
         responseHeaders: headers,
       },
       response,

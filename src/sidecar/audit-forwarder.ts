@@ -4,6 +4,7 @@ import { SidecarConfig } from './sidecar-config';
 import { LOGGER } from '../logging/logging.module';
 import { AuditWal } from './audit-wal';
 import { GatewayLink } from './gateway-link';
+import { BucketHistogram } from '../telemetry/bucket-histogram';
 
 /** Entries and bytes per ingest request: well under the gateway's 1 MiB JSON limit. */
 const BATCH_ENTRIES = 500;
@@ -12,6 +13,8 @@ const BATCH_BYTES = 512 * 1024;
 const MIN_BATCH_BYTES = 1024;
 const MAX_BACKOFF_MS = 10_000;
 const CLOSING = Buffer.from(']}');
+/** Seconds an ingest request takes: milliseconds while the gateway keeps up, up to the link's 10 s timeout. */
+const FORWARD_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
  * Sends the buffered audit entries to the gateway (`POST /api/v1/audit/ingest`) in order, one
@@ -22,6 +25,10 @@ const CLOSING = Buffer.from(']}');
 export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShutdown {
   lastError: string | null = null;
   lastForwardMs: number | null = null;
+  /** How long each batch took to send and be answered, and how many batches and entries were refused or taken (the sidecar's metrics). */
+  readonly forwardSeconds = new BucketHistogram(FORWARD_BUCKETS);
+  forwardFailures = 0;
+  forwardedEntries = 0;
   private timer: NodeJS.Timeout | null = null;
   private running = false;
   private backoffMs = 0;
@@ -84,19 +91,23 @@ export class AuditForwarder implements OnApplicationBootstrap, OnApplicationShut
   private async forwardOne(): Promise<boolean> {
     const batch = this.wal.batch(BATCH_ENTRIES, this.batchBytes);
     if (batch === null) return false;
+    const started = performance.now();
     const answer = await this.link.post('/api/v1/audit/ingest', [this.opening, batch.entries, CLOSING]);
+    this.forwardSeconds.observe((performance.now() - started) / 1000);
     if (answer !== 'unreachable' && answer.status === 413 && batch.count > 1) {
       this.batchBytes = Math.max(MIN_BATCH_BYTES, Math.floor(Math.min(this.batchBytes, batch.entries.length) / 2));
       this.logger.warn({ entries: batch.count, bytes: batch.entries.length, nextBatchBytes: this.batchBytes }, 'the gateway refused an audit batch as too large; sending smaller batches');
       return true;
     }
     if (answer === 'unreachable' || answer.status !== 200) {
+      this.forwardFailures++;
       this.lastError = answer === 'unreachable' ? 'gateway unreachable' : `gateway answered ${answer.status}: ${answer.text.slice(0, 200)}`;
       if (answer !== 'unreachable') this.logger.error({ status: answer.status, firstSeq: batch.firstSeq, lastSeq: batch.lastSeq }, 'audit batch refused by the gateway; will retry');
       this.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(500, this.backoffMs * 2));
       return false;
     }
     await this.wal.acknowledge(batch.lastSeq);
+    this.forwardedEntries += batch.count;
     this.lastError = null;
     this.lastForwardMs = Date.now();
     this.backoffMs = 0;

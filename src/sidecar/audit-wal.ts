@@ -205,6 +205,17 @@ export class AuditWal implements DecisionLog {
     this.release();
   }
 
+  /**
+   * When the oldest entry the gateway has not acknowledged was decided (its `ts`, read back from
+   * its line), null when none waits: how far behind forwarding is (the sidecar's metrics).
+   */
+  oldestPendingTs(): number | null {
+    const segment = this.segments.find((candidate) => candidate.unacknowledged > 0);
+    if (segment === undefined) return this.pendingSeqs.length > 0 ? Date.now() : null;
+    const ts = /"ts":(\d+)/.exec(segment.read(segment.head, segment.head + 1, 0x0a).toString('utf8', 0, 256))?.[1];
+    return ts === undefined ? null : Number(ts);
+  }
+
   state(): WalState {
     let pendingEntries = this.pendingSeqs.length;
     for (const segment of this.segments) pendingEntries += segment.unacknowledged;

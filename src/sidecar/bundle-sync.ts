@@ -27,6 +27,8 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
   lastSuccessMs: number | null = null;
   lastSyncSuccess = false;
   lastError: string | null = null;
+  /** Fetches since start by what came of them: a new bundle put in force, the same one, or none (the sidecar's metrics). */
+  readonly syncs = { applied: 0, unchanged: 0, failed: 0 };
   private failures = 0;
   private stopped = false;
   /** A fetch is under way (scheduled or early): an early one is not started beside it. */
@@ -74,6 +76,7 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
     const headers: Record<string, string> = { [SidecarHeader.AuditSeq]: String(this.wal.state().lastSeq) };
     const etag = this.store.etag;
     if (etag !== null) headers['if-none-match'] = etag;
+    const versionBefore = this.store.bundle?.version;
     const answer = await this.link.get('/api/v1/bundle', headers);
     const ok = answer !== 'unreachable' && answer !== 'too_large' && (await this.handle(answer));
     if (answer === 'unreachable') this.lastError = 'gateway unreachable';
@@ -82,6 +85,9 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
       this.logger.error({ limitBytes: MAX_GATEWAY_ANSWER_BYTES }, 'bundle fetch answer too large; refused');
     }
     this.lastSyncSuccess = ok;
+    if (!ok) this.syncs.failed++;
+    else if (this.store.bundle?.version !== versionBefore) this.syncs.applied++;
+    else this.syncs.unchanged++;
     if (ok) {
       this.lastSuccessMs = this.lastSyncMs;
       this.lastError = null;

@@ -33,6 +33,10 @@ export class EdgeApprovalStatus implements LeanRoute {
     return request.method === 'GET' && STATUS_PATH.test(path);
   }
 
+  name(): string {
+    return '/v1/approvals/:id';
+  }
+
   handle(request: IncomingMessage, response: ServerResponse, path: string): void {
     const traceId = requestTraceId(request);
     serveJson(request, response, { traceId, headers: { [ServiceHeader.ClientTraceId]: traceId }, logger: this.logger, what: 'approval status' }, () => this.answer(request, path));

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { Logger } from 'pino';
 import { SidecarHeader } from '../decisions/sidecar-protocol';
 import { ServiceHeader } from '../common/service-header';
 import type { SidecarConfig } from './sidecar-config';
@@ -18,17 +19,20 @@ export type GatewayAnswer = { status: number; headers: Headers; text: string } |
 /**
  * The sidecar's connection to its gateway, authenticated by ADMIN_TOKEN (docs/sidecar.md
  * "Configuration"), and what /health says of it: reachable when its last call got an
- * answer.
+ * answer. The log says when the gateway goes away (a warning, once) and when it is back.
  */
 export class GatewayLink {
   reachable = false;
   lastContactMs: number | null = null;
   /** One kept-alive connection for the forwarder's batches. */
   private readonly agent: http.Agent;
+  /** Since when no call got an answer (Date.now()); null while the gateway answers. */
+  private awaySinceMs: number | null = null;
 
   constructor(
     private readonly config: SidecarConfig,
     readonly sidecarId: string,
+    private readonly logger: Logger,
   ) {
     const options = { keepAlive: true, maxSockets: 1 };
     this.agent = config.gatewayUrl.startsWith('https:') ? new https.Agent(options) : new http.Agent(options);
@@ -87,11 +91,22 @@ export class GatewayLink {
   private answered(status: number, headers: Headers, text: string): GatewayAnswer {
     this.reachable = true;
     this.lastContactMs = Date.now();
+    if (this.awaySinceMs !== null) {
+      this.logger.info({ gateway: this.config.gatewayUrl, awayMs: this.lastContactMs - this.awaySinceMs }, 'gateway reachable again: bundle sync and audit forwarding resume');
+      this.awaySinceMs = null;
+    }
     return { status, headers, text };
   }
 
   private unreachable(): 'unreachable' {
     this.reachable = false;
+    if (this.awaySinceMs === null) {
+      this.awaySinceMs = Date.now();
+      this.logger.warn(
+        { gateway: this.config.gatewayUrl, lastContact: this.lastContactMs === null ? null : new Date(this.lastContactMs).toISOString() },
+        'gateway unreachable: deciding on the bundle in force, audit entries kept in CACHE_DIR until it is back',
+      );
+    }
     return 'unreachable';
   }
 }

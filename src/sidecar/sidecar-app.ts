@@ -16,12 +16,13 @@ import { SidecarModule } from './sidecar.module';
 import { setupSidecarSwagger } from './sidecar-swagger';
 import { header } from '../common/raw-request';
 import { EdgeApprovalStatus } from './edge-approval-status';
+import { Telemetry } from '../telemetry/telemetry';
 
 /**
  * Builds the sidecar application (not yet listening). Its routes are served on the lean path,
- * ahead of express (as the gateway's proxy is): `/enforce`, `/enforce/batch`, `/health`, the
- * adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`, `GET /v1/approvals/:id`),
- * `/proxy/*` and `/mcp/*`; express
+ * ahead of express (as the gateway's proxy is): `/enforce`, `/enforce/batch`, `/health`,
+ * `/health/ready`, the adapter paths (`/v1/check`, `/v1/audit`, `/api/v1/pdp/evaluate`,
+ * `GET /v1/approvals/:id`), `/proxy/*`, `/mcp/*` and `/metrics` (behind METRICS_TOKEN); express
  * answers the rest (404s).
  */
 export async function createSidecar(config: SidecarConfig, logger: Logger): Promise<NestExpressApplication> {
@@ -44,26 +45,30 @@ export async function createSidecar(config: SidecarConfig, logger: Logger): Prom
 }
 
 /**
- * The sidecar's lean routes (src/http/lean-routes.ts): `/enforce`, `/enforce/batch` and `/health`;
- * the adapter endpoints (with the approval status), `/proxy/*` and `/mcp/*`, refused while no
- * valid bundle is in force.
+ * The sidecar's lean routes (src/http/lean-routes.ts): `/enforce`, `/enforce/batch`, `/health`
+ * and `/health/ready`; the adapter endpoints (with the approval status), `/proxy/*` and `/mcp/*`,
+ * refused while no valid bundle is in force; `/metrics` when served on this port.
  */
 function mountSidecarRoutes(app: NestExpressApplication): void {
   const store = app.get(BundleStore);
   const sidecar = app.get(SidecarHandler);
-  mountLeanRoutes(app, [
+  const telemetry = app.get(Telemetry);
+  const routes = [
     sidecar,
     failingClosed(store, sidecar, app.get(AdapterHttpHandler)),
     failingClosed(store, sidecar, app.get(EdgeApprovalStatus)),
     failingClosed(store, sidecar, app.get(ProxyHandler)),
     failingClosed(store, sidecar, app.get(McpHandler)),
-  ]);
+    telemetry.endpoint,
+  ];
+  mountLeanRoutes(app, routes, telemetry.requests.needed ? telemetry.requests : undefined);
 }
 
 /** The route, but a 503 naming the reason for every request while no valid bundle is in force (fail closed). */
 function failingClosed(store: BundleStore, sidecar: SidecarHandler, route: LeanRoute): LeanRoute {
   return {
     matches: (request, path) => route.matches(request, path),
+    name: (path) => route.name(path),
     handle: (request, response, path) => {
       const failure = store.failure;
       if (failure === null) return route.handle(request, response, path);

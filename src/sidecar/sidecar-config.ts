@@ -4,7 +4,7 @@ import type { KeyObject } from 'node:crypto';
 import { publicKeyOfText } from '../decisions/bundle-format';
 import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../decisions/sidecar-protocol';
 import { ConfigError, GatewayMode, LogLevel, packageVersion } from '../config/app-config';
-import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs } from '../config/shared-settings';
+import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs, readTelemetrySettings, TelemetrySettings } from '../config/shared-settings';
 import type { ProxySettings } from '../proxy/proxy-settings';
 import { EnvReader, hasCredentials } from '../config/env-reader';
 
@@ -60,6 +60,8 @@ export class SidecarConfig {
   readonly auditRedact: readonly string[];
   /** SHUTDOWN_TIMEOUT_MS: longest a SIGTERM/SIGINT shutdown may take. */
   readonly shutdownTimeoutMs: number;
+  /** METRICS_PORT, METRICS_TOKEN, LOG_REQUESTS, SLOW_REQUEST_MS, OTEL_*: as the gateway's (shared-settings.ts). */
+  readonly telemetry: TelemetrySettings;
 
   private constructor(values: SidecarConfig) {
     Object.assign(this, values);
@@ -73,6 +75,7 @@ export class SidecarConfig {
     const adminToken = read.optionalString('ADMIN_TOKEN');
     if (adminToken === undefined) read.errors.push('ADMIN_TOKEN is required: the admin token the sidecar fetches bundles with');
     const maxJsonBytes = readMaxJsonBytes(read);
+    const port = read.int('PORT', 4000, 0, 65535);
     const values = {
       version: packageVersion(),
       proxy: { ...readProxyVariables(read), maxInspectedBytes: maxJsonBytes, trustedProxies: read.proxies('TRUSTED_PROXIES') },
@@ -80,11 +83,12 @@ export class SidecarConfig {
       mcp: readMcpVariables(read),
       auditRedact: readAuditRedact(read),
       shutdownTimeoutMs: readShutdownTimeoutMs(read),
+      telemetry: readTelemetrySettings(read, port, 'agentgov-sidecar'),
       gatewayUrl: gatewayUrl ?? '',
       adminToken: adminToken ?? '',
       mode: read.oneOf('MODE', ['enforce', 'audit'] as const, 'enforce'),
       syncIntervalMs: read.int('BUNDLE_SYNC_INTERVAL', 60, 1, 86_400) * 1000,
-      port: read.int('PORT', 4000, 0, 65535),
+      port,
       host: read.string('HOST', '0.0.0.0'),
       cacheDir: path.resolve(read.string('CACHE_DIR', '/cache')),
       logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),

@@ -21,10 +21,14 @@ import { pathOf, rawHeader, requestTraceId } from '../common/raw-request';
 import { SidecarHealth } from './sidecar-health';
 import type { LeanRoute } from '../http/lean-routes';
 import { sendFailure } from '../http/json-route';
+import { ShutdownState } from '../common/shutdown-state';
+
+/** The paths this handler serves. */
+const PATHS: ReadonlySet<string> = new Set(['/enforce', '/enforce/batch', '/health', '/health/ready']);
 
 /**
  * The sidecar's hot endpoints on the lean path (no express): `POST /enforce`, `POST
- * /enforce/batch` and `GET /health`. A thin transport over the decision core: body to
+ * /enforce/batch`, `GET /health` and `GET /health/ready`. A thin transport over the decision core: body to
  * DecisionRequest, `DecisionService.check`, answer; the audit entry is on disk (AuditWal's
  * group commit) before the answer is sent. With no valid bundle every request is refused
  * with 503 and the reason (fail closed).
@@ -40,13 +44,18 @@ export class SidecarHandler implements LeanRoute {
     private readonly decisions: DecisionService,
     private readonly wal: AuditWal,
     private readonly health: SidecarHealth,
+    private readonly shutdown: ShutdownState,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   /** True when this handler serves the request's path. */
-  matches(request: IncomingMessage): boolean {
-    const url = request.url ?? '';
-    return url === '/enforce' || url === '/enforce/batch' || url === '/health' || url.startsWith('/health?') || url.startsWith('/enforce?') || url.startsWith('/enforce/batch?');
+  matches(_request: IncomingMessage, path: string): boolean {
+    return PATHS.has(path);
+  }
+
+  /** One of its paths. */
+  name(path: string): string {
+    return path;
   }
 
   /** Serves one request; never throws. */
@@ -70,6 +79,7 @@ export class SidecarHandler implements LeanRoute {
   private async serve(request: IncomingMessage, response: ServerResponse, traceId: string): Promise<void> {
     const path = pathOf(request.url);
     if (path === '/health') return this.sendHealth(request, response);
+    if (path === '/health/ready') return this.sendReadiness(request, response);
     if (request.method !== 'POST') throw new AppError(ErrorCode.NotFound, `Cannot ${request.method} ${path}`);
     const started = performance.now();
     const body = await this.readJson(request);
@@ -139,6 +149,19 @@ export class SidecarHandler implements LeanRoute {
     const report = this.health.report();
     // Degraded still decides: a load balancer must not take the sidecar out for a full disk alone.
     sendJson(response, report.status === 'fail_closed' ? 503 : 200, report as unknown as Record<string, unknown>);
+  }
+
+  /**
+   * Readiness (docs/observability.md "Probes"): 503 without a valid bundle (every decision would be
+   * refused) and once shutdown has begun; `/health` stays the liveness and status answer.
+   */
+  private sendReadiness(request: IncomingMessage, response: ServerResponse): void {
+    request.resume();
+    const reasons: string[] = [];
+    if (this.shutdown.shuttingDown) reasons.push('shutting down');
+    const failure = this.store.failure;
+    if (failure !== null) reasons.push(`no valid policy bundle: ${failure}`);
+    sendJson(response, reasons.length > 0 ? 503 : 200, { status: reasons.length > 0 ? 'not_ready' : 'ready', reasons, timestamp: new Date().toISOString() });
   }
 
   /** `/enforce`'s body: read as the gateway reads its JSON bodies (no NUL, so the gateway can store the entry it becomes), any content type. */

@@ -28,7 +28,7 @@ export class SidecarStateModule {
           inject: [LOGGER],
           useFactory: (logger: Logger) => AuditWal.open(config.cacheDir, config.auditBufferMaxBytes, new AuditSanitizer([...config.auditRedact]), logger, config.auditDurability),
         },
-        { provide: GatewayLink, useFactory: () => new GatewayLink(config, sidecarIdentity(config)) },
+        { provide: GatewayLink, inject: [LOGGER], useFactory: (logger: Logger) => new GatewayLink(config, sidecarIdentity(config), logger) },
       ],
       exports: [SidecarConfig, PROXY_SETTINGS, BundleStore, AuditWal, GatewayLink],
     };

@@ -36,6 +36,9 @@ import { EdgeApprovalStatus } from './edge-approval-status';
 import { SidecarHandler } from './sidecar-handler';
 import { SidecarHealth } from './sidecar-health';
 import { SidecarStateModule } from './sidecar-state.module';
+import { SidecarTelemetry } from './sidecar-telemetry';
+import { ShutdownStateModule } from '../common/shutdown-state';
+import { TelemetryModule } from '../telemetry/telemetry.module';
 
 /** The edge sidecar grants no quota (the gateway meters its organization) and never waits for a quota lookup. */
 const NO_QUOTA = { tryConsume: () => true };
@@ -66,6 +69,8 @@ export class SidecarModule {
       module: SidecarModule,
       imports: [
         LoggingModule.forRoot(logger),
+        ShutdownStateModule,
+        TelemetryModule.forRoot({ settings: config.telemetry, app: 'sidecar', host: config.host, version: config.version }),
         SidecarStateModule.forRoot(config),
         ScheduleModule.forRoot(),
         DecisionCoreModule.register({
@@ -97,6 +102,7 @@ export class SidecarModule {
         BundleSync,
         SidecarHealth,
         SidecarHandler,
+        SidecarTelemetry,
         PdpService,
         ProxyHandler,
         AdapterHttpHandler,
