@@ -120,10 +120,21 @@ describe('require_approval through the sidecar', () => {
     expect((await admin<{ approvals: Array<Record<string, unknown>> }>('GET', '/admin/approvals?status=used')).body.approvals).toContainEqual(expect.objectContaining({ id }));
   });
 
-  it('answers /enforce for an action a require_approval rule holds with a denial naming the rule (it has no pending answer)', async () => {
-    const enforced = await call(sidecar.url, 'POST', '/enforce', { bearer: agent.token, body: { agentId: agent.id, action: 'write:refunds/9', context: { args: { amount: 700 } } } });
-    expect(enforced.status).toBe(200);
-    expect(enforced.body).toMatchObject({ decision: 'deny', policy: 'edge-refunds', reason: 'Refunds over 100 need a person' });
+  it('answers /enforce for an action a require_approval rule holds 202 pending with the approval, and lets the approved retry with approvalId through once', async () => {
+    const enforce = (body: Record<string, unknown>) => call(sidecar.url, 'POST', '/enforce', { bearer: agent.token, body: { agentId: agent.id, action: 'write:refunds/9', ...body } });
+    const held = await enforce({ context: { args: { amount: 700 } } });
+    expect(held.status).toBe(202);
+    expect(held.body).toMatchObject({ decision: 'pending', policy: 'edge-refunds', reason: 'Refunds over 100 need a person', approvalId: expect.stringMatching(/^appr_/), expiresAt: expect.any(String) });
+    const id = String(held.body.approvalId);
+    expect((await enforce({ context: { args: { amount: 700 } }, approvalId: 42 })).status).toBe(400);
+
+    expect((await admin('POST', `/admin/approvals/${id}/approve`, { comment: 'ok' })).status).toBe(200);
+    const otherArgs = await enforce({ context: { args: { amount: 900 } }, approvalId: id });
+    expect([otherArgs.status, otherArgs.body.decision, otherArgs.body.reason]).toEqual([200, 'deny', `Approval ${id} was asked for another request (its body or arguments differ)`]);
+    const approved = await enforce({ context: { args: { amount: 700 } }, approvalId: id });
+    expect([approved.status, approved.body.decision]).toEqual([200, 'allow']);
+    const again = await enforce({ context: { args: { amount: 700 } }, approvalId: id });
+    expect([again.status, again.body.decision, again.body.reason]).toEqual([200, 'deny', `Approval ${id} was already used: an approval lets one request through`]);
   });
 
   it('lets an SDK pointed at the sidecar wait in guard() (GET /v1/approvals/:id through the sidecar) and run the call once approved', async () => {

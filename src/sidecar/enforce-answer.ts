@@ -9,10 +9,14 @@ import { jsonNumber, jsonString } from '../common/json-text';
  * by hand (json-text.ts): `decision` (`allow`|`deny`), `policy`, `rule`, `latencyMs`,
  * `decisionId`, and for a denial `reason`; `wouldDeny: true` in MODE=audit, where a would-be
  * denial answers `allow` and nothing is blocked; `rateLimited: true` and `retryAfter` (seconds)
- * for a tripped rate limit.
+ * for a tripped rate limit. An action a `require_approval` rule holds answers `pending` with the
+ * `approvalId` to retry with and its `expiresAt` (docs/approvals.md).
  */
 export function answerMembers(verdict: Verdict, latencyMs: number): string {
-  const { decision } = verdict;
+  const { decision, pending } = verdict;
+  if (pending !== undefined) {
+    return `"decision":"pending","policy":${jsonString(decision.policy)},"rule":${jsonString(decision.rule)},"latencyMs":${jsonNumber(roundMs(latencyMs))},"decisionId":${jsonString(verdict.id)},"reason":${jsonString(decision.reason)},"approvalId":${jsonString(pending.approvalId)},"expiresAt":${jsonString(pending.expiresAt)}`;
+  }
   const effect = verdict.enforced ? decision.effect : 'allow';
   let members = `"decision":"${effect}","policy":${jsonString(decision.policy)},"rule":${jsonString(decision.rule)},"latencyMs":${jsonNumber(roundMs(latencyMs))},"decisionId":${jsonString(verdict.id)}`;
   if (decision.effect === 'deny') {

@@ -9,6 +9,8 @@ export interface EnforceItem {
   action: string;
   resource: string;
   context: Record<string, unknown>;
+  /** The approval a retry presents (docs/approvals.md): the id a pending answer gave. */
+  approvalId?: string;
 }
 
 /** The agent id a body names, if it names one. */
@@ -28,7 +30,15 @@ export function enforceItem(value: unknown, field = ''): EnforceItem {
     throw AppError.invalid(`${field}context must be an object`);
   }
   if (item.context !== undefined) checkContext(item.context as Record<string, unknown>, `${field}context.`);
-  return { action: item.action, resource: (item.resource as string | undefined) ?? '', context: (item.context as Record<string, unknown> | undefined) ?? {} };
+  if (item.approvalId !== undefined && (typeof item.approvalId !== 'string' || item.approvalId === '' || item.approvalId.length > 256)) {
+    throw AppError.invalid(`${field}approvalId must be a non-empty string of at most 256 characters`);
+  }
+  return {
+    action: item.action,
+    resource: (item.resource as string | undefined) ?? '',
+    context: (item.context as Record<string, unknown> | undefined) ?? {},
+    approvalId: item.approvalId as string | undefined,
+  };
 }
 
 /**
@@ -72,5 +82,6 @@ export function decisionRequestOf(item: EnforceItem, traceId: string): DecisionR
     function: typeof context.function === 'string' ? context.function : colon > 0 ? item.action.slice(0, colon) : item.action,
     args,
     context,
+    approvalId: item.approvalId,
   };
 }

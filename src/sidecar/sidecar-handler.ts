@@ -120,7 +120,8 @@ export class SidecarHandler implements LeanRoute {
       });
     }
     const answer = answerMembers(verdict, performance.now() - started);
-    sendJsonText(response, 200, `{${answer},${this.trailer(traceId)}}`, traceId);
+    // Pending: 202, as /v1/check and the proxy answer a held request.
+    sendJsonText(response, verdict.pending === undefined ? 200 : 202, `{${answer},${this.trailer(traceId)}}`, traceId);
   }
 
   /** Each action's answer with its `action`; `allAllowed`, the whole request's `latencyMs`, and as /enforce. */
@@ -131,7 +132,7 @@ export class SidecarHandler implements LeanRoute {
     for (const item of items) {
       const itemStarted = performance.now();
       const verdict = await this.decisions.check(agent, decisionRequestOf(item, traceId));
-      if (verdict.enforced && verdict.decision.effect === 'deny') allAllowed = false;
+      if ((verdict.enforced && verdict.decision.effect === 'deny') || verdict.pending !== undefined) allAllowed = false;
       results.push(`{"action":${jsonString(item.action)},${answerMembers(verdict, performance.now() - itemStarted)}}`);
     }
     await this.wal.durable();

@@ -16,16 +16,19 @@ const ENFORCE_ITEM = {
     action: { type: 'string', example: 'read:docs/report.pdf' },
     resource: { type: 'string' },
     context: { type: 'object', description: '`plugin`, `function` and `args` are read as the decision input’s; the rest as `context.*` (the caller’s claim)' },
+    approvalId: { type: 'string', description: 'The approval a retry of a held action presents (docs/approvals.md)' },
   },
 };
 const ANSWER = {
   type: 'object',
   properties: {
-    decision: { type: 'string', enum: ['allow', 'deny'] },
+    decision: { type: 'string', enum: ['allow', 'deny', 'pending'] },
     policy: { type: 'string' },
     rule: { type: 'string', nullable: true },
     reason: { type: 'string', description: 'On a denial' },
     wouldDeny: { type: 'boolean', description: 'MODE=audit: a denial that was let through' },
+    approvalId: { type: 'string', description: 'Pending: the approval to retry with once a person approved it' },
+    expiresAt: { type: 'string', description: 'Pending: when the approval expires' },
     latencyMs: { type: 'number' },
     decisionId: { type: 'string' },
     bundleVersion: { type: 'string' },
@@ -57,7 +60,11 @@ export function setupSidecarSwagger(app: INestApplication, version: string): Ope
       summary: 'One decision from the cached bundle',
       security: [{ [AGENT_TOKEN_SCHEME]: [] }],
       requestBody: { required: true, content: json({ ...ENFORCE_ITEM, properties: { agentId: { type: 'string' }, ...ENFORCE_ITEM.properties } }) },
-      responses: { '200': { description: 'The decision (a denial too)', content: json(ANSWER) }, ...refusals },
+      responses: {
+        '200': { description: 'The decision (a denial too)', content: json(ANSWER) },
+        '202': { description: '`pending`: a `require_approval` rule holds the action (`approvalId`, `expiresAt`)', content: json(ANSWER) },
+        ...refusals,
+      },
     },
   };
   document.paths['/enforce/batch'] = {
