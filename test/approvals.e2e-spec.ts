@@ -94,7 +94,7 @@ describe('through the proxy', () => {
     expect((await decide(id, 'approve')).body).toMatchObject({ id, status: 'approved', comment: 'checked', decidedBy: expect.any(String) });
     // Another body, another agent: refused, and the approval is not spent.
     const otherBody = await refund(agent.token, 900, id);
-    expect([otherBody.status, otherBody.body.reason]).toEqual([403, `Approval ${id} was asked for another request (its body or arguments differ)`]);
+    expect([otherBody.status, otherBody.body.reason]).toEqual([403, `Approval ${id} was asked for another request (its body, arguments, resource or context differ)`]);
     const otherAgent = await refund(other.token, 500, id);
     expect([otherAgent.status, otherAgent.body.reason]).toEqual([403, `Approval ${id} was asked for another agent`]);
 
@@ -166,7 +166,7 @@ describe('the notification’s signed links', () => {
 describe('through /v1/check, the PDP and MCP', () => {
   const check = (body: Record<string, unknown>) => call(gateway.url, 'POST', '/v1/check', { headers: { 'x-api-key': apiKey }, body });
 
-  it('answers /v1/check 202 with the approval, then allow for the identical retry once approved', async () => {
+  it('answers /v1/check 202 with the approval, then allow for the identical retry once approved, and deny for other arguments, context or resource', async () => {
     const ask = { agentId: agent.id, plugin: 'Payments', function: 'Refund', arguments: { amount: 500, order: 'o-1' } };
     const held = await check(ask);
     expect(held.status).toBe(202);
@@ -174,6 +174,10 @@ describe('through /v1/check, the PDP and MCP', () => {
     const id = String(held.body.approvalId);
     await decide(id, 'approve');
     expect((await check({ ...ask, arguments: { amount: 500, order: 'o-2' }, approvalId: id })).body.decision).toBe('deny');
+    // Approved for one customer and resource: the same arguments about another are another request.
+    const otherContext = await check({ ...ask, context: { customer: 'c-2' }, approvalId: id });
+    expect([otherContext.body.decision, otherContext.body.reason]).toEqual(['deny', `Approval ${id} was asked for another request (its body, arguments, resource or context differ)`]);
+    expect((await check({ ...ask, resource: 'account:2', approvalId: id })).body.decision).toBe('deny');
     expect((await check({ ...ask, approvalId: id })).body).toMatchObject({ decision: 'allow', reason: expect.stringContaining(`(${id})`) });
     expect((await check({ ...ask, approvalId: id })).body.decision).toBe('deny');
   });

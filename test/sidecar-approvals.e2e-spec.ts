@@ -109,7 +109,7 @@ describe('require_approval through the sidecar', () => {
 
     expect((await admin('POST', `/admin/approvals/${id}/approve`, { comment: 'ok' })).status).toBe(200);
     const otherBody = await refund(900, id);
-    expect([otherBody.status, otherBody.body.reason]).toEqual([403, `Approval ${id} was asked for another request (its body or arguments differ)`]);
+    expect([otherBody.status, otherBody.body.reason]).toEqual([403, `Approval ${id} was asked for another request (its body, arguments, resource or context differ)`]);
     const approved = await refund(500, id);
     expect(approved.status).toBe(200);
     expect(upstream.received('/refunds/7')).toHaveLength(1);
@@ -130,7 +130,7 @@ describe('require_approval through the sidecar', () => {
 
     expect((await admin('POST', `/admin/approvals/${id}/approve`, { comment: 'ok' })).status).toBe(200);
     const otherArgs = await enforce({ context: { args: { amount: 900 } }, approvalId: id });
-    expect([otherArgs.status, otherArgs.body.decision, otherArgs.body.reason]).toEqual([200, 'deny', `Approval ${id} was asked for another request (its body or arguments differ)`]);
+    expect([otherArgs.status, otherArgs.body.decision, otherArgs.body.reason]).toEqual([200, 'deny', `Approval ${id} was asked for another request (its body, arguments, resource or context differ)`]);
     const approved = await enforce({ context: { args: { amount: 700 } }, approvalId: id });
     expect([approved.status, approved.body.decision]).toEqual([200, 'allow']);
     const again = await enforce({ context: { args: { amount: 700 } }, approvalId: id });

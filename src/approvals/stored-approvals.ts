@@ -71,7 +71,7 @@ function refusalOf(row: RedeemRow | undefined, subject: ApprovalSubject): string
   if (row === undefined) return 'is unknown';
   if (row.agent_id !== subject.agentId) return 'was asked for another agent';
   if (row.action !== subject.action) return `was asked for another action (${row.action})`;
-  if (row.fingerprint !== subject.fingerprint) return 'was asked for another request (its body or arguments differ)';
+  if (row.fingerprint !== subject.fingerprint) return 'was asked for another request (its body, arguments, resource or context differ)';
   if (row.status === 'used') return 'was already used: an approval lets one request through';
   if (row.status === 'rejected') return `was rejected by ${row.decided_by ?? 'an admin'}`;
   if (new Date(row.expires_at).getTime() <= Date.now()) return 'has expired';

@@ -194,7 +194,7 @@ export class DecisionService {
       action: request.action,
       method: request.method ?? null,
       path: request.path ?? null,
-      fingerprint: request.fingerprint !== undefined ? await request.fingerprint() : argsFingerprint(request.args),
+      fingerprint: request.fingerprint !== undefined ? await request.fingerprint() : requestFingerprint(request),
       traceId: request.traceId,
     };
     if (request.approvalId === undefined) {
@@ -417,8 +417,13 @@ function deskFailure(error: unknown): { denial: Decision } {
 }
 
 /** SHA-256 of a call's arguments as canonical JSON (keys sorted at every level). */
-export function argsFingerprint(args: unknown): string {
-  return createHash('sha256').update(canonicalJson(args)).digest('hex');
+/**
+ * What an approval binds of a request without a body of its own (the PDP, `/v1/check`, MCP,
+ * `/enforce`): its arguments, resource and context, so that an approval given for one customer,
+ * account or file lets through no call about another (docs/approvals.md).
+ */
+export function requestFingerprint(request: Pick<DecisionRequest, 'args' | 'resource' | 'context'>): string {
+  return createHash('sha256').update(canonicalJson({ args: request.args, resource: request.resource, context: request.context })).digest('hex');
 }
 
 function canonicalJson(value: unknown): string {
