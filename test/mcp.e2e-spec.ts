@@ -3,12 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AlertReceiver, startAlertReceiver } from './support/alert-receivers';
 import { freePort } from './support/gateway-process';
 import { call } from './support/http-client';
 import { auditEntries, createAgent, revokeAgent, TestAgent } from './support/org-fixtures';
-import { startMcpUpstream, TestMcpServer } from './support/mcp-upstream';
+import { mcpError, startMcpUpstream, TestMcpServer } from './support/mcp-upstream';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 
 /**
@@ -67,15 +67,6 @@ async function connect(token: string, server = 'files'): Promise<Client> {
   const client = new Client({ name: 'e2e-agent', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp/${server}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
   return client;
-}
-
-async function mcpError(promise: Promise<unknown>): Promise<McpError> {
-  const error = await promise.then(
-    () => new Error('the call succeeded'),
-    (thrown: unknown) => thrown,
-  );
-  if (!(error instanceof McpError)) throw error;
-  return error;
 }
 
 describe('tools/list', () => {

@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AlertReceiver, startAlertReceiver } from './support/alert-receivers';
 import { call } from './support/http-client';
-import { startMcpUpstream, TestMcpServer } from './support/mcp-upstream';
+import { mcpError, startMcpUpstream, TestMcpServer } from './support/mcp-upstream';
 import { ownDatabase, OwnDatabase } from './support/own-database';
 import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor } from './support/processes';
 import { testDatabaseKind } from './support/test-gateway';
@@ -68,15 +68,6 @@ async function connect(): Promise<Client> {
   const client = new Client({ name: 'e2e-edge-agent', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${sidecar.url}/mcp/files`), { requestInit: { headers: { authorization: `Bearer ${agent.token}` } } }));
   return client;
-}
-
-async function mcpError(promise: Promise<unknown>): Promise<McpError> {
-  const error = await promise.then(
-    () => new Error('the call succeeded'),
-    (thrown: unknown) => thrown,
-  );
-  if (!(error instanceof McpError)) throw error;
-  return error;
 }
 
 /** Waits until the sidecar holds the gateway's current bundle. */

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
 
 /** One tool call the upstream received. */
 export interface ReceivedCall {
@@ -63,4 +63,14 @@ export async function startMcpUpstream(tools: Tool[]): Promise<TestMcpServer> {
         httpServer.close(() => resolve());
       }),
   };
+}
+
+/** The JSON-RPC error a client call ended with; throws when it succeeded or failed otherwise. */
+export async function mcpError(promise: Promise<unknown>): Promise<McpError> {
+  const error = await promise.then(
+    () => new Error('the call succeeded'),
+    (thrown: unknown) => thrown,
+  );
+  if (!(error instanceof McpError)) throw error;
+  return error;
 }
