@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { freePort, GatewayProcess, killGateway, launchGateway } from '../../../../test/support/gateway-process';
 import { call, TestResponse } from '../../../../test/support/http-client';
+import { dropDatabase } from '../../../../test/support/own-database';
 
 export const FIXTURES = path.resolve(__dirname, '..', '..', '..', 'fixtures');
 const ADMIN_TOKEN = 'sdk-test-admin-token-0123456789abcdef';
@@ -122,7 +123,7 @@ async function ownDatabase(dataDir: string): Promise<{ env: Record<string, strin
   return {
     env: { DATA_DIR: dataDir, DATABASE_URL: url.toString() },
     dispose: async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await dropDatabase(admin, name);
       await admin.end();
     },
   };
