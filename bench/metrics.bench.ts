@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { checkBody, PDP_BENCH_AGENT, PDP_BENCH_CALLS } from './fixtures/pdp-requests';
-import { checkLoad, Gateway, PdpStub, policyRequest, startGateway, stub, unaryLoad } from './pdp.bench';
+import { checkLoad, Gateway, pct, PdpStub, policyRequest, round3, startGateway, stub, sum, unaryLoad } from './pdp.bench';
 import { ADMIN_TOKEN, createDatabase, dropDatabase, guardAgainstInterrupt, positiveNumber, POSTGRES_URL, redact, waitForAuditDrain } from './proxy.bench';
 import type { BenchReport, BenchRow, BenchTarget } from './report';
 import { ChildSet, cpuSeconds, freePort } from './servers/processes';
@@ -258,18 +258,6 @@ function ratioOf(result: PartResult): number {
 
 function cpuPerOp(side: Side): number {
   return side.completed === 0 ? 0 : Math.round((side.cpuSeconds / side.completed) * 1e6 * 10) / 10;
-}
-
-function round3(value: number): number {
-  return Math.round(value * 1000) / 1000;
-}
-
-function sum(values: number[]): number {
-  return values.reduce((total, value) => total + value, 0);
-}
-
-function pct(ratio: number): string {
-  return `${(ratio * 100).toFixed(1)}%`;
 }
 
 if (require.main === module) {

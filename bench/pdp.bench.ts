@@ -515,15 +515,15 @@ function ms(histogram: RecordableHistogram, percentile: number): number {
   return histogram.count === 0 ? 0 : round3(histogram.percentile(percentile) / 1000);
 }
 
-function round3(value: number): number {
+export function round3(value: number): number {
   return Math.round(value * 1000) / 1000;
 }
 
-function sum(values: number[]): number {
+export function sum(values: number[]): number {
   return values.reduce((total, value) => total + value, 0);
 }
 
-function pct(ratio: number): string {
+export function pct(ratio: number): string {
   return `${(ratio * 100).toFixed(1)}%`;
 }
 

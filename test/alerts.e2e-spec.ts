@@ -286,7 +286,7 @@ describe('every provider, ALERT_ON=all', () => {
     expect((alert.json as unknown as WebhookPayload).entry.action).toBe(action);
   });
 
-  describe('severity (CONTRACT.md)', () => {
+  describe('severity (docs/alerts.md)', () => {
     const RATE_LIMITED = { name: 'two-per-minute', rules: [{ condition: 'rate_limit(per_agent, 2, 1m)', action: 'deny' as const, reason: 'Two requests a minute' }] };
     const DENY_DELETES = { name: 'no-deletes', action: 'delete:*', rules: [{ condition: 'true', action: 'deny' as const, reason: 'Nothing is deleted' }] };
 

@@ -140,7 +140,7 @@ async function subscribedOrganization(plan: 'starter' | 'professional', created 
 }
 
 describe('GET /billing/plans', () => {
-  it('lists the four plans in order with SPEC.md limits, prices in cents, provider prices and features', async () => {
+  it('lists the four plans in order with the limits of docs/billing.md, prices in cents, provider prices and features', async () => {
     const response = await call<{ plans: Array<Record<string, unknown>> }>(gateway.url, 'GET', '/billing/plans');
     expect(response.status).toBe(200);
     const plans = response.body.plans;

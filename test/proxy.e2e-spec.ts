@@ -429,7 +429,7 @@ describe('authentication', () => {
 });
 
 describe('denials', () => {
-  it('answers 403 with exactly the SPEC.md body and never reaches the upstream', async () => {
+  it('answers 403 with exactly the body docs/proxy.md gives and never reaches the upstream', async () => {
     const { agent } = await setup([{ name: 'block-etc', action: 'read:*', condition: 'args.path starts_with "/etc"', reason: 'System files are off limits' }]);
     const trace = traceId();
     const response = await proxy(agent, 'GET', '/etc/passwd?x=1', { headers: { 'x-trace-id': trace } });

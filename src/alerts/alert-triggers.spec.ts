@@ -38,7 +38,7 @@ function event(entry: Partial<AuditRecord>, decision: Partial<Decision> = {}): D
 const ALL = activeTriggers(['all']);
 const denial = { decision: 'deny' as const, status: 403, upstreamStatus: null };
 
-describe('alertsOf: triggers and severity (CONTRACT.md)', () => {
+describe('alertsOf: triggers and severity (docs/alerts.md)', () => {
   it.each([
     ['a denial', denial, 'deny', 'warning'],
     ['a denial of a privileged agent', { ...denial, trustTier: 'privileged' }, 'deny', 'critical'],
@@ -89,7 +89,7 @@ describe('alertsOf: triggers and severity (CONTRACT.md)', () => {
     expect(message(502)).not.toContain('gateway');
   });
 
-  it('fills SPEC.md’s entry fields, empty strings where the entry has none', () => {
+  it('fills the entry fields of docs/alerts.md, empty strings where the entry has none', () => {
     const [alert] = alertsOf(event({ ...denial, ts: Date.UTC(2026, 0, 2), traceId: null, method: null, path: null }), ALL);
     expect(alert.timestamp).toBe('2026-01-02T00:00:00.000Z');
     expect(alert.id).toMatch(/^alert_[0-9a-f]{24}$/);

@@ -10,7 +10,7 @@ describe('webhook signatures', () => {
   const alert = testAlert(0);
   const body = webhookBody(alert, { instance: 'gw', environment: 'test' });
 
-  it('sign the raw body (SPEC.md) and `<timestamp>.<body>` (replay-proof) with the secret', () => {
+  it('sign the raw body (docs/alerts.md) and `<timestamp>.<body>` (replay-proof) with the secret', () => {
     const headers = webhookHeaders(alert, body, 'k', 1_700_000_000);
     expect(headers['X-Service-Signature']).toBe(`sha256=${createHmac('sha256', 'k').update(body).digest('hex')}`);
     expect(headers['X-Service-Timestamp']).toBe('1700000000');
@@ -29,7 +29,7 @@ describe('webhook body', () => {
   const origin = { instance: 'gw "eu"', environment: 'prod\\1' };
   const payload = (alert: Alert) => ({ event: 'service.alert', version: '1.0', id: alert.id, timestamp: alert.timestamp, severity: alert.severity, trigger: alert.trigger, title: alert.title, message: alert.message, entry: alert.entry, instance: origin.instance, environment: origin.environment });
 
-  it('is JSON.stringify of SPEC.md payload, byte for byte, for plain and escaped text', () => {
+  it('is JSON.stringify of the payload of docs/alerts.md, byte for byte, for plain and escaped text', () => {
     const plain = testAlert(0);
     const odd: Alert = { ...plain, title: 'quote " backslash \\ tab \t nul \u0000 del \u007f', message: 'Agent Zoë (ünïcode) – “quoted” 🚨 lone \ud800', entry: { ...plain.entry, agentName: 'Zoë', path: '/a?b="c"', reason: 'line\nbreak \u2028' } };
     for (const alert of [plain, odd]) expect(webhookBody(alert, origin)).toBe(JSON.stringify(payload(alert)));

@@ -21,7 +21,7 @@ function problem(read: () => unknown): string {
 describe('readCheckoutCompleted', () => {
   const base = { id: 'cs_1', customer: 'cus_1', customer_email: 'a@example.com', subscription: 'sub_1', metadata: { plan: 'starter' } };
 
-  it('reads the fields SPEC.md names', () => {
+  it('reads the fields docs/billing.md names', () => {
     expect(readCheckoutCompleted(event('checkout.session.completed', base))).toEqual({
       sessionId: 'cs_1',
       customerId: 'cus_1',

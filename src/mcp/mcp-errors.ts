@@ -10,9 +10,9 @@ import type { PinState } from './tool-pins';
  */
 export const McpErrorCode = {
   InvalidParams: SdkErrorCode.InvalidParams,
-  /** Denied by policy, or held by its pin: `data` carries SPEC.md's 403 fields. */
+  /** Denied by policy, or held by its pin: `data` carries the proxy's 403 fields (docs/proxy.md). */
   Forbidden: -32003,
-  /** A rate limit tripped: `data` carries SPEC.md's 429 fields. */
+  /** A rate limit tripped: `data` carries the proxy's 429 fields (docs/proxy.md). */
   RateLimited: -32029,
   /** The upstream MCP server is down or did not answer in time. */
   UpstreamUnavailable: -32002,

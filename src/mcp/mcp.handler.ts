@@ -215,7 +215,7 @@ export class McpHandler implements LeanRoute, OnApplicationShutdown {
     }
   }
 
-  /** Records a refusal and answers it as a JSON-RPC error carrying SPEC.md's fields (mcp-errors.ts). */
+  /** Records a refusal and answers it as a JSON-RPC error carrying the proxy's refusal fields (docs/proxy.md, mcp-errors.ts). */
   private refused(exchange: McpExchange, verdict: Verdict, started: number): never {
     const { decision } = verdict;
     this.setDecisionHeaders(exchange, decision);

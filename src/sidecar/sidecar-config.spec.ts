@@ -17,7 +17,7 @@ function problemsOf(env: Record<string, string>): string {
 }
 
 describe('SidecarConfig', () => {
-  it('has the defaults of SPEC.md', () => {
+  it('has the defaults of docs/configuration.md', () => {
     const config = SidecarConfig.fromEnv({ GATEWAY_URL: 'http://gw:3000/', ADMIN_TOKEN: 'adm_secret' });
     expect(config).toMatchObject({ gatewayUrl: 'http://gw:3000', adminToken: 'adm_secret', mode: 'enforce', syncIntervalMs: 60_000, port: 4000, host: '0.0.0.0', cacheDir: '/cache', logLevel: 'info' });
     expect(config.proxy.upstreamUrl).toBeUndefined();

@@ -7,7 +7,7 @@ import type { CheckRequest, GatewayDecision } from '../src/transport';
 const REQUIRED = { gatewayUrl: 'https://gateway.example:8443/', apiKey: 'agk_x', agentId: 'agent_1' };
 
 describe('options', () => {
-  it('fills in the defaults of SPEC.md', () => {
+  it('fills in the defaults of the SDK README', () => {
     expect(resolveOptions(REQUIRED)).toMatchObject({
       gatewayUrl: 'https://gateway.example:8443',
       defaultTrustTier: 'standard',

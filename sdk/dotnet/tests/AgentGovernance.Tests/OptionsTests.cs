@@ -10,7 +10,7 @@ public sealed class OptionsTests
     private static IConfiguration Configuration(Dictionary<string, string?> values) => new ConfigurationBuilder().AddInMemoryCollection(values).Build();
 
     [Fact]
-    public void The_defaults_are_those_of_SPEC_md()
+    public void The_defaults_are_those_of_the_README()
     {
         var options = new AgentGovernanceOptions();
 
@@ -23,7 +23,7 @@ public sealed class OptionsTests
     }
 
     [Fact]
-    public void Every_option_binds_from_the_AgentGovernance_section_with_SPEC_md_names()
+    public void Every_option_binds_from_the_AgentGovernance_section_with_the_README_names()
     {
         var services = new ServiceCollection().AddAgentGovernanceClient(Configuration(new()
         {
