@@ -8,6 +8,7 @@ import { linkProblem } from '../decisions/decision-links';
 import { AGENT_SOURCE, AgentSource, DECISION_LOG, DecisionLog } from '../decisions/decision-sources';
 import { outcomeRecord } from '../decisions/outcome-record';
 import { RecentDecisions } from '../decisions/recent-decisions';
+import { DecisionMemory } from '../decisions/decision-memory';
 import { OUTCOME_LEDGER, OutcomeLedger } from '../decisions/adapter-ports';
 import { AdapterAuditDto } from './pdp.dto';
 
@@ -32,6 +33,7 @@ export class OutcomeRecorder {
     @Inject(DECISION_LOG) private readonly log: DecisionLog,
     @Inject(OUTCOME_LEDGER) private readonly ledger: OutcomeLedger,
     private readonly recent: RecentDecisions,
+    private readonly memory: DecisionMemory,
   ) {}
 
   async record(orgId: string, body: unknown, traceId: string): Promise<OutcomeAnswer> {
@@ -39,6 +41,7 @@ export class OutcomeRecorder {
     const agent = await this.agents.get(event.agentId);
     if (agent === null || agent.orgId !== orgId) throw AppError.notFound('agent', event.agentId);
     if (event.decisionId !== undefined) await this.checkLink(orgId, event.decisionId, event);
+    if ((event.cost !== undefined || event.failed === true) && event.decisionId === undefined) throw AppError.invalid('cost and failed settle a decision\'s budget reservations: name it with decisionId');
     const entry = outcomeRecord(agent, event, traceId);
     // Backpressure, as for decisions: while the log is full the outcome waits, and its eventId is
     // not yet claimed, so a client that gives up may resend it.
@@ -46,6 +49,9 @@ export class OutcomeRecorder {
     if (backpressure !== undefined) await backpressure;
     if (event.eventId !== undefined && !(await this.ledger.claim(orgId, event.eventId, entry.id))) return { accepted: true, recorded: false };
     this.log.record(entry);
+    if (event.decisionId !== undefined && (event.cost !== undefined || event.failed === true)) {
+      await this.memory.settle(orgId, agent.id, event.decisionId, event.failed === true ? 'failed' : event.cost!, Date.now());
+    }
     return { accepted: true, recorded: true };
   }
 

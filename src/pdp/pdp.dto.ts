@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsBoolean, IsIn, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { MAX_CALL_COST } from '../policy-engine/policy-validator';
 
 /** `POST /v1/check` (documented here; validated by pdpRequestFromCheck). */
 export class CheckRequestDto {
@@ -114,6 +115,18 @@ export class AdapterAuditDto {
   @IsString()
   @MaxLength(64)
   decisionId?: string;
+
+  @ApiPropertyOptional({ example: 3.5, minimum: 0, maximum: MAX_CALL_COST, description: 'What the call actually cost: it replaces the cost its decision reserved of each budget (docs/policies.md "Budgets"). Needs decisionId.' })
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'cost must be a number' })
+  @Min(0, { message: 'cost must not be negative' })
+  @Max(MAX_CALL_COST, { message: `cost must be at most ${MAX_CALL_COST}` })
+  cost?: number;
+
+  @ApiPropertyOptional({ description: 'The call failed: what its decision reserved of each budget is given back. Needs decisionId.' })
+  @IsOptional()
+  @IsBoolean()
+  failed?: boolean;
 }
 
 export class AuditAcceptedDto {

@@ -34,6 +34,8 @@ export class PolicySet {
   readonly usesRateLimit: boolean;
   /** Some policy reads or adds what sessions remember: decisions need the session's facts. */
   readonly usesSession: boolean;
+  /** Some policy reserves budgets: evaluations collect holds for the outcome to settle. */
+  readonly usesBudget: boolean;
   private readonly byName: ReadonlyMap<string, CompiledPolicy>;
   /** Policies whose plugin glob accepts a plugin name: most policies select on the plugin, so this prunes early. */
   private readonly candidatesByPlugin = new Map<string, readonly CompiledPolicy[]>();
@@ -45,6 +47,7 @@ export class PolicySet {
   ) {
     this.usesRateLimit = policies.some((policy) => policy.usesRateLimit);
     this.usesSession = policies.some((policy) => policy.usesSession);
+    this.usesBudget = policies.some((policy) => policy.usesBudget);
     this.byName = new Map(policies.map((policy) => [policy.name, policy]));
   }
 
