@@ -48,7 +48,7 @@ import {
   waitForAuditDrain,
   withDatabase,
 } from './proxy.bench';
-import type { BenchReport, BenchRow, BenchTarget } from './report';
+import { perRound, type BenchReport, type BenchRow, type BenchTarget } from './report';
 import { baseEnv, Child, ChildSet, cpuSeconds, freePort, waitForHttp } from './servers/processes';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -470,6 +470,7 @@ function rowsOf(result: PartResult): BenchRow[] {
     const completed = sum(one.rounds.map((round) => round.completed));
     const serverCpu = one.rounds.every((round) => round.serverCpu !== null) ? sum(one.rounds.map((round) => round.serverCpu ?? 0)) : null;
     const extra: Record<string, number | string> = {
+      perRound: perRound(one.rounds.map((round) => round.opsPerSec)),
       completed,
       errors: sum(one.rounds.map((round) => round.errors)),
       ...(serverCpu === null ? {} : { 'serverCpu%': Math.round((serverCpu / seconds) * 100), serverCpuUsPerOp: cpuPerOp(one) }),

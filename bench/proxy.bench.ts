@@ -38,7 +38,7 @@ import path from 'node:path';
 import { createHistogram } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { pacedLoad, PacedResult } from './paced-load';
-import type { BenchReport, BenchRow, BenchTarget } from './report';
+import { perRound, type BenchReport, type BenchRow, type BenchTarget } from './report';
 import { summarizeProfile } from './servers/cpu-profile';
 import { ask, baseEnv, Child, ChildSet, cpuSeconds, freePort, sleep, waitForHttp } from './servers/processes';
 
@@ -554,6 +554,7 @@ function gatewayRows(run: GatewayRun, bare: Measured): BenchRow[] {
   const label = run.database === 'postgres' ? 'PostgreSQL' : 'embedded PGlite';
   return [
     loadRow(`gateway /proxy/* (${label}; enforce, 3 policies, audit on)`, run.load, {
+      ...(run.rounds ? { perRound: perRound(run.rounds.gateway), barePerRound: perRound(run.rounds.bare) } : {}),
       'ops/bare': round3(run.load.opsPerSec / bare.load.opsPerSec),
       'p50-bareP50Ms': round3(run.load.p50Ms - bare.load.p50Ms),
       proxiedResponses: run.proxiedCompleted,

@@ -16,7 +16,7 @@ import { runPdpBench } from './pdp.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
 import { runSidecarBench } from './sidecar.bench';
-import type { BenchReport, BenchRow } from './report';
+import { trendTargets, type BenchReport, type BenchRow } from './report';
 
 const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   policy: runPolicyBench,
@@ -136,7 +136,8 @@ async function main(): Promise<number> {
     console.log(`\nrunning ${name} ...`);
     const startedAt = new Date();
     try {
-      const report = await BENCHMARKS[name]();
+      const measured = await BENCHMARKS[name]();
+      const report = { ...measured, targets: [...measured.targets, ...trendTargets(measured.rows)] };
       const durationMs = Date.now() - startedAt.getTime();
       console.log(formatReport(report));
       const file = writeResult(report, startedAt, durationMs);

@@ -32,7 +32,7 @@ import { BENCH_POLICIES_YAML } from './fixtures/policy-bench-set';
 import { pacedLoad, PacedRequest } from './paced-load';
 import { handwrittenDecide } from './fixtures/policy-handwritten';
 import { makeInputPool } from './fixtures/policy-inputs';
-import type { BenchReport, BenchRow, BenchTarget } from './report';
+import { perRound, type BenchReport, type BenchRow, type BenchTarget } from './report';
 import { baseEnv, ChildSet, cpuSeconds, freePort, sleep, waitForHttp } from './servers/processes';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -267,7 +267,7 @@ function roundsRow(subject: string, rounds: Round[], extra: Record<string, numbe
     opsPerSec: Math.round(sum(rounds.map((round) => round.opsPerSec)) / rounds.length),
     p50Ms: Math.max(...rounds.map((round) => round.p50Ms)),
     p99Ms: Math.max(...rounds.map((round) => round.p99Ms)),
-    extra: { perRound: rounds.map((round) => Math.round(round.opsPerSec)).join('/'), ...cpuPerRequest(rounds), ...extra },
+    extra: { perRound: perRound(rounds.map((round) => round.opsPerSec)), ...cpuPerRequest(rounds), ...extra },
   };
 }
 
