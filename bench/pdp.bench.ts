@@ -264,7 +264,7 @@ export function unaryLoad(client: PdpStub, metadata: grpc.Metadata, requests: ob
  * One EvaluateStream with IN_FLIGHT requests outstanding: a new request goes out as each answer
  * comes back (answers come in request order), and writing waits for `drain` when grpc-js says so.
  */
-function streamLoad(client: PdpStub, metadata: grpc.Metadata, requests: object[], seconds: number, latencyUs: RecordableHistogram | null) {
+export function streamLoad(client: PdpStub, metadata: grpc.Metadata, requests: object[], seconds: number, latencyUs: RecordableHistogram | null) {
   return new Promise<{ completed: number; errors: number; firstError?: string }>((resolve) => {
     const call = client.EvaluateStream(metadata.clone());
     const end = performance.now() + seconds * 1000;
@@ -350,7 +350,7 @@ export async function startGateway(children: ChildSet, tmp: string, database: st
 }
 
 /** One agent and one adapter API key in the bootstrap organization, as an operator makes them. */
-async function provision(base: string): Promise<{ agentId: string; apiKey: string }> {
+export async function provision(base: string): Promise<{ agentId: string; apiKey: string }> {
   const agent = await adminPost<{ id?: string }>(base, '/admin/agents', PDP_BENCH_AGENT);
   const key = await adminPost<{ key?: string }>(base, '/admin/api-keys', { name: 'pdp bench adapter' });
   if (typeof agent.id !== 'string' || typeof key.key !== 'string') throw new Error('POST /admin/agents or /admin/api-keys answered without an id or key');

@@ -6,6 +6,8 @@ export interface BenchReport {
   /** Targets from the issues, each checked against rows of the same run. */
   targets: BenchTarget[];
   notes?: string[];
+  /** Raw series a bench keeps beside its rows (the soak's samples), written to its JSON as they are. */
+  data?: Record<string, unknown>;
 }
 
 export interface BenchRow {
