@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -55,7 +55,7 @@ export interface McpSettings {
  * the agent and server that opened it.
  */
 @Injectable()
-export class McpHandler implements LeanRoute, OnApplicationShutdown {
+export class McpHandler implements LeanRoute, BeforeApplicationShutdown {
   private readonly sessions = new McpSessionTable<McpRelay>(MCP_SESSION_BOUNDS);
   private readonly hosts: McpHostCheck;
   private readonly sweeper: NodeJS.Timeout;
@@ -85,7 +85,8 @@ export class McpHandler implements LeanRoute, OnApplicationShutdown {
     served.catch((error: unknown) => this.fail(request, response, traceId, error));
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before the HTTP server closes: it waits for open responses, and a session's event streams stay open until the session ends. */
+  beforeApplicationShutdown(): void {
     clearInterval(this.sweeper);
     for (const relay of this.sessions.drain()) relay.end();
   }
