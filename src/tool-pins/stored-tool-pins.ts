@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { LRUCache } from 'lru-cache';
 import { changeOf, definitionHash, ToolDefinition } from '../mcp/tool-definition';
 import type { PinCheckOptions, PinState, ToolPins } from '../mcp/tool-pins';
 
-/** Pinned definitions remembered per instance (the pinned hash by organization, server and name): a map in insertion order, the oldest dropped first, O(1) per operation. */
+/** Pinned definitions remembered per instance (the pinned hash by organization, server and name): an LRU, O(1) per operation. */
 const MAX_REMEMBERED = 10_000;
 
 /** The `pinned_hash` of a definition held as new (MCP_PIN=strict): nothing of it was ever pinned. */
@@ -36,7 +37,7 @@ const SELECT_ROWS = 'SELECT tool, pinned_hash, pinned_definition, current_hash F
 @Injectable()
 export class StoredToolPins implements ToolPins {
   readonly pinning = true;
-  private readonly pinned = new Map<string, string>();
+  private readonly pinned = new LRUCache<string, string>({ max: MAX_REMEMBERED });
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -123,8 +124,6 @@ export class StoredToolPins implements ToolPins {
   }
 
   private remember(entry: string, hash: string): void {
-    this.pinned.delete(entry);
-    if (this.pinned.size >= MAX_REMEMBERED) this.pinned.delete(this.pinned.keys().next().value!);
     this.pinned.set(entry, hash);
   }
 }
