@@ -8,7 +8,7 @@ import type { Principal, PrincipalDelegation } from './agent-authenticator';
 import { scopeDenial } from './delegation-scope';
 import type { CompiledPolicy } from '../policy-engine/compiled-policy';
 import type { PolicySet } from '../policy-engine/policy-set';
-import type { ApprovalRequirement, BudgetHold, Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, SessionFacts, ToolFacts } from '../policy-engine/types';
+import type { ApprovalRequirement, BudgetHold, Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, SessionFacts, ShadowDecision, ToolFacts } from '../policy-engine/types';
 import { APPROVAL_DESK, ApprovalDesk, ApprovalSubject, NO_APPROVALS, PendingApproval, Redemption } from './approval-ports';
 import { DecisionEvents } from './decision-events';
 import { decisionIdAt } from './decision-id';
@@ -95,6 +95,8 @@ export interface Verdict {
   holds?: BudgetHold[];
   /** The session facts the decision read and the labels it added, where policies use sessions. */
   remembered?: Remembered;
+  /** What the shadow policies that applied would have decided; recorded in the audit entry, never enforced. */
+  shadow?: readonly ShadowDecision[];
   nowMs: number;
   decisionMs: number;
 }
@@ -163,6 +165,7 @@ export class DecisionService {
     const session = this.memory.recall(policies.set, principal, request.sessionId, nowMs);
     const env = this.envFor(policies.set, questions.length, nowMs);
     let input = inputOf(principal.agent, principal.delegation, request, args, org, session);
+    const asked = input;
     let decision: Decision;
     try {
       decision = await policies.set.evaluate(input, env, applicable[0]);
@@ -189,6 +192,7 @@ export class DecisionService {
       nowMs,
       decisionMs: performance.now() - started,
     };
+    if (policies.set.shadowPolicies.length > 0) verdict.shadow = await this.shadowOf(policies, asked, nowMs);
     const decided = decision.approval !== undefined && decision.effect === 'deny' && this.enforcing ? await this.approvalVerdict(verdict, decision.approval) : verdict;
     return this.remember(policies.set, decided, env.holds, session);
   }
@@ -240,6 +244,20 @@ export class DecisionService {
     const reason = redemption.granted ? `Approved by ${redemption.decidedBy} (${request.approvalId})` : `Approval ${request.approvalId} ${redemption.reason}`;
     const decided: Decision = { effect: redemption.granted ? 'allow' : 'deny', policy: decision.policy, rule: decision.rule, reason };
     return { ...verdict, decision: decided, enforced: true, cacheable: false, approvalId: request.approvalId };
+  }
+
+  /**
+   * What the shadow policies would have decided on the acting agent's request (docs/policies.md
+   * "Shadow policies"): recorded, never enforced. Their evaluation failing (rate-limit counters
+   * unavailable) costs the decision nothing: no shadow result is recorded then.
+   */
+  private async shadowOf(policies: LoadedPolicies, input: DecisionInput, nowMs: number): Promise<readonly ShadowDecision[] | undefined> {
+    try {
+      const decided = await policies.set.shadowDecisions(input, this.env(nowMs));
+      return decided.length > 0 ? decided : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The request's args, completed by `fullArgs` when an applicable policy reads the body. */
@@ -357,7 +375,7 @@ export class DecisionService {
       upstreamStatus: outcome.upstreamStatus ?? null,
       delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
       input: verdict.input,
-      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId, memoryDetails(verdict)),
+      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId, verdict.shadow, memoryDetails(verdict)),
     };
     if (verdict.holds !== undefined) this.memory.afterOutcome(verdict.id, principal, verdict.holds, outcome, verdict.nowMs);
     this.log.record(entry);
@@ -382,7 +400,7 @@ export class DecisionService {
   }
 
   private env(nowMs: number): EvaluationEnv {
-    return { limiter: this.limiter, nowMs };
+    return { limiter: this.limiter, nowMs, budgets: this.memory.budgets };
   }
 }
 

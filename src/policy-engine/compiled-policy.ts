@@ -33,6 +33,8 @@ export interface ValidatedPolicy {
 export class CompiledPolicy {
   readonly name: string;
   readonly definition: PolicyDefinition;
+  /** Evaluated beside the decision and recorded, never enforced (`mode: shadow`). */
+  readonly shadow: boolean;
   /** Top-level `args` names its conditions read. */
   readonly argNames: ReadonlySet<string>;
   /** Counts a rate limit or reserves a budget: the same input may be decided otherwise a moment later. */
@@ -61,6 +63,7 @@ export class CompiledPolicy {
     const { definition, conditions } = validated;
     this.name = definition.name;
     this.definition = definition;
+    this.shadow = definition.mode === 'shadow';
     this.argNames = new Set(conditions.flatMap((condition) => [...condition.argNames]));
     this.usesBudget = conditions.some((condition) => condition.budgets.length > 0);
     this.usesRateLimit = this.usesBudget || conditions.some((condition) => condition.rateLimits.length > 0);

@@ -2,7 +2,7 @@ import { CompiledPolicy, CompiledRule, decision } from './compiled-policy';
 import { EvaluationTracer, ExplanationTracer } from './evaluation-tracer';
 import { peekingLimiter, RateLimitRecorder, RateTest } from './rate-limit-call';
 import { peekingLedger } from './budget-call';
-import type { Decision, DecisionInput, EvaluationEnv, Explanation, FiredAlert, LabelGrant, MatchTarget } from './types';
+import type { Decision, DecisionInput, EvaluationEnv, Explanation, FiredAlert, LabelGrant, MatchTarget, ShadowDecision } from './types';
 
 // Plugin names come from requests; past this many distinct names, candidates are computed uncached.
 const MAX_CACHED_PLUGINS = 1024;
@@ -32,6 +32,10 @@ export class PolicySet {
   /** The decision when no policy applies. */
   readonly defaultDecision: Decision = decision('allow', 'default', null, 'allowed: no policy applies');
   readonly usesRateLimit: boolean;
+  /** The policies in force, in order: those `evaluate` decides on. */
+  readonly policies: readonly CompiledPolicy[];
+  /** `mode: shadow` policies: never part of the decision, each evaluated apart by `shadowDecisions`. */
+  readonly shadowPolicies: readonly CompiledPolicy[];
   /** Some policy reads or adds what sessions remember: decisions need the session's facts. */
   readonly usesSession: boolean;
   /** Some policy reserves budgets: evaluations collect holds for the outcome to settle. */
@@ -41,17 +45,35 @@ export class PolicySet {
   private readonly candidatesByPlugin = new Map<string, readonly CompiledPolicy[]>();
 
   constructor(
-    readonly policies: readonly CompiledPolicy[],
+    compiled: readonly CompiledPolicy[],
     /** Organization id the rate-limit keys are prefixed with. */
     readonly namespace?: string,
   ) {
-    this.usesRateLimit = policies.some((policy) => policy.usesRateLimit);
-    this.usesSession = policies.some((policy) => policy.usesSession);
-    this.usesBudget = policies.some((policy) => policy.usesBudget);
-    this.byName = new Map(policies.map((policy) => [policy.name, policy]));
+    this.policies = compiled.filter((policy) => !policy.shadow);
+    this.shadowPolicies = compiled.filter((policy) => policy.shadow);
+    this.usesRateLimit = this.policies.some((policy) => policy.usesRateLimit);
+    this.usesSession = this.policies.some((policy) => policy.usesSession);
+    this.usesBudget = this.policies.some((policy) => policy.usesBudget);
+    this.byName = new Map(this.policies.map((policy) => [policy.name, policy]));
   }
 
-  /** The policy of that name, if the set has it. */
+  /**
+   * What each shadow policy whose `match` accepts the input would have decided on its own, in
+   * order; empty when none applies. Rate limits are peeked, never counted: a shadow policy
+   * spends no one's budget.
+   */
+  shadowDecisions(input: DecisionInput, env: EvaluationEnv): ShadowDecision[] | Promise<ShadowDecision[]> {
+    const peeking = dryRunOf(env);
+    const decided: Array<ShadowDecision | Promise<ShadowDecision>> = [];
+    for (const policy of this.shadowPolicies) {
+      if (!policy.matches(input)) continue;
+      const outcome = this.run(input, peeking, [policy], false, undefined, null);
+      decided.push(outcome instanceof Promise ? outcome.then(shadowDecision) : shadowDecision(outcome));
+    }
+    return decided.some((item) => item instanceof Promise) ? Promise.all(decided) : (decided as ShadowDecision[]);
+  }
+
+  /** The policy in force of that name, if the set has it. */
   get(name: string): CompiledPolicy | undefined {
     return this.byName.get(name);
   }
@@ -100,8 +122,7 @@ export class PolicySet {
   /** Dry run: the decision evaluate would make (limits peeked, nothing recorded) and every rule tried. */
   explain(input: DecisionInput, env: EvaluationEnv): Explanation | Promise<Explanation> {
     const tracer = new ExplanationTracer(this.policies, input);
-    const dryRun: EvaluationEnv = { limiter: peekingLimiter(env.limiter), nowMs: env.nowMs, ...(env.budgets === undefined ? {} : { budgets: peekingLedger(env.budgets) }) };
-    const decided = this.evaluate(input, dryRun, undefined, tracer);
+    const decided = this.evaluate(input, dryRunOf(env), undefined, tracer);
     return decided instanceof Promise ? decided.then((decision) => tracer.explanation(decision)) : tracer.explanation(decided);
   }
 
@@ -201,6 +222,18 @@ export class PolicySet {
     };
     return this.run(at.input, at.env, at.list, at.filter, at.tracer, next);
   }
+}
+
+function shadowDecision(decided: Decision): ShadowDecision {
+  const outcome = decided.effect === 'allow' ? 'allow' : decided.approval !== undefined ? 'require_approval' : 'deny';
+  return { policy: decided.policy, decision: outcome, rule: decided.rule, reason: decided.reason };
+}
+
+/** The environment of a dry run: rate limits and budgets peeked, nothing counted or reserved. */
+function dryRunOf(env: EvaluationEnv): EvaluationEnv {
+  const dryRun: EvaluationEnv = { limiter: peekingLimiter(env.limiter), nowMs: env.nowMs };
+  if (env.budgets !== undefined) dryRun.budgets = peekingLedger(env.budgets);
+  return dryRun;
 }
 
 /** Traces a rule with rate_limit; returns its deny (with the trip) when it fired, else null. */
