@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+/* global process, console, fetch, setTimeout */
 // The official MCP conformance suite (@modelcontextprotocol/conformance, server mode) through the
 // gateway's /mcp/<name> (docs/mcp.md, "Conformance"): the suite's own reference server
 // (test/conformance/reference-server.mts, from the suite's repository at its version) is the
