@@ -1,5 +1,6 @@
 import { call } from './support/http-client';
 import { auditEntries, createAgent, proxy, TestAgent } from './support/org-fixtures';
+import { evaluate, freePort, PdpClient, pdpClient } from './support/pdp-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';
 
@@ -50,10 +51,12 @@ async function putPolicy(gateway: TestGateway, org: TestOrganization, yaml: stri
 
 let upstream: TestUpstream;
 let gateway: TestGateway;
+let grpcPort: number;
 
 beforeAll(async () => {
   upstream = await startUpstream();
-  gateway = await startGateway({ UPSTREAM_URL: upstream.url });
+  grpcPort = await freePort();
+  gateway = await startGateway({ UPSTREAM_URL: upstream.url, PDP_GRPC_PORT: String(grpcPort) });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -115,6 +118,25 @@ describe('the three-step attack through /proxy', () => {
     const odd = await proxy(gateway, agent.token, 'GET', '/customers/1', session('a b'));
     expect(odd.status).toBe(400);
     expect(odd.body.message).toBe('X-Service-Session must be characters of A-Z a-z 0-9 . _ : -');
+  });
+});
+
+describe('the three-step attack through gRPC Evaluate', () => {
+  let client: PdpClient;
+  afterAll(() => client?.close());
+
+  it('remembers the session a PolicyRequest names in session_id', async () => {
+    const org = await createOrganization(gateway, 'enterprise', 'gRPC session org');
+    await putPolicy(gateway, org, THREE_STEP);
+    const agent = await createAgent(gateway, org, { name: 'grpc-mailer' });
+    const key = (await call<{ key: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'grpc' } })).body.key;
+    client = pdpClient(grpcPort);
+    const ask = (action: string, sessionId: string) => evaluate(client, key, { agentId: agent.id, action, sessionId });
+    expect((await ask('read:customers/1', 'g-1')).decision).toBe('DECISION_ALLOW');
+    expect((await ask('read:web/page', 'g-1')).decision).toBe('DECISION_ALLOW');
+    expect((await ask('write:mail/send', 'g-2')).decision).toBe('DECISION_ALLOW');
+    const third = await ask('write:mail/send', 'g-1');
+    expect(third).toMatchObject({ decision: 'DECISION_DENY', policy: 'exfiltration', rule: 'no-way-out', cacheable: false });
   });
 });
 
