@@ -236,3 +236,31 @@ describe('budgets through /v1/check and /v1/audit', () => {
     expect(response.body.errors.map(({ line, column, message }) => `${line}:${column} ${message.split(':')[0]}`)).toEqual(['3:23 bad budget scope', '3:35 bad budget limit']);
   });
 });
+
+describe('a budget shared by two gateway instances on Redis', () => {
+  let second: TestGateway;
+  let third: TestGateway;
+
+  beforeAll(async () => {
+    second = await startGateway({ REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+    third = await startGateway({ REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+  });
+  afterAll(async () => {
+    await second?.close();
+    await third?.close();
+  });
+
+  it('never admits past its limit under concurrent calls to both', async () => {
+    const org = await createOrganization(second, 'enterprise', 'Shared budget org');
+    const key = (await call<{ key: string }>(second.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'shared' } })).body.key;
+    await putPolicy(second, org, 'name: shared\nrules:\n  - name: org-wide\n    condition: budget(per_org, 30, 1h)\n    action: deny\n    cost: 3\n    reason: The shared budget is spent\n');
+    const agent = await createAgent(second, org, { name: 'racer' });
+    // Both instances have the policy (the second one reads it on its first decision).
+    const ask = (on: TestGateway) => call<{ decision: string }>(on.url, 'POST', '/v1/check', { body: { agentId: agent.id, plugin: 'Llm', function: 'Complete' }, headers: { 'x-api-key': key } });
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => ask(i % 2 === 0 ? second : third)));
+    const admitted = answers.filter((answer) => answer.status === 200 && answer.body.decision === 'allow').length;
+    const refused = answers.filter((answer) => answer.status === 429).length;
+    expect(admitted).toBe(10);
+    expect(refused).toBe(30);
+  });
+});
