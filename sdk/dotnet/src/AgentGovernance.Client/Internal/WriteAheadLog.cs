@@ -2,6 +2,7 @@ using System.Runtime.InteropServices;
 using System.Text;
 using System.Text.Json;
 using System.Globalization;
+using Microsoft.Win32.SafeHandles;
 
 namespace AgentGovernance.Internal;
 
@@ -226,15 +227,55 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
             {
                 return;
             }
-            lock (sync) SyncNow();
+            SyncWritten();
         }
     }
 
-    /// <summary>Under <c>sync</c>: fsyncs what was written and answers the appends waiting for it.</summary>
-    private void SyncNow()
+    /// <summary>
+    /// Fsyncs what was written and answers the appends waiting for it. On POSIX the fsync runs
+    /// outside the lock (the file's handle held by a reference), so appends never wait for the
+    /// disk: what they write meanwhile goes with the next window.
+    /// </summary>
+    private void SyncWritten()
     {
-        var waiting = syncWaiters;
-        if (waiting.Count > 0) syncWaiters = [];
+        List<TaskCompletionSource> waiting;
+        SafeFileHandle handle;
+        lock (sync)
+        {
+            waiting = syncWaiters;
+            if (waiting.Count > 0) syncWaiters = [];
+            if (!dirty || OperatingSystem.IsWindows() || closed)
+            {
+                SyncNow(waiting);
+                return;
+            }
+            dirty = false;
+            handle = file.SafeFileHandle;
+        }
+        var added = false;
+        try
+        {
+            handle.DangerousAddRef(ref added);
+            if (NativeMethods.Fsync((int)handle.DangerousGetHandle()) != 0) throw new IOException($"fsync of {path} failed: errno {Marshal.GetLastPInvokeError()}");
+            foreach (var waiter in waiting) waiter.TrySetResult();
+        }
+        catch (Exception error) when (error is IOException or ObjectDisposedException)
+        {
+            // The file was replaced meanwhile (a compaction, which fsyncs what it writes) or the fsync failed.
+            if (error is IOException) foreach (var waiter in waiting) waiter.TrySetException(error);
+            else foreach (var waiter in waiting) waiter.TrySetResult();
+        }
+        finally
+        {
+            if (added) handle.DangerousRelease();
+        }
+    }
+
+    /// <summary>Under <c>sync</c>: fsyncs what was written and answers <paramref name="waiting"/>.</summary>
+    private void SyncNow(List<TaskCompletionSource>? waiting = null)
+    {
+        waiting ??= syncWaiters;
+        if (ReferenceEquals(waiting, syncWaiters) && waiting.Count > 0) syncWaiters = [];
         try
         {
             if (dirty) file.Flush(flushToDisk: true);
@@ -373,7 +414,7 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
         [LibraryImport("libc", EntryPoint = "open", StringMarshalling = StringMarshalling.Utf8)]
         public static partial int Open(string path, int flags);
 
-        [LibraryImport("libc", EntryPoint = "fsync")]
+        [LibraryImport("libc", EntryPoint = "fsync", SetLastError = true)]
         public static partial int Fsync(int descriptor);
 
         [LibraryImport("libc", EntryPoint = "close")]
