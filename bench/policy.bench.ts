@@ -162,6 +162,25 @@ function cedarDecision(call: cedar.StatefulAuthorizationCall): 'allow' | 'deny' 
   return answer.response.decision;
 }
 
+/** A policy reading session facts (docs/policies.md "Sessions"): labels added, labels and a sequence read. */
+const SESSION_POLICY_YAML = `
+policies:
+  - name: bench-exfiltration
+    rules:
+      - condition: action starts_with "read:customers/"
+        action: label
+        labels: [private_data]
+        reason: customers read
+      - condition: action starts_with "write:mail/" and session.labels.has("private_data") and (session.labels.has("untrusted_content") or agent.labels.has("untrusted_content"))
+        action: deny
+        reason: no way out
+      - condition: action starts_with "write:mail/" and session.called("read:web/*")
+        action: deny
+        reason: no mail after the web
+`;
+/** How much more a decision reading session facts may cost than one that does not (issue: 1.3x). */
+const MAX_SESSION_SLOWDOWN = 1.3;
+
 /** The policy benchmark: rows for our engine, the hand-written reference, Cedar, and rate limiting. */
 export async function runPolicyBench(): Promise<BenchReport> {
   const pool = makeInputPool(POOL_SIZE);
@@ -192,6 +211,18 @@ export async function runPolicyBench(): Promise<BenchReport> {
   const rateLimitedPromised: Runner = (ms) => timeLoopAsync(pool, async (input) => isDeny(await rated.evaluate(input, promisedEnv)), ms);
   const syncLimiterOverAsync = await alternate(rateLimited, rateLimitedPromised, PLUMBING_ROUNDS, PLUMBING_ROUND_MS);
 
+  // The same inputs and policies, plus a policy reading what the session remembers, on inputs carrying session facts.
+  const remembering = compilePolicies([...definitions, ...loadPolicyFile(SESSION_POLICY_YAML, 'session.yaml')], { namespace: 'org_bench' });
+  const sessions = pool.map((input, index) => ({ ...input, session: { id: `s${index % 7}`, labels: index % 3 === 0 ? ['private_data'] : [], agent_labels: [], calls: { 'read:docs/a': 2, 'read:customers/1': 1 } } }));
+  const withSession: Runner = (ms) => timeLoop(sessions, (input) => isDeny(remembering.evaluate(input, env)), ms);
+  // Both sides freshly compiled, so neither carries the JIT history of the rows above.
+  const plain = compilePolicies(definitions, { namespace: 'org_bench' });
+  // The same copy of each input without session facts: spreading gives both sides objects of one shape.
+  const copies = pool.map((input) => ({ ...input }));
+  const withoutSession: Runner = (ms) => timeLoop(copies, (input) => isDeny(plain.evaluate(input, env)), ms);
+  const sessionCost = await alternate(withoutSession, withSession, ROUNDS, ROUND_MS);
+  const sessionSlowdown = speedup(sessionCost);
+
   cedarSetUp();
   const cedarCalls = pool.map((input) => toStatefulCedarRequest(input, CEDAR_POLICY_SET_ID));
   const cedarAnswers = cedarCalls.map(cedarDecision);
@@ -216,6 +247,8 @@ export async function runPolicyBench(): Promise<BenchReport> {
     roundsRow('engine + rate_limit(per_agent), same limiter answering Promises, awaited', syncLimiterOverAsync.second, PLUMBING_ROUND_MS, {
       'sync/promised': Number(speedup(syncLimiterOverAsync).toFixed(2)),
     }),
+    roundsRow('engine, alternating with the next row', sessionCost.first, ROUND_MS),
+    roundsRow('engine + a policy reading session facts (labels, agent labels, session.called)', sessionCost.second, ROUND_MS, { 'engine/session': Number(sessionSlowdown.toFixed(2)) }),
     row(`engine: Cedar-expressible subset (${CEDAR_SUBSET.length} policies)`, oursSubset, { denies: subsetDenies }),
     row('@cedar-policy/cedar-wasm statefulIsAuthorized, same subset', cedarTiming, {
       'engine/cedar': Number((oursSubset.opsPerSec / cedarTiming.opsPerSec).toFixed(1)),
@@ -229,6 +262,11 @@ export async function runPolicyBench(): Promise<BenchReport> {
         `${ROUNDS} rounds of ${ROUND_MS} ms: ${sum(target.first).toLocaleString('en-US')} / ${sum(target.second).toLocaleString('en-US')} decisions/s summed = ${slowdown.toFixed(2)}x ` +
         `(rounds: ${perRound})`,
       pass: slowdown <= MAX_SLOWDOWN,
+    },
+    {
+      description: `a decision reading session facts within ${MAX_SESSION_SLOWDOWN}x of one that does not (${ROUNDS} alternating rounds summed)`,
+      measured: `${sum(sessionCost.first).toLocaleString('en-US')} / ${sum(sessionCost.second).toLocaleString('en-US')} decisions/s summed = ${sessionSlowdown.toFixed(2)}x`,
+      pass: sessionSlowdown <= MAX_SESSION_SLOWDOWN,
     },
     {
       description: 'same decisions as Cedar on every input of the Cedar-expressible subset',
