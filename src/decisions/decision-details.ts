@@ -19,28 +19,38 @@ export interface DecisionDetails {
   derivedAction?: string;
   /** The approval a `require_approval` rule opened for the request, or the one it presented. */
   approvalId?: string;
+  /** The upstream credential injected into the forwarded request (docs/security.md "Upstream credentials"). */
+  credentialId?: string;
 }
 
 /** A decision's `details`, or null when it has none. */
-export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string): DecisionDetails | null {
-  return detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId);
+export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string, credentialId?: string): DecisionDetails | null {
+  return detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId, credentialId);
 }
 
 /** An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's entry is checked, not trusted); null when nothing is. */
 export function ingestedDetails(details: unknown): DecisionDetails | null {
   const derived = typeof details === 'object' && details !== null ? (details as { derivedAction?: unknown }).derivedAction : undefined;
   const approvalId = typeof details === 'object' && details !== null ? (details as { approvalId?: unknown }).approvalId : undefined;
-  return detailsOf(firedAlertsIn(details), rateLimitIn(details), typeof derived === 'string' ? bounded(derived) : undefined, typeof approvalId === 'string' ? bounded(approvalId) : undefined);
+  const credentialId = typeof details === 'object' && details !== null ? (details as { credentialId?: unknown }).credentialId : undefined;
+  return detailsOf(
+    firedAlertsIn(details),
+    rateLimitIn(details),
+    typeof derived === 'string' ? bounded(derived) : undefined,
+    typeof approvalId === 'string' ? bounded(approvalId) : undefined,
+    typeof credentialId === 'string' ? bounded(credentialId) : undefined,
+  );
 }
 
 /** Details naming only what there is; null when there is nothing. */
-function detailsOf(alerts: readonly FiredAlert[], rateLimit: RateLimitTrip | undefined, derivedAction: string | undefined, approvalId?: string): DecisionDetails | null {
-  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined) return null;
+function detailsOf(alerts: readonly FiredAlert[], rateLimit: RateLimitTrip | undefined, derivedAction: string | undefined, approvalId?: string, credentialId?: string): DecisionDetails | null {
+  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined && credentialId === undefined) return null;
   const details: DecisionDetails = {};
   if (alerts.length > 0) details.alerts = alerts;
   if (rateLimit !== undefined) details.rateLimit = rateLimit;
   if (derivedAction !== undefined) details.derivedAction = derivedAction;
   if (approvalId !== undefined) details.approvalId = approvalId;
+  if (credentialId !== undefined) details.credentialId = credentialId;
   return details;
 }
 

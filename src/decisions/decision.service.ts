@@ -95,6 +95,8 @@ export interface DecisionOutcome {
   upstreamStatus?: number | null;
   /** Time of the whole request as the entry point saw it. */
   latencyMs: number;
+  /** The upstream credential the forwarded request carried (its id: never its value). */
+  credentialId?: string;
 }
 
 /**
@@ -323,7 +325,7 @@ export class DecisionService {
       upstreamStatus: outcome.upstreamStatus ?? null,
       delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
       input: verdict.input,
-      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId),
+      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId, outcome.credentialId),
     };
     this.log.record(entry);
     this.events.emit({ entry, decision });
