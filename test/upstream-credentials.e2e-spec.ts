@@ -287,6 +287,23 @@ describe('decision tokens', () => {
     expect((await direct('GET', '/verified/orders/1', { headers: { 'x-service-decision-token': tampered } })).body.problem).toBe('bad_signature');
   });
 
+  it('binds a chunked body too: read whole before it is forwarded, its hash signed', async () => {
+    const chunked = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const request = http.request(`${gateway.url}/proxy/verified/uploads`, { method: 'PUT', headers: { authorization: `Bearer ${agentToken}`, 'content-type': 'application/octet-stream' } }, (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode!, text }));
+      });
+      request.on('error', reject);
+      request.write(Buffer.alloc(70_000, 1));
+      setTimeout(() => request.end(Buffer.alloc(30_000, 2)), 50);
+    });
+    seen.push(chunked.text);
+    expect(chunked.status).toBe(200);
+    const forwarded = received[received.length - 1];
+    expect(forwarded.headers['content-length']).toBe('100000');
+  });
+
   it('refuses an expired token', async () => {
     const expired = await proxied('GET', '/proxy/later/orders');
     expect(expired.status).toBe(401);
