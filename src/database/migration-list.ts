@@ -16,7 +16,8 @@ import { SidecarTokens1764633600000 } from '../../migrations/1764633600000-sidec
 import { DeploymentSettings1764720000000 } from '../../migrations/1764720000000-deployment-settings';
 import { McpToolPins1764806400000 } from '../../migrations/1764806400000-mcp-tool-pins';
 import { Approvals1764892800000 } from '../../migrations/1764892800000-approvals';
-import { UpstreamCredentials1764979200000 } from '../../migrations/1764979200000-upstream-credentials';
+import { PolicyTests1764979200046 } from '../../migrations/1764979200046-policy-tests';
+import { UpstreamCredentials1764979200100 } from '../../migrations/1764979200100-upstream-credentials';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -38,5 +39,6 @@ export const MIGRATIONS = [
   DeploymentSettings1764720000000,
   McpToolPins1764806400000,
   Approvals1764892800000,
-  UpstreamCredentials1764979200000,
+  PolicyTests1764979200046,
+  UpstreamCredentials1764979200100,
 ];
