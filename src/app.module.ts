@@ -17,6 +17,7 @@ import { DatabaseModule } from './database/database.module';
 import { GatewayDecisionsModule } from './gateway-decisions/gateway-decisions.module';
 import { HealthModule } from './health/health.module';
 import { PoliciesModule } from './policies/policies.module';
+import { PolicySourcesModule } from './policies/policy-sources.module';
 import { ProxyModule } from './proxy/proxy.module';
 import { KeysModule } from './keys/keys.module';
 import { DecisionTokensModule } from './keys/decision-tokens.module';
@@ -58,6 +59,7 @@ export class AppModule {
         AuthModule,
         HealthModule,
         PoliciesModule,
+        PolicySourcesModule,
         GatewayDecisionsModule,
         ProxyModule,
         PdpModule,
