@@ -1,8 +1,8 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /** Upstream credentials: values sealed with AES-256-GCM (CREDENTIALS_KEY_FILE), one active per organization and route. */
-export class UpstreamCredentials1764979200100 implements MigrationInterface {
-  name = 'UpstreamCredentials1764979200100';
+export class UpstreamCredentials1765065600100 implements MigrationInterface {
+  name = 'UpstreamCredentials1765065600100';
 
   async up(runner: QueryRunner): Promise<void> {
     await runner.query(`
