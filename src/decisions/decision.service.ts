@@ -1,5 +1,4 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import type { AuditRecord, AuditSource } from './audit-record';
 import { AppError } from '../common/app-error';
 import { errorBody } from '../common/error-body';
@@ -8,7 +7,8 @@ import type { Principal, PrincipalDelegation } from './agent-authenticator';
 import { scopeDenial } from './delegation-scope';
 import type { CompiledPolicy } from '../policy-engine/compiled-policy';
 import type { ApprovalRequirement, Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, ToolFacts } from '../policy-engine/types';
-import { APPROVAL_DESK, ApprovalDesk, ApprovalSubject, NO_APPROVALS, PendingApproval, Redemption } from './approval-ports';
+import { APPROVAL_DESK, ApprovalDesk, NO_APPROVALS, PendingApproval, Redemption } from './approval-ports';
+import { approvalSubject } from './approval-binding';
 import { DecisionEvents } from './decision-events';
 import { decisionIdAt } from './decision-id';
 import { decisionDetails } from './decision-details';
@@ -50,8 +50,9 @@ export interface DecisionRequest {
   /** The approval the caller presents for a request a `require_approval` rule holds (X-Service-Approval). */
   approvalId?: string;
   /**
-   * What an approval is bound to, beside the agent and action: the SHA-256 of what the request
-   * carries. Defaults to the hash of `args`; the proxy hashes its method, path, query and body.
+   * What an approval binds of what the request carries, beside the rest of the decision input
+   * (approval-binding.ts): the SHA-256 of it. Defaults to the hash of `args`; the proxy hashes
+   * its method, path, query and body.
    */
   fingerprint?: () => Promise<string>;
   /** The HTTP method and path the audit entry shows, where the transport has them. */
@@ -151,12 +152,17 @@ export class DecisionService {
     const env = questions.length === 1 ? this.env(nowMs) : { limiter: onceLimiter(this.limiter), nowMs };
     let input = inputOf(principal.agent, principal.delegation, request, args, org);
     let decision: Decision;
+    const holds: Decision[] = [];
     try {
       decision = await policies.set.evaluate(input, env, applicable[0]);
-      for (let i = 1; i < questions.length && decision.effect === 'allow'; i++) {
+      if (decision.approval !== undefined) holds.push(...(decision.holds ?? [decision]));
+      // Every question is asked until one is denied: a hold on one never hides a deny on another.
+      for (let i = 1; i < questions.length && !isDenial(decision); i++) {
         const other = inputOf(questions[i].agent, principal.delegation, { ...request, action: questions[i].target.action }, args, org);
         const decided = await policies.set.evaluate(other, env, applicable[i]);
-        if (decided.effect === 'deny') [input, decision] = [other, decided];
+        if (decided.effect === 'allow') continue;
+        if (decided.approval !== undefined) holds.push(...(decided.holds ?? [decided]));
+        if (isDenial(decided) || decision.effect === 'allow') [input, decision] = [other, decided];
       }
     } catch (error) {
       this.recordFailure(principal, request, input, nowMs, performance.now() - started, error);
@@ -175,28 +181,19 @@ export class DecisionService {
       nowMs,
       decisionMs: performance.now() - started,
     };
-    return decision.approval !== undefined && decision.effect === 'deny' && this.enforcing ? this.approvalVerdict(verdict, decision.approval) : verdict;
+    return decision.approval !== undefined && this.enforcing ? this.approvalVerdict(verdict, decision.approval, holds) : verdict;
   }
 
   /**
-   * A request a `require_approval` rule holds (docs/approvals.md): with an approval id, the
-   * approved approval of this very request (same agent, action and fingerprint) lets it through,
-   * once, and anything else denies it, saying why; without one, a pending approval is opened and
-   * the request waits for a person (answered 202). Never cacheable.
+   * A request only `require_approval` rules hold (docs/approvals.md): with an approval id, the
+   * approved approval of this very request (approval-binding.ts: the whole decision input, and
+   * the same holds) lets it through, once, and anything else denies it, saying why; without one,
+   * a pending approval is opened and the request waits for a person (answered 202). Never
+   * cacheable.
    */
-  private async approvalVerdict(verdict: Verdict, approval: ApprovalRequirement): Promise<Verdict> {
+  private async approvalVerdict(verdict: Verdict, approval: ApprovalRequirement, holds: readonly Decision[]): Promise<Verdict> {
     const { principal, request, decision } = verdict;
-    const subject: ApprovalSubject = {
-      orgId: principal.agent.orgId,
-      agentId: principal.agent.id,
-      agentName: principal.agent.name,
-      source: request.source,
-      action: request.action,
-      method: request.method ?? null,
-      path: request.path ?? null,
-      fingerprint: request.fingerprint !== undefined ? await request.fingerprint() : requestFingerprint(request),
-      traceId: request.traceId,
-    };
+    const subject = await approvalSubject(principal, request, holds);
     if (request.approvalId === undefined) {
       const pending = await this.approvals.open(subject, { ...decision, approval }).catch((error: unknown) => deskFailure(error));
       if ('denial' in pending) return { ...verdict, decision: { ...pending.denial, policy: decision.policy, rule: decision.rule }, cacheable: false };
@@ -360,7 +357,8 @@ interface Question {
 /**
  * What a request is decided on: the acting agent on its action first, then each other action
  * the request stands for and each agent it acts for (a delegated token carries no more rights
- * than any agent of its chain). It is allowed only if every question is.
+ * than any agent of its chain). It is allowed only if every question is; any deny wins over any
+ * `require_approval` hold, which an approval may lift only as a whole (docs/security.md).
  */
 function questionsOf(principal: Principal, request: DecisionRequest): Question[] {
   const actions = request.derivedAction !== undefined && request.derivedAction !== request.action ? [request.action, request.derivedAction] : [request.action];
@@ -378,6 +376,11 @@ function inputOf(agent: AgentSnapshot, delegation: PrincipalDelegation, request:
   const input: DecisionInput = { agent: agent.facts, action, resource, plugin, function: request.function, args, context, delegation: facts, org };
   if (tool !== undefined) input.tool = tool;
   return input;
+}
+
+/** A deny no approval can lift. */
+function isDenial(decision: Decision): boolean {
+  return decision.effect === 'deny' && decision.approval === undefined;
 }
 
 function isArgs(value: DecisionInput['args'] | Decision): value is DecisionInput['args'] {
@@ -414,25 +417,4 @@ export function statusOf(verdict: Verdict): number {
 function deskFailure(error: unknown): { denial: Decision } {
   const why = error instanceof AppError ? error.message : `Approval needed, but it cannot be requested: ${(error as Error).message}`;
   return { denial: { effect: 'deny', policy: '', rule: null, reason: why } };
-}
-
-/** SHA-256 of a call's arguments as canonical JSON (keys sorted at every level). */
-/**
- * What an approval binds of a request without a body of its own (the PDP, `/v1/check`, MCP,
- * `/enforce`): its arguments, resource and context, so that an approval given for one customer,
- * account or file lets through no call about another (docs/approvals.md).
- */
-export function requestFingerprint(request: Pick<DecisionRequest, 'args' | 'resource' | 'context'>): string {
-  return createHash('sha256').update(canonicalJson({ args: request.args, resource: request.resource, context: request.context })).digest('hex');
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }

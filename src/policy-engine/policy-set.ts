@@ -16,6 +16,10 @@ interface Suspended {
   readonly policy: number;
   readonly rule: number;
   readonly allowed: Decision | null;
+  /** The first `require_approval` rule that fired: it decides unless a deny follows. */
+  readonly held: Decision | null;
+  /** Every hold that fired, once a second one did. */
+  readonly holds: Decision[] | null;
   readonly first: CompiledPolicy | null;
   readonly policyAllowed: boolean;
   readonly alerts: FiredAlert[] | null;
@@ -23,7 +27,8 @@ interface Suspended {
 
 /**
  * An ordered, compiled set of policies, combined deny-overrides: the first deny (in policy then
- * rule order) decides; otherwise allow. `alert` rules reached before the decision add their
+ * rule order) decides; else the first `require_approval` rule that fired (a hold: every rule is
+ * still evaluated, so that no approval ever lifts a deny, docs/security.md); otherwise allow. `alert` rules reached before the decision add their
  * alert to it (`decision.alerts`) and never change it.
  */
 export class PolicySet {
@@ -120,6 +125,8 @@ export class PolicySet {
     start: Suspended | null,
   ): Decision | Promise<Decision> {
     let allowed = start === null ? null : start.allowed;
+    let held = start === null ? null : start.held;
+    let holds = start === null ? null : start.holds;
     let first = start === null ? null : start.first;
     let alerts = start === null ? null : start.alerts;
     for (let p = start === null ? 0 : start.policy; p < list.length; p++) {
@@ -140,19 +147,32 @@ export class PolicySet {
           const recorder = new RateLimitRecorder(env);
           const answer = (rule.rated as RateTest)(input, recorder);
           if (typeof answer !== 'boolean') {
-            const at: Suspended = { input, env, list, filter, tracer, policy: p, rule: r, allowed, first, policyAllowed, alerts };
+            const at: Suspended = { input, env, list, filter, tracer, policy: p, rule: r, allowed, held, holds, first, policyAllowed, alerts };
             return this.suspend(answer, recorder, at);
           }
           fired = answer;
           const denied = settleRated(rule, fired, recorder, tracer);
-          if (denied !== null) return withAlerts(denied, alerts);
+          if (denied !== null && rule.effect === 'deny') return withAlerts(denied, alerts);
+          if (denied !== null) {
+            if (held === null) held = denied;
+            else (holds ??= [held]).push(denied);
+            policyAllowed = true;
+            continue;
+          }
         }
         if (!fired) continue;
         if (rule.alert !== null) {
           (alerts ??= []).push(rule.alert);
           continue;
         }
-        if (rule.effect === 'deny' || rule.effect === 'require_approval') return withAlerts(rule.decision, alerts);
+        if (rule.effect === 'deny') return withAlerts(rule.decision, alerts);
+        if (rule.effect === 'require_approval') {
+          // A hold answers for its policy (no `default: deny` after it), and the search for a deny goes on.
+          if (held === null) held = rule.decision;
+          else (holds ??= [held]).push(rule.decision);
+          policyAllowed = true;
+          continue;
+        }
         if (!policyAllowed) {
           policyAllowed = true;
           if (allowed === null) allowed = rule.decision;
@@ -160,6 +180,7 @@ export class PolicySet {
       }
       if (policy.defaultDeny && !policyAllowed) return withAlerts(policy.defaultDecision, alerts);
     }
+    if (held !== null) return withAlerts(holds === null ? held : { ...held, holds }, alerts);
     if (allowed !== null) return withAlerts(allowed, alerts);
     return withAlerts(first === null ? this.defaultDecision : first.allowDecision, alerts);
   }
@@ -173,13 +194,15 @@ export class PolicySet {
   private resume(fired: boolean, recorder: RateLimitRecorder, at: Suspended): Decision | Promise<Decision> {
     const rule = at.list[at.policy].rules[at.rule];
     const denied = settleRated(rule, fired, recorder, at.tracer);
-    if (denied !== null) return withAlerts(denied, at.alerts);
+    if (denied !== null && rule.effect === 'deny') return withAlerts(denied, at.alerts);
     const alerting = fired && rule.alert !== null;
-    const grants = fired && !alerting && !at.policyAllowed;
+    const grants = fired && !alerting && denied === null && !at.policyAllowed;
     const next: Suspended = {
       ...at,
       rule: at.rule + 1,
       allowed: grants && at.allowed === null ? rule.decision : at.allowed,
+      held: at.held ?? denied,
+      holds: denied !== null && at.held !== null ? [...(at.holds ?? [at.held]), denied] : at.holds,
       policyAllowed: at.policyAllowed || (fired && !alerting),
       alerts: alerting ? [...(at.alerts ?? []), rule.alert!] : at.alerts,
     };

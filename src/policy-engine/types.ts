@@ -86,6 +86,8 @@ export interface Decision {
    * approves this very request (docs/policies.md "Approvals").
    */
   approval?: ApprovalRequirement;
+  /** Every `require_approval` decision that held the request, when more than one did (this one first). */
+  holds?: readonly Decision[];
 }
 
 /** What a `require_approval` rule asks of an approval. */
