@@ -17,6 +17,7 @@ import { DeploymentSettings1764720000000 } from '../../migrations/1764720000000-
 import { McpToolPins1764806400000 } from '../../migrations/1764806400000-mcp-tool-pins';
 import { Approvals1764892800000 } from '../../migrations/1764892800000-approvals';
 import { ApprovalBinding1764979200041 } from '../../migrations/1764979200041-approval-binding';
+import { PolicyTests1764979200046 } from '../../migrations/1764979200046-policy-tests';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   McpToolPins1764806400000,
   Approvals1764892800000,
   ApprovalBinding1764979200041,
+  PolicyTests1764979200046,
 ];

@@ -6,6 +6,7 @@ import { ServiceHeader } from '../common/service-header';
 import { ErrorBody } from '../common/error-body.dto';
 import { AdapterAuditDto, AuditAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
 import { addAdapterRoutes, addProxyRoutes } from '../http/lean-routes.openapi';
+import { declarePublicOperations } from '../common/public-operations';
 
 /** Serves Swagger UI at /docs and the OpenAPI document at /docs-json. */
 export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIObject {
@@ -17,6 +18,7 @@ export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIO
         '(`/api/v1/pdp/evaluate`, `/v1/check`, `/v1/audit`) with `X-Api-Key`. Errors are `{error, message}`.',
     )
     .setVersion(config.version)
+    .addServer(config.http.publicUrl, 'This gateway (PUBLIC_URL)')
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.AdminToken }, ADMIN_TOKEN_SCHEME)
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, AGENT_TOKEN_SCHEME)
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.ApiKey }, API_KEY_SCHEME)
@@ -25,6 +27,7 @@ export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIO
   const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckRequestDto, CheckAnswerDto, PolicyRequestJsonDto, PolicyResponseJsonDto, AdapterAuditDto, AuditAcceptedDto, ErrorBody] });
   addAdapterRoutes(document);
   addProxyRoutes(document);
+  declarePublicOperations(document);
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json', yamlDocumentUrl: 'docs-yaml' });
   return document;
 }

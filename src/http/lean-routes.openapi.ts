@@ -33,9 +33,10 @@ function adapterErrors(decides: boolean): Record<string, ResponseObject> {
   return answers;
 }
 
-function adapterOperation(summary: string, body: string, ok: [string, string, string], decides: boolean): OperationObject {
+function adapterOperation(operationId: string, summary: string, body: string, ok: [string, string, string], decides: boolean): OperationObject {
   const [status, description, schema] = ok;
   return {
+    operationId,
     tags: ['pdp'],
     summary,
     security: [{ [API_KEY_SCHEME]: [] }],
@@ -48,6 +49,7 @@ function adapterOperation(summary: string, body: string, ok: [string, string, st
 /** The proxy's answers: the upstream's own, or the gateway's refusals. */
 function proxyOperation(method: string): OperationObject {
   return {
+    operationId: `proxy${method[0].toUpperCase()}${method.slice(1)}`,
     tags: ['proxy'],
     summary: `${method.toUpperCase()} through the governed proxy to UPSTREAM_URL/<path>`,
     description:
@@ -76,10 +78,11 @@ function proxyOperation(method: string): OperationObject {
 /** Adds the adapter endpoints to an OpenAPI document. */
 export function addAdapterRoutes(document: OpenAPIObject): void {
   document.paths['/v1/check'] = {
-    post: adapterOperation('Pre-invocation permission check for a tool call (recorded, source `check`)', 'CheckRequestDto', ['200', 'The decision', 'CheckAnswerDto'], true),
+    post: adapterOperation('check', 'Pre-invocation permission check for a tool call (recorded, source `check`)', 'CheckRequestDto', ['200', 'The decision', 'CheckAnswerDto'], true),
   };
   document.paths['/api/v1/pdp/evaluate'] = {
     post: adapterOperation(
+      'evaluate',
       'PDP HTTP fallback: PolicyRequest in, PolicyResponse out (proto3 JSON; source `pdp`)',
       'PolicyRequestJsonDto',
       ['200', 'The decision', 'PolicyResponseJsonDto'],
@@ -88,6 +91,7 @@ export function addAdapterRoutes(document: OpenAPIObject): void {
   };
   document.paths['/v1/audit'] = {
     post: adapterOperation(
+      'recordAudit',
       'Post-invocation audit entry: the call, its decision, duration and result summary, linked to its decision; idempotent on eventId',
       'AdapterAuditDto',
       ['202', 'Accepted (`recorded: false` for a replayed eventId)', 'AuditAcceptedDto'],

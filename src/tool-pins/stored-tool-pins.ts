@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { LRUCache } from 'lru-cache';
 import { changeOf, definitionHash, ToolDefinition } from '../mcp/tool-definition';
 import type { PinState, ToolPins } from '../mcp/tool-pins';
 
@@ -22,7 +23,7 @@ interface PinRow {
  */
 @Injectable()
 export class StoredToolPins implements ToolPins {
-  private readonly pinned = new Set<string>();
+  private readonly pinned = new LRUCache<string, true>({ max: MAX_REMEMBERED });
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
@@ -86,12 +87,12 @@ export class StoredToolPins implements ToolPins {
   /** Forgets what this instance remembered of a tool (an admin accepted another definition). */
   forget(orgId: string, server: string, tool: string): void {
     const prefix = `${orgId}\u0000${server}\u0000${tool}\u0000`;
-    for (const entry of this.pinned) if (entry.startsWith(prefix)) this.pinned.delete(entry);
+    const forgotten = [...this.pinned.keys()].filter((entry) => entry.startsWith(prefix));
+    for (const entry of forgotten) this.pinned.delete(entry);
   }
 
   private remember(entry: string): void {
-    if (this.pinned.size >= MAX_REMEMBERED) this.pinned.delete(this.pinned.values().next().value!);
-    this.pinned.add(entry);
+    this.pinned.set(entry, true);
   }
 }
 
