@@ -34,6 +34,7 @@ export function approvalAlert(event: DecisionEvent, approvalId: string, links: A
     timestamp: new Date(entry.ts).toISOString(),
     severity: 'warning',
     trigger: 'approval',
+    orgId: entry.orgId,
     title: `Approval needed: ${entry.method ? quoted(`${entry.method} ${entry.path ?? ''}`) : quoted(entry.action)} by ${agent}`,
     message:
       `Approve: ${links.approve} Reject: ${links.reject} ` +
