@@ -49,7 +49,7 @@ describe('RecentDecisions', () => {
   it('answers a decision made here with what an outcome is checked against', () => {
     const { events, recent } = remembering();
     events.emit({ entry: entry('d-1'), decision: DECISION });
-    expect(recent.get('d-1', START_MS + 1000)).toEqual({ orgId: 'org-1', agentId: 'agent-1', plugin: 'crm', function: 'read', allowed: true, atMs: START_MS });
+    expect(recent.get('d-1', START_MS + 1000)).toEqual({ orgId: 'org-1', agentId: 'agent-1', plugin: 'crm', function: 'read', allowed: true, policyName: null, rule: null, reason: null, atMs: START_MS });
   });
 
   it('does not remember proxy decisions, and forgets a decision after an hour', () => {

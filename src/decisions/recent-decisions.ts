@@ -45,6 +45,9 @@ export class RecentDecisions implements OnModuleDestroy {
       plugin: typeof input?.plugin === 'string' ? input.plugin : '',
       function: typeof input?.function === 'string' ? input.function : '',
       allowed: entry.decision === 'allow' || !entry.enforced,
+      policyName: entry.policyName,
+      rule: entry.rule,
+      reason: entry.reason,
       atMs: entry.ts,
     });
   }

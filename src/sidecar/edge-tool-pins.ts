@@ -19,6 +19,7 @@ const PINNED: PinState = Object.freeze({ pinned: true, changes: [], newlyHeld: f
  */
 @Injectable()
 export class EdgeToolPins implements ToolPins {
+  readonly pinning = true;
   /** Hashes the gateway answered as pinned, by server and tool, for tools the bundle does not pin yet. */
   private readonly pinnedByGateway = new LRUCache<string, string>({ max: MAX_REMEMBERED });
 

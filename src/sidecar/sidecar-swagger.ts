@@ -4,7 +4,7 @@ import { AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../common/auth-decorators';
 import { ServiceHeader } from '../common/service-header';
 import { ErrorBody } from '../common/error-body.dto';
 import { addAdapterRoutes, addProxyRoutes } from '../http/lean-routes.openapi';
-import { AdapterAuditDto, AuditAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
+import { AdapterAuditBatchDto, AdapterAuditDto, AuditAcceptedDto, AuditBatchAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
 
 const json = (schema: object) => ({ 'application/json': { schema } });
 const errorBody = { $ref: '#/components/schemas/ErrorBody' };
@@ -47,7 +47,7 @@ export function setupSidecarSwagger(app: INestApplication, version: string): Ope
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, AGENT_TOKEN_SCHEME)
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.ApiKey }, API_KEY_SCHEME)
     .build();
-  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckRequestDto, CheckAnswerDto, PolicyRequestJsonDto, PolicyResponseJsonDto, AdapterAuditDto, AuditAcceptedDto, ErrorBody] });
+  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckRequestDto, CheckAnswerDto, PolicyRequestJsonDto, PolicyResponseJsonDto, AdapterAuditDto, AdapterAuditBatchDto, AuditAcceptedDto, AuditBatchAcceptedDto, ErrorBody] });
   const refusals = {
     '400': { description: 'A malformed body, named in the message', content: json(errorBody) },
     '401': { description: 'Missing, invalid, expired or revoked agent token', content: json(errorBody) },
