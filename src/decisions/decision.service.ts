@@ -6,7 +6,7 @@ import { ErrorCode } from '../common/error-code';
 import type { Principal, PrincipalDelegation } from './agent-authenticator';
 import { scopeDenial } from './delegation-scope';
 import type { CompiledPolicy } from '../policy-engine/compiled-policy';
-import type { ApprovalRequirement, Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, ToolFacts } from '../policy-engine/types';
+import type { ApprovalRequirement, Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, ShadowDecision, ToolFacts } from '../policy-engine/types';
 import { APPROVAL_DESK, ApprovalDesk, NO_APPROVALS, PendingApproval, Redemption } from './approval-ports';
 import { approvalSubject } from './approval-binding';
 import { DecisionEvents } from './decision-events';
@@ -84,6 +84,8 @@ export interface Verdict {
   pending?: PendingApproval;
   /** The approval an allowed request used, or the refused one a denied request presented. */
   approvalId?: string;
+  /** What the shadow policies that applied would have decided; recorded in the audit entry, never enforced. */
+  shadow?: readonly ShadowDecision[];
   nowMs: number;
   decisionMs: number;
 }
@@ -151,6 +153,7 @@ export class DecisionService {
     // Several questions share one counting of each rate-limit counter (onceLimiter).
     const env = questions.length === 1 ? this.env(nowMs) : { limiter: onceLimiter(this.limiter), nowMs };
     let input = inputOf(principal.agent, principal.delegation, request, args, org);
+    const asked = input;
     let decision: Decision;
     const holds: Decision[] = [];
     try {
@@ -181,6 +184,7 @@ export class DecisionService {
       nowMs,
       decisionMs: performance.now() - started,
     };
+    if (policies.set.shadowPolicies.length > 0) verdict.shadow = await this.shadowOf(policies, asked, nowMs);
     return decision.approval !== undefined && this.enforcing ? this.approvalVerdict(verdict, decision.approval, holds) : verdict;
   }
 
@@ -203,6 +207,20 @@ export class DecisionService {
     const reason = redemption.granted ? `Approved by ${redemption.decidedBy} (${request.approvalId})` : `Approval ${request.approvalId} ${redemption.reason}`;
     const decided: Decision = { effect: redemption.granted ? 'allow' : 'deny', policy: decision.policy, rule: decision.rule, reason };
     return { ...verdict, decision: decided, enforced: true, cacheable: false, approvalId: request.approvalId };
+  }
+
+  /**
+   * What the shadow policies would have decided on the acting agent's request (docs/policies.md
+   * "Shadow policies"): recorded, never enforced. Their evaluation failing (rate-limit counters
+   * unavailable) costs the decision nothing: no shadow result is recorded then.
+   */
+  private async shadowOf(policies: LoadedPolicies, input: DecisionInput, nowMs: number): Promise<readonly ShadowDecision[] | undefined> {
+    try {
+      const decided = await policies.set.shadowDecisions(input, this.env(nowMs));
+      return decided.length > 0 ? decided : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The request's args, completed by `fullArgs` when an applicable policy reads the body. */
@@ -320,7 +338,7 @@ export class DecisionService {
       upstreamStatus: outcome.upstreamStatus ?? null,
       delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
       input: verdict.input,
-      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId),
+      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId, verdict.shadow),
     };
     this.log.record(entry);
     this.events.emit({ entry, decision });

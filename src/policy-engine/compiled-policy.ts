@@ -31,6 +31,8 @@ export interface ValidatedPolicy {
 export class CompiledPolicy {
   readonly name: string;
   readonly definition: PolicyDefinition;
+  /** Evaluated beside the decision and recorded, never enforced (`mode: shadow`). */
+  readonly shadow: boolean;
   /** Top-level `args` names its conditions read. */
   readonly argNames: ReadonlySet<string>;
   readonly usesRateLimit: boolean;
@@ -54,6 +56,7 @@ export class CompiledPolicy {
     const { definition, conditions } = validated;
     this.name = definition.name;
     this.definition = definition;
+    this.shadow = definition.mode === 'shadow';
     this.argNames = new Set(conditions.flatMap((condition) => [...condition.argNames]));
     this.usesRateLimit = conditions.some((condition) => condition.rateLimits.length > 0);
     this.readsBodyArgs = [...this.argNames].some((name) => name !== 'path' && name !== 'method');

@@ -122,7 +122,7 @@ describe('loadPolicyFile', () => {
       [6, 5, "missing required field 'name'"],
       [8, 11, "'name' must be a non-empty string"],
       [10, 11, "policy name 'default' is reserved: it names the decision when no policy applies"],
-      [13, 5, "unknown key 'descripton' in policy (expected name, description, match, default, rules)", 'shape'],
+      [13, 5, "unknown key 'descripton' in policy (expected name, description, mode, match, default, rules)", 'shape'],
       [14, 18, "'description' must be a string", 'shape'],
       [15, 28, "unknown key 'verb' in match (expected plugin, function, action)", 'shape'],
       [15, 47, "bad glob in match.action: unsupported glob character '?': only * is a wildcard", 'shape'],
@@ -321,7 +321,7 @@ describe('loadPolicyDocument', () => {
     const unknown = loadErrors(() => loadPolicyDocument(source.replace(/k7: 2\n$/, ''), 'body'));
     expect(Date.now() - started).toBeLessThan(40_000);
     expect(unknown).toHaveLength(keys);
-    expect(brief(unknown.slice(-1))).toEqual([[keys + 2, 1, `unknown key 'k${keys - 1}' in policy (expected name, description, match, default, rules)`, 'p']]);
+    expect(brief(unknown.slice(-1))).toEqual([[keys + 2, 1, `unknown key 'k${keys - 1}' in policy (expected name, description, mode, match, default, rules)`, 'p']]);
   });
 
   it('reports every duplicate key, in nested mappings and lists too, at the repeated key', () => {
@@ -336,7 +336,7 @@ describe('loadPolicyDocument', () => {
   it('rejects a policies file where one policy is expected', () => {
     expect(brief(loadErrors(() => loadPolicyDocument('policies: []', 'body')))).toEqual([
       [1, 1, "missing required field 'name'"],
-      [1, 1, "unknown key 'policies' in policy (expected name, description, match, default, rules)"],
+      [1, 1, "unknown key 'policies' in policy (expected name, description, mode, match, default, rules)"],
       [1, 1, "missing required field 'rules'"],
     ]);
   });

@@ -1,7 +1,7 @@
 import { CompiledPolicy, CompiledRule, decision } from './compiled-policy';
 import { EvaluationTracer, ExplanationTracer } from './evaluation-tracer';
 import { peekingLimiter, RateLimitRecorder, RateTest } from './rate-limit-call';
-import type { Decision, DecisionInput, EvaluationEnv, Explanation, FiredAlert, MatchTarget } from './types';
+import type { Decision, DecisionInput, EvaluationEnv, Explanation, FiredAlert, MatchTarget, ShadowDecision } from './types';
 
 // Plugin names come from requests; past this many distinct names, candidates are computed uncached.
 const MAX_CACHED_PLUGINS = 1024;
@@ -35,20 +35,42 @@ export class PolicySet {
   /** The decision when no policy applies. */
   readonly defaultDecision: Decision = decision('allow', 'default', null, 'allowed: no policy applies');
   readonly usesRateLimit: boolean;
+  /** The policies in force, in order: those `evaluate` decides on. */
+  readonly policies: readonly CompiledPolicy[];
+  /** `mode: shadow` policies: never part of the decision, each evaluated apart by `shadowDecisions`. */
+  readonly shadowPolicies: readonly CompiledPolicy[];
   private readonly byName: ReadonlyMap<string, CompiledPolicy>;
   /** Policies whose plugin glob accepts a plugin name: most policies select on the plugin, so this prunes early. */
   private readonly candidatesByPlugin = new Map<string, readonly CompiledPolicy[]>();
 
   constructor(
-    readonly policies: readonly CompiledPolicy[],
+    compiled: readonly CompiledPolicy[],
     /** Organization id the rate-limit keys are prefixed with. */
     readonly namespace?: string,
   ) {
-    this.usesRateLimit = policies.some((policy) => policy.usesRateLimit);
-    this.byName = new Map(policies.map((policy) => [policy.name, policy]));
+    this.policies = compiled.filter((policy) => !policy.shadow);
+    this.shadowPolicies = compiled.filter((policy) => policy.shadow);
+    this.usesRateLimit = this.policies.some((policy) => policy.usesRateLimit);
+    this.byName = new Map(this.policies.map((policy) => [policy.name, policy]));
   }
 
-  /** The policy of that name, if the set has it. */
+  /**
+   * What each shadow policy whose `match` accepts the input would have decided on its own, in
+   * order; empty when none applies. Rate limits are peeked, never counted: a shadow policy
+   * spends no one's budget.
+   */
+  shadowDecisions(input: DecisionInput, env: EvaluationEnv): ShadowDecision[] | Promise<ShadowDecision[]> {
+    const peeking: EvaluationEnv = { limiter: peekingLimiter(env.limiter), nowMs: env.nowMs };
+    const decided: Array<ShadowDecision | Promise<ShadowDecision>> = [];
+    for (const policy of this.shadowPolicies) {
+      if (!policy.matches(input)) continue;
+      const outcome = this.run(input, peeking, [policy], false, undefined, null);
+      decided.push(outcome instanceof Promise ? outcome.then(shadowDecision) : shadowDecision(outcome));
+    }
+    return decided.some((item) => item instanceof Promise) ? Promise.all(decided) : (decided as ShadowDecision[]);
+  }
+
+  /** The policy in force of that name, if the set has it. */
   get(name: string): CompiledPolicy | undefined {
     return this.byName.get(name);
   }
@@ -208,6 +230,11 @@ export class PolicySet {
     };
     return this.run(at.input, at.env, at.list, at.filter, at.tracer, next);
   }
+}
+
+function shadowDecision(decided: Decision): ShadowDecision {
+  const outcome = decided.effect === 'allow' ? 'allow' : decided.approval !== undefined ? 'require_approval' : 'deny';
+  return { policy: decided.policy, decision: outcome, rule: decided.rule, reason: decided.reason };
 }
 
 /** Traces a rule with rate_limit; returns its deny (with the trip) when it fired, else null. */

@@ -2,7 +2,7 @@ import { analyzeCondition, CheckedCondition } from './checker';
 import type { ValidatedPolicy } from './compiled-policy';
 import { globProblem } from './glob';
 import { parseDuration } from './duration';
-import type { Effect, MatchDefinition, PolicyDefinition, PolicyError, RuleAction, RuleDefinition } from './types';
+import type { Effect, MatchDefinition, PolicyDefinition, PolicyError, PolicyMode, RuleAction, RuleDefinition } from './types';
 
 /** Keys and indexes from the document root to a value. */
 export type SourcePath = readonly (string | number)[];
@@ -37,7 +37,7 @@ export class ValidationContext {
   }
 }
 
-const POLICY_KEYS = ['name', 'description', 'match', 'default', 'rules'];
+const POLICY_KEYS = ['name', 'description', 'mode', 'match', 'default', 'rules'];
 const RULE_KEYS = ['name', 'condition', 'action', 'reason', 'approvers', 'timeout'];
 /** The longest a `require_approval` rule may make a request wait. */
 const MAX_APPROVAL_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
@@ -93,11 +93,13 @@ export function validatePolicy(value: unknown, context: ValidationContext, path:
   const description = optionalString(value, 'description', context, path, owner);
   const match = validateMatch(field(value, 'match'), context, [...path, 'match'], owner);
   const defaultEffect = optionalEffect(value, 'default', context, path, owner);
+  const mode = optionalMode(value, context, path, owner);
   const rules = validateRules(value, name, context, path);
   if (context.errors.length > before || name === undefined || rules === undefined) return undefined;
   const definition: PolicyDefinition = {
     name,
     ...(description === undefined ? {} : { description }),
+    ...(mode === 'shadow' ? { mode } : {}),
     ...(match === undefined ? {} : { match }),
     ...(defaultEffect === undefined ? {} : { default: defaultEffect }),
     rules: rules.map((rule) => rule.definition),
@@ -177,6 +179,13 @@ function optionalEffect(
   if (effect === undefined) return undefined;
   if (effect === 'allow' || effect === 'deny') return effect;
   context.report([...path, key], `'${key}' must be 'allow' or 'deny'`, owner);
+  return undefined;
+}
+
+function optionalMode(value: Record<string, unknown>, context: ValidationContext, path: SourcePath, owner: Owner): PolicyMode | undefined {
+  const mode = field(value, 'mode');
+  if (mode === undefined || mode === 'enforce' || mode === 'shadow') return mode;
+  context.report([...path, 'mode'], "'mode' must be 'enforce' or 'shadow'", owner);
   return undefined;
 }
 

@@ -156,13 +156,27 @@ export interface RuleDefinition {
   timeout?: string;
 }
 
+/** `shadow`: evaluated and recorded on every decision, never enforced (docs/policies.md "Shadow policies"). */
+export type PolicyMode = 'enforce' | 'shadow';
+
 /** A policy as written in YAML or JSON. */
 export interface PolicyDefinition {
   name: string;
   description?: string;
+  /** `enforce` when absent. */
+  mode?: PolicyMode;
   match?: MatchDefinition;
   default?: Effect;
   rules: RuleDefinition[];
+}
+
+/** What a shadow policy would have decided on its own, had it been in force. */
+export interface ShadowDecision {
+  policy: string;
+  /** `require_approval`: it would have held the request for a person. */
+  decision: 'allow' | 'deny' | 'require_approval';
+  rule: string | null;
+  reason: string;
 }
 
 /** One rule as tried by `explain` (simulation). */
