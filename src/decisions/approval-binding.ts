@@ -16,6 +16,7 @@ export interface BoundRequest {
   args: Readonly<Record<string, unknown>>;
   context: Readonly<Record<string, unknown>>;
   tool?: unknown;
+  sessionId?: string;
   method?: string | null;
   path?: string | null;
   /** The SHA-256 of what the request carries, where the transport has more than `args` (the proxy's query and body). */
@@ -27,7 +28,7 @@ export interface BoundRequest {
  * decision input, so that a retry differing in anything a policy could read, or anything the
  * upstream acts on, is another request. Beside the organization and agent: the entry point, the
  * declared and derived actions, plugin and function, HTTP method and path, and the holds that
- * asked for it; `fingerprint` covers the rest (resource, context, delegation chain, MCP tool and
+ * asked for it; `fingerprint` covers the rest (resource, context, delegation chain, MCP tool, session and
  * what the request carries: the proxy's query and body bytes, a call's arguments).
  */
 export async function approvalSubject(principal: Principal, request: BoundRequest, holds: readonly Decision[]): Promise<ApprovalSubject> {
@@ -38,6 +39,7 @@ export async function approvalSubject(principal: Principal, request: BoundReques
     context: request.context,
     chain: principal.delegation.chain,
     tool: request.tool ?? null,
+    session: request.sessionId ?? null,
   };
   return {
     orgId: principal.agent.orgId,

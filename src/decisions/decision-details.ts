@@ -19,13 +19,32 @@ export interface DecisionDetails {
   derivedAction?: string;
   /** The approval a `require_approval` rule opened for the request, or the one it presented. */
   approvalId?: string;
+  /** The budget that refused the call (`budget_exceeded`). */
+  budget?: RateLimitTrip;
+  /** The session the decision read (its id, `` for the agent's own scope), the labels it read and those it added. */
+  session?: SessionDetails;
+  /** What the call reserved of its budgets, before its outcome settles it. */
+  reserved?: number;
   /** What each shadow policy that applied would have decided (docs/policies.md "Shadow policies"). */
   shadow?: readonly ShadowDecision[];
 }
 
+/** What an audit entry says of the session a decision read (docs/policies.md "Sessions"). */
+export interface SessionDetails {
+  id: string;
+  labels: readonly string[];
+  agentLabels: readonly string[];
+  labelsAdded?: readonly string[];
+}
+
+/** What the decision memory adds to a decision entry's details. */
+export type MemoryDetails = Pick<DecisionDetails, 'session' | 'reserved'>;
+
 /** A decision's `details`, or null when it has none. */
-export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string, shadow?: readonly ShadowDecision[]): DecisionDetails | null {
-  return detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId, shadow ?? []);
+export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string, shadow?: readonly ShadowDecision[], memory?: MemoryDetails): DecisionDetails | null {
+  const details = detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId, shadow ?? []);
+  if (decision.budget === undefined && memory === undefined) return details;
+  return { ...details, ...(decision.budget === undefined ? {} : { budget: decision.budget }), ...memory };
 }
 
 /** An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's entry is checked, not trusted); null when nothing is. */

@@ -23,7 +23,7 @@ function brief(errors: PolicyError[]): [number, number, string, string?, string?
   });
 }
 
-const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org, tool';
+const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org, tool, session';
 const TIERS = 'expected unverified, verified, trusted, privileged or an alias (untrusted, sandboxed, restricted, standard, elevated)';
 
 describe('loadPolicyFile', () => {
@@ -128,12 +128,12 @@ describe('loadPolicyFile', () => {
       [15, 47, "bad glob in match.action: unsupported glob character '?': only * is a wildcard", 'shape'],
       [16, 14, "'default' must be 'allow' or 'deny'", 'shape'],
       [18, 9, 'a rule must be a mapping with condition, action and reason', 'shape', 'shape#0'],
-      [23, 9, "unknown key 'extra' in rule (expected name, condition, action, reason, approvers, timeout)", 'shape', 'r1'],
+      [23, 9, "unknown key 'extra' in rule (expected name, condition, action, reason, approvers, timeout, labels, scope, ttl, cost)", 'shape', 'r1'],
       [24, 15, "duplicate rule name 'r1' in policy 'shape'", 'shape', 'r1'],
       [25, 20, "'condition' must be a string", 'shape', 'r1'],
-      [26, 17, "'action' must be 'allow', 'deny', 'alert' or 'require_approval'", 'shape', 'r1'],
+      [26, 17, "'action' must be 'allow', 'deny', 'alert', 'require_approval' or 'label'", 'shape', 'r1'],
       [27, 17, "'reason' must be a non-empty string", 'shape', 'r1'],
-      [28, 9, "missing required field 'action' (allow, deny, alert or require_approval)", 'shape', 'r3'],
+      [28, 9, "missing required field 'action' (allow, deny, alert, require_approval or label)", 'shape', 'r3'],
       [28, 9, "missing required field 'reason'", 'shape', 'r3'],
       [28, 9, "missing required field 'condition'", 'shape', 'r3'],
       [29, 5, "missing required field 'rules'", 'no-rules'],
@@ -183,7 +183,7 @@ describe('loadPolicyFile', () => {
     expect(brief(loadErrors(() => loadPolicyFile(source, 'c.yaml')))).toEqual([
       [5, 52, `unknown variable 'user' (expected one of ${ROOTS})`, 'conditions', 'plain'],
       [9, 54, "unknown agent field 'colour' (expected agent.id, agent.name, agent.trust_tier, agent.tags, agent.org)", 'conditions', 'double'],
-      [13, 42, "unknown function 'bogus' (expected exists or rate_limit)", 'conditions', 'single'],
+      [13, 42, "unknown function 'bogus' (expected exists, rate_limit, budget, session.called, session.count, session.labels.has or agent.labels.has)", 'conditions', 'single'],
       [19, 24, 'bad rate_limit scope: expected per_agent, per_org, per_action, global', 'conditions', 'literal'],
       [25, 34, `'boss' is not a trust tier: ${TIERS}`, 'conditions', 'folded'],
       [30, 24, 'expected a value, found end of condition', 'conditions', 'plain-multiline'],
@@ -231,7 +231,7 @@ describe('loadPolicyFile', () => {
   it('falls back to the start of a block scalar it cannot map', () => {
     const source = 'policies:\n  - name: p\n    rules:\n      - condition: |4\n              nope(1)\n        action: deny\n        reason: r\n';
     const [error] = loadErrors(() => loadPolicyFile(source, 'b.yaml'));
-    expect(error).toMatchObject({ line: 4, message: "unknown function 'nope' (expected exists or rate_limit)" });
+    expect(error).toMatchObject({ line: 4, message: "unknown function 'nope' (expected exists, rate_limit, budget, session.called, session.count, session.labels.has or agent.labels.has)" });
   });
 
   it('positions condition errors in JSON sources', () => {
@@ -304,7 +304,7 @@ describe('loadPolicyDocument', () => {
     expect(loadPolicyDocument('{"name":"x","rules":[]}', 'body')).toEqual({ name: 'x', rules: [] });
     const source = '{"name":"x","rules":[{"condition":"nope(1)","action":"deny","reason":"r"}]}';
     expect(brief(loadErrors(() => loadPolicyDocument(source, 'body')))).toEqual([
-      [1, 36, "unknown function 'nope' (expected exists or rate_limit)", 'x', 'x#0'],
+      [1, 36, "unknown function 'nope' (expected exists, rate_limit, budget, session.called, session.count, session.labels.has or agent.labels.has)", 'x', 'x#0'],
     ]);
   });
 
@@ -410,7 +410,7 @@ describe('compilePolicies validation', () => {
         message: "unknown agent field 'colour' (expected agent.id, agent.name, agent.trust_tier, agent.tags, agent.org)",
       },
       { file: 'db', policy: 'a', line: 0, column: 0, message: "duplicate policy name 'a' (policy #0 has it)" },
-      { file: 'db', policy: 'b', rule: 'b#0', line: 0, column: 0, message: "'action' must be 'allow', 'deny', 'alert' or 'require_approval'" },
+      { file: 'db', policy: 'b', rule: 'b#0', line: 0, column: 0, message: "'action' must be 'allow', 'deny', 'alert', 'require_approval' or 'label'" },
     ]);
   });
 

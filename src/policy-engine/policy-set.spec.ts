@@ -195,8 +195,8 @@ describe('PolicySet: require_approval holds', () => {
   it('a hold decides when nothing denies, naming every hold once a second one fired', () => {
     const decided = decide([policy('a', [hold('true', 'h1')]), policy('b', [allow('true', 'ok')]), policy('c', [hold('true', 'h2')])]);
     expect(decided).toMatchObject({ effect: 'deny', rule: 'h1', approval: expect.any(Object) });
-    expect(decided.holds?.map((held) => held.rule)).toEqual(['h1', 'h2']);
-    expect(decide([policy('a', [hold('true', 'h1')])]).holds).toBeUndefined();
+    expect(decided.approvalHolds?.map((held) => held.rule)).toEqual(['h1', 'h2']);
+    expect(decide([policy('a', [hold('true', 'h1')])]).approvalHolds).toBeUndefined();
   });
 
   it('a hold answers for a policy whose default is deny', () => {
