@@ -18,6 +18,7 @@ import { McpToolPins1764806400000 } from '../../migrations/1764806400000-mcp-too
 import { Approvals1764892800000 } from '../../migrations/1764892800000-approvals';
 import { ApprovalBinding1764979200041 } from '../../migrations/1764979200041-approval-binding';
 import { PolicyTests1764979200046 } from '../../migrations/1764979200046-policy-tests';
+import { OidcClientAgent1765065600000 } from '../../migrations/1765065600000-oidc-client-agent';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   Approvals1764892800000,
   ApprovalBinding1764979200041,
   PolicyTests1764979200046,
+  OidcClientAgent1765065600000,
 ];
