@@ -19,6 +19,7 @@ import { Approvals1764892800000 } from '../../migrations/1764892800000-approvals
 import { ApprovalBinding1764979200041 } from '../../migrations/1764979200041-approval-binding';
 import { PolicyTests1764979200046 } from '../../migrations/1764979200046-policy-tests';
 import { OidcClientAgent1765065600000 } from '../../migrations/1765065600000-oidc-client-agent';
+import { UpstreamCredentials1765065600100 } from '../../migrations/1765065600100-upstream-credentials';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   ApprovalBinding1764979200041,
   PolicyTests1764979200046,
   OidcClientAgent1765065600000,
+  UpstreamCredentials1765065600100,
 ];
