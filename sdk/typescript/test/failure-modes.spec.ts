@@ -43,12 +43,22 @@ describe('timeout against a stalled server', () => {
     expect(tookMs).toBeLessThan(3000);
   });
 
-  it('proceeds when throwOnDenied is false, with a failure-mode audit event waiting to be sent', async () => {
-    const lenient = await client({ ...addresses, timeoutSeconds: 0.5, throwOnDenied: false });
-    const result = await lenient.check('FilePlugin', 'ReadFile', { path: '/tmp/a' });
+  // docs: README "Failure modes": throwOnDenied says how a denial is shown, never whether a call runs.
+  it('fail-closed refuses on a timeout whatever throwOnDenied says: check throws, guard does not run the call', async () => {
+    const lenient = await client({ ...addresses, timeoutSeconds: 0.3, throwOnDenied: false, plugins: { SoftPlugin: { throwOnDenied: false } } });
+    await expect(lenient.check('FilePlugin', 'ReadFile', { path: '/tmp/a' })).rejects.toBeInstanceOf(GatewayTimeoutError);
+    let ran = false;
+    await expect(lenient.guard('SoftPlugin', 'Run', {}, () => (ran = true))).rejects.toBeInstanceOf(GatewayTimeoutError);
+    expect(ran).toBe(false);
+    expect(lenient.pendingAudit).toBe(0);
+  });
+
+  it('fail-open allows on a timeout, with a failure-mode audit event waiting to be sent', async () => {
+    const open = await client({ ...addresses, timeoutSeconds: 0.3, failureMode: 'fail-open' });
+    const result = await open.check('FilePlugin', 'ReadFile', { path: '/tmp/a' });
     expect(result).toMatchObject({ allowed: true, via: 'failure-mode' });
-    expect(result.reason).toMatch(/^timeout: allowed without a gateway decision \((gRPC|HTTP)\b.+\)$/);
-    expect(lenient.pendingAudit).toBe(1);
+    expect(result.reason).toMatch(/^fail-open: allowed without a gateway decision \((gRPC|HTTP)\b.+\)$/);
+    expect(open.pendingAudit).toBe(1);
   });
 
   it('a per-plugin timeoutSeconds applies to that plugin only', async () => {
