@@ -121,9 +121,9 @@ describe('ags policies test', () => {
     expect(run.stdout).toBe('');
   });
 
-  it('exits 1 without --input', async () => {
+  it('exits 2 (could not run) for a policies file given without --input', async () => {
     const run = await ags('policies', 'test', VALID);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(2);
     expect(run.stderr).toContain('--input');
   });
 

@@ -8,6 +8,8 @@ import { SlidingWindowLimiter } from '../policy-engine/sliding-window-limiter';
 import type { PolicyDefinition } from '../policy-engine/types';
 import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail } from './cli-output';
+import { junitReport } from './junit-report';
+import { runTestFiles, SuiteRun, TEST_EXIT, TestRunError } from './policy-test-run';
 
 /** Reads and validates a policies file; reports every error as `file:line:column: …`. */
 function loadFile(file: string): PolicyDefinition[] {
@@ -25,6 +27,40 @@ function loadFile(file: string): PolicyDefinition[] {
   }
 }
 
+async function explainOne(file: string, input: Record<string, unknown>): Promise<void> {
+  try {
+    const set = compilePolicies(loadFile(file), { namespace: 'cli' });
+    const explanation = await set.explain(completeInput(input, 'cli'), { limiter: new SlidingWindowLimiter(), nowMs: Date.now() });
+    const { effect, ...decision } = explanation.decision;
+    process.stdout.write(`${JSON.stringify({ decision: effect, ...decision, trace: explanation.trace }, null, 2)}\n`);
+  } catch (error) {
+    fail(error);
+  }
+}
+
+/** One line a test, `PASS`/`FAIL`, each failure with where the test is and what decided instead; then the totals. */
+function report(runs: readonly SuiteRun[]): void {
+  let passed = 0;
+  let failed = 0;
+  for (const run of runs) {
+    for (const result of run.results) {
+      if (result.passed) passed++;
+      else failed++;
+      const where = `${run.file}:${result.test.line}:${result.test.column}`;
+      process.stdout.write(result.passed ? `PASS ${where} ${result.test.name}\n` : `FAIL ${where} ${result.test.name}: ${result.failure}\n`);
+    }
+  }
+  process.stdout.write(`${passed + failed} tests, ${passed} passed, ${failed} failed (${runs.length} file${runs.length === 1 ? '' : 's'})\n`);
+}
+
+function writeJunit(file: string, runs: readonly SuiteRun[]): void {
+  try {
+    fs.writeFileSync(file, junitReport(runs));
+  } catch (error) {
+    throw new CliError(`cannot write ${file}: ${(error as Error).message}`);
+  }
+}
+
 @SubCommand({ name: 'validate', arguments: '<file>', description: 'Check a policies file: every error with its line and column; exit 1 if any' })
 export class PoliciesValidateCommand extends CliCommand {
   async run([file]: string[]): Promise<void> {
@@ -37,20 +73,39 @@ export class PoliciesValidateCommand extends CliCommand {
   }
 }
 
-@SubCommand({ name: 'test', arguments: '<file>', description: 'Decide one input against a policies file and print the decision and the trace of every rule tried' })
+@SubCommand({
+  name: 'test',
+  arguments: '<path>',
+  description: 'Run the *.test.yaml files under a directory (or one test file) against their policy files; with --input, decide one input against a policies file and print the trace',
+})
 export class PoliciesTestCommand extends CliCommand {
-  async run([file]: string[], options: { input: Record<string, unknown> }): Promise<void> {
+  // A usage error is a run that never happened: CI must not read it as a failed test.
+  override setCommand(command: Parameters<CliCommand['setCommand']>[0]): this {
+    super.setCommand(command);
+    command.exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : TEST_EXIT.couldNotRun));
+    return this;
+  }
+
+  async run([target]: string[], options: { input?: Record<string, unknown>; junit?: string }): Promise<void> {
+    if (options.input !== undefined) return explainOne(target, options.input);
     try {
-      const set = compilePolicies(loadFile(file), { namespace: 'cli' });
-      const explanation = await set.explain(completeInput(options.input, 'cli'), { limiter: new SlidingWindowLimiter(), nowMs: Date.now() });
-      const { effect, ...decision } = explanation.decision;
-      process.stdout.write(`${JSON.stringify({ decision: effect, ...decision, trace: explanation.trace }, null, 2)}\n`);
+      const runs = await runTestFiles(target);
+      report(runs);
+      if (options.junit !== undefined) writeJunit(options.junit, runs);
+      process.exitCode = runs.some((run) => run.results.some((result) => !result.passed)) ? TEST_EXIT.failed : TEST_EXIT.passed;
     } catch (error) {
-      fail(error);
+      if (!(error instanceof TestRunError || error instanceof CliError)) throw error;
+      process.stderr.write(`error: could not run the tests:\n${error.message}\n`);
+      process.exitCode = TEST_EXIT.couldNotRun;
     }
   }
 
-  @Option({ flags: '--input <json>', description: 'Decision input as JSON, e.g. \'{"agent":{"trust_tier":"verified"},"action":"write:orders"}\'', required: true })
+  @Option({ flags: '--junit <file>', description: 'Also write the results as JUnit XML to this file (for CI)' })
+  parseJunit(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--input <json>', description: 'Decision input as JSON, e.g. \'{"agent":{"trust_tier":"verified"},"action":"write:orders"}\'' })
   parseInput(value: string): Record<string, unknown> {
     let input: unknown;
     try {
@@ -65,5 +120,5 @@ export class PoliciesTestCommand extends CliCommand {
   }
 }
 
-@SubCommand({ name: 'policies', description: 'Check and try policies files (no database needed)', subCommands: [PoliciesValidateCommand, PoliciesTestCommand] })
+@SubCommand({ name: 'policies', aliases: ['policy'], description: 'Check, test and try policies files (no database needed)', subCommands: [PoliciesValidateCommand, PoliciesTestCommand] })
 export class PoliciesCommand extends CommandGroup {}

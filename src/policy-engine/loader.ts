@@ -9,7 +9,8 @@ import { MAX_NESTING, tooDeepOffset } from './yaml-nesting';
 
 const MAX_ALIAS_COUNT = 100;
 
-interface ParsedSource {
+/** A YAML or JSON source parsed to plain values, with the context that positions its errors. */
+export interface ParsedSource {
   readonly value: unknown;
   readonly context: ValidationContext;
 }
@@ -59,7 +60,11 @@ function inSourceOrder(errors: PolicyError[]): PolicyError[] {
   return [...errors].sort((a, b) => a.line - b.line || a.column - b.column);
 }
 
-function parseSource(text: string, file: string): ParsedSource {
+/**
+ * Parses YAML or JSON text to plain values, refusing what policies refuse (deep nesting,
+ * duplicate keys, alias bombs); throws PolicyLoadError with every syntax error positioned.
+ */
+export function parseSource(text: string, file: string): ParsedSource {
   // Editors do not show a byte order mark: counted, it shifted every column of line 1 by one.
   const source = text.startsWith('\ufeff') ? text.slice(1) : text;
   refuseDeepNesting(source, file);
