@@ -90,7 +90,9 @@ export class GovernanceClient {
 
   /**
    * Asks whether the agent may call `plugin.fn` with `args`; a denial throws PolicyDeniedError
-   * unless throwOnDenied is false. An answer of the failure mode leaves a failure-mode audit event.
+   * unless throwOnDenied is false. An answer the client made itself (no answer came) leaves an
+   * audit event saying so; a timeout under fail-closed throws GatewayTimeoutError, or with
+   * throwOnDenied false answers a denial (`via: 'timeout'`).
    * A call a `require_approval` rule holds answers `decision: 'pending'` with `approvalId` and
    * `approvalExpiresAt` (thrown as ApprovalPendingError when throwOnDenied): wait for it with
    * waitForApproval(), then ask again with `{ approvalId }` for the identical call, which the
@@ -99,7 +101,7 @@ export class GovernanceClient {
   async check(plugin: string, fn: string, args: Record<string, unknown> = {}, context: Record<string, unknown> = {}, options: CheckOptions = {}): Promise<CheckResult> {
     const call = callOptions(this.options, plugin);
     const result = await this.decide(plugin, fn, args, context, call, options.approvalId);
-    if (result.via === 'failure-mode') await this.audit({ plugin, function: fn, decision: 'allow', durationMs: 0, resultSummary: result.reason });
+    if (withoutAnswer(result) && result.allowed) await this.audit({ plugin, function: fn, decision: 'allow', durationMs: 0, resultSummary: result.reason });
     return settle(result, call);
   }
 
@@ -140,7 +142,10 @@ export class GovernanceClient {
     try {
       decision = await this.ask(request, call.timeoutMs);
     } catch (error) {
-      return this.withoutDecision(error);
+      const answer = this.withoutDecision(error);
+      // A denial the client made itself is on the trail: the gateway never saw the call.
+      if (!answer.allowed) await this.audit({ plugin, function: fn, decision: 'deny', durationMs: 0, resultSummary: answer.reason });
+      return answer;
     }
     if (hash !== '') {
       this.cache.put(hash, decision);
@@ -202,7 +207,7 @@ export class GovernanceClient {
     const result = settle(first.decision === 'pending' ? await this.afterApproval(first, plugin, fn, args, context, options) : first, options);
     if (!result.allowed) return new SoftDenial(result);
     const outcome = { plugin, function: fn, decision: 'allow' as const, decisionId: result.decisionId || undefined, traceId: result.traceId || undefined };
-    const flagged = (summary: string) => (result.via === 'failure-mode' ? `${result.reason}; ${summary}` : summary);
+    const flagged = (summary: string) => (withoutAnswer(result) ? `${result.reason}; ${summary}` : summary);
     const started = performance.now();
     try {
       const value = await call();
@@ -258,16 +263,35 @@ export class GovernanceClient {
 
   /**
    * No decision came: a refusal (a tripped rate limit included: RESOURCE_EXHAUSTED is an error
-   * in proto/pdp.proto, and the Python SDK raises it too) is thrown; an outage or a timeout is
-   * allowed under fail-open and thrown under fail-closed, whatever throwOnDenied says (it says
-   * how a denial is shown, never whether a call runs). The reason is the failure-mode audit text
-   * all SDKs write (sdk/fixtures/result-summaries.json).
+   * in proto/pdp.proto, and the Python SDK raises it too) is thrown. Fail-open allows a timeout
+   * or an outage; fail-closed denies a timeout (thrown as GatewayTimeoutError when throwOnDenied,
+   * settle()) and throws an outage, whatever throwOnDenied says: it says how a denial is shown,
+   * never whether a call runs (sdk/fixtures/decision-cases.json, `timeouts`). The reason is the
+   * audit text all SDKs write (sdk/fixtures/result-summaries.json).
    */
   private withoutDecision(error: unknown): CheckResult {
     if (!(error instanceof GatewayUnavailableError || error instanceof GatewayTimeoutError)) throw error;
-    if (this.options.failureMode !== 'fail-open') throw error;
-    const reason = `fail-open: allowed without a gateway decision (${error.message.slice(0, MAX_REASON)})`;
-    return { decision: 'allow', allowed: true, reason, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, enforced: false, approvalId: '', approvalExpiresAt: '', via: 'failure-mode' };
+    const timedOut = error instanceof GatewayTimeoutError;
+    const open = this.options.failureMode === 'fail-open';
+    if (!open && !timedOut) throw error;
+    const why = error.message.slice(0, MAX_REASON);
+    const reason = open ? `${timedOut ? 'timeout' : 'fail-open'}: allowed without a gateway decision (${why})` : `timeout: denied without a gateway decision (${why})`;
+    return {
+      decision: open ? 'allow' : 'deny',
+      allowed: open,
+      reason,
+      policy: '',
+      rule: '',
+      policyVersion: 0,
+      traceId: '',
+      decisionId: '',
+      cacheable: false,
+      cacheTtlMs: 0,
+      enforced: false,
+      approvalId: '',
+      approvalExpiresAt: '',
+      via: timedOut ? 'timeout' : 'failure-mode',
+    };
   }
 
   /** Follows Subscribe from `version` so a change empties the cache at once. */
@@ -314,7 +338,13 @@ function fitted(record: AuditRecord): AuditRecord {
 
 function settle(result: CheckResult, call: CallOptions): CheckResult {
   if (result.allowed || !call.throwOnDenied) return result;
+  if (result.via === 'timeout') throw new GatewayTimeoutError(result.reason);
   throw result.decision === 'pending' ? new ApprovalPendingError(result) : new PolicyDeniedError(result);
+}
+
+/** An answer the client made itself, no decision having come. */
+function withoutAnswer(result: CheckResult): boolean {
+  return result.via === 'timeout' || result.via === 'failure-mode';
 }
 
 /**

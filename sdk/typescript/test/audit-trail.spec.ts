@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { GovernanceClient, GovernanceOptions } from '../src';
 import { CountingProxy } from './support/counting-proxy';
-import { AuditEntry, SdkGateway, sleep } from './support/sdk-gateway';
+import { AuditEntry, DECISION_CASES, SdkGateway, sleep } from './support/sdk-gateway';
 
 /**
  * What reaches the gateway's trail, and how (README "Audit events"): every decision the client
@@ -47,23 +47,27 @@ afterAll(async () => {
 const isOutcome = (entry: AuditEntry) => entry.kind === 'outcome';
 
 describe('cached decisions', () => {
-  it('every denial applied from the cache is a decision entry of its own, naming the decision it reused', async () => {
-    const agentId = await gateway.createAgent('cached-denials');
+  // sdk/fixtures/decision-cases.json `cachedDenials`, the cases every SDK runs.
+  it.each(DECISION_CASES.cachedDenials.map((shared) => [shared.name, shared] as const))('%s', async (_name, shared) => {
+    const kind = DECISION_CASES.agents.find((agent) => agent.name === shared.agent)!;
+    const agentId = await gateway.createAgent(`cached-${shared.expect.decision}`, kind.trustTier, kind.tags);
     const soft = await client({ agentId, throwOnDenied: false });
     const results = [];
-    for (let index = 0; index < 5; index++) results.push(await soft.check('FilePlugin', 'ReadFile', { path: '/etc/passwd' }));
-    expect(results.map((result) => [result.via, result.decision])).toEqual([['grpc', 'deny'], ...Array.from({ length: 4 }, () => ['cache', 'deny'])]);
+    for (let index = 0; index < shared.calls; index++) results.push(await soft.check(shared.plugin, shared.function, shared.args, shared.context));
+    expect(results.every((result) => result.decision === shared.expect.decision && result.policy === shared.expect.policy)).toBe(true);
+    expect(results.filter((result) => result.via === 'grpc')).toHaveLength(shared.expect.fromGateway);
+    expect(results.filter((result) => result.via === 'cache')).toHaveLength(shared.expect.fromCache);
     await soft.flushAudit();
-    const cachedEntry = (entry: AuditEntry) => entry.kind === 'decision' && entry.details?.cached === true;
-    const entries = await gateway.auditEntries(`agentId=${agentId}`, (found) => found.filter(cachedEntry).length >= 4);
-    const cached = entries.filter(cachedEntry);
-    expect(cached).toHaveLength(4);
-    for (const entry of cached) {
-      expect(entry).toMatchObject({ action: 'FilePlugin.ReadFile', decision: 'deny', reason: 'Access to system files blocked' });
-      expect(entry.details).toMatchObject({ decisionId: results[0].decisionId });
+    const action = `${shared.plugin}.${shared.function}`;
+    const decisionEntry = (entry: AuditEntry) => entry.kind === 'decision' && entry.action === action && entry.decision === shared.expect.decision;
+    const entries = (await gateway.auditEntries(`agentId=${agentId}`, (found) => found.filter(decisionEntry).length >= shared.expect.trail.decisionEntries)).filter(decisionEntry);
+    await sleep(300);
+    expect((await gateway.auditEntries(`agentId=${agentId}`, () => true)).filter(decisionEntry)).toHaveLength(shared.expect.trail.decisionEntries);
+    const cached = entries.filter((entry) => entry.details?.cached === true);
+    expect(cached).toHaveLength(shared.expect.trail.cachedEntries);
+    if (shared.expect.trail.cachedNameTheGatewayDecision) {
+      for (const entry of cached) expect(entry.details).toMatchObject({ decisionId: results[0].decisionId });
     }
-    // Five denials applied, five decision entries: the gateway's own and the four cached.
-    expect(entries.filter((entry) => entry.kind === 'decision' && entry.decision === 'deny')).toHaveLength(5);
   });
 
   it('a cached allow run through guard leaves its decision entry and the call outcome', async () => {
