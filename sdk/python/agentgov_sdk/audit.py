@@ -226,6 +226,8 @@ class AuditBatcher:
             orphan.remove()
         self._closing = False
         self._wal_closed = False
+        # Set by flush(): the sender goes on without waiting, even if the notify came while it was busy sending.
+        self._flush_requested = False
         self._backoff = 0.0
         self._thread = threading.Thread(target=self._run, name="agentgov-audit", daemon=True)
         self._thread.start()
@@ -249,6 +251,7 @@ class AuditBatcher:
         """Sends what waits now; True when nothing is left unacknowledged."""
         deadline = time.monotonic() + timeout
         with self._lock:
+            self._flush_requested = True
             self._wake.notify_all()
             while self._pending and not self._closing:
                 remaining = deadline - time.monotonic()
@@ -273,11 +276,13 @@ class AuditBatcher:
             with self._lock:
                 if self._closing:
                     return
-                if self._backoff or len(self._pending) < self._batch_size:
+                if self._backoff or (len(self._pending) < self._batch_size and not self._flush_requested):
                     self._wake.wait(self._backoff or self._interval)
                 if self._closing:
                     return
                 batch = list(itertools.islice(self._pending.values(), self._batch_size))
+                if len(batch) == len(self._pending):
+                    self._flush_requested = False  # this batch takes all that flush() asked for
                 descriptor = self._wal.sync_handle()
             if descriptor is not None:
                 self._fsync(descriptor)

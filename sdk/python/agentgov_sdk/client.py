@@ -270,7 +270,7 @@ class Client:
             # decision only fail-open lets it run (sdk/fixtures/decision-cases.json, `timeouts`).
             if self.options.failure_mode == "fail-open":
                 return self._fail_open("timeout", error)
-            denied = Decision.without_answer("timeout", "deny", str(error))
+            denied = Decision.without_answer("timeout", "deny", error.detail)
             # The gateway never saw the call: the denial is on the trail through this event.
             self._record(request, denied, 0.0, _without_answer(denied))
             return denied
@@ -306,7 +306,7 @@ class Client:
 
     def _fail_open(self, source: DecisionSource, error: GatewayError) -> Decision:
         logger.warning("fail-open: allowing a call without a gateway decision: %s", error)
-        return Decision.without_answer(source, "allow", str(error))
+        return Decision.without_answer(source, "allow", error.detail)
 
     def _record(self, request: CheckRequest, decision: Decision, duration_ms: float, summary: str) -> None:
         self.audit(

@@ -101,7 +101,7 @@ def test_an_event_delivered_late_is_stamped_with_when_the_call_happened(make_cli
         proxy.held = False
         assert client.flush(10)
         [outcome] = wait_for(gateway, agent_id, 1)
-        stamped = datetime.fromisoformat(outcome["ts"].replace("Z", "+00:00")).timestamp()
+        stamped = datetime.fromisoformat(outcome["timestamp"].replace("Z", "+00:00")).timestamp()
         assert before - 0.002 <= stamped <= after + 0.002
     finally:
         proxy.close()

@@ -114,7 +114,7 @@ describe('batches', () => {
       proxy.held = false;
       await late.flushAudit();
       const [entry] = (await gateway.auditEntries(`agentId=${agentId}&source=check`, (found) => found.some(isOutcome))).filter(isOutcome);
-      const stamped = Date.parse(String(entry.ts));
+      const stamped = Date.parse(entry.timestamp);
       expect(stamped).toBeGreaterThanOrEqual(before - 1);
       expect(stamped).toBeLessThanOrEqual(after + 1);
     } finally {

@@ -45,7 +45,7 @@ export const DECISION_CASES = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'de
 
 export interface AuditEntry {
   id: string;
-  ts: string;
+  timestamp: string;
   source: string;
   kind: string;
   action: string;
