@@ -18,7 +18,7 @@ import autocannon from 'autocannon';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { BenchReport, BenchRow } from './report';
+import { perRound, type BenchReport, type BenchRow } from './report';
 import type { AlertCounts } from './servers/messages';
 import { ask, baseEnv, Child, ChildSet, cpuSeconds, freePort, sleep, waitForHttp } from './servers/processes';
 import { POSTGRES_URL, withAdminClient, withDatabase } from './proxy.bench';
@@ -133,7 +133,7 @@ function report(rounds: Record<'off' | 'on', Round[]>, received: AlertCounts, de
     subject,
     opsPerSec: Math.round(total(rounds[name]) / rounds[name].length),
     extra: {
-      rounds: rounds[name].map((round) => round.opsPerSec).join(' '),
+      perRound: perRound(rounds[name].map((round) => round.opsPerSec)),
       ...(name === 'on' ? { drainMs: rounds[name].map((round) => round.drainMs).join(' '), missing: rounds[name].reduce((sum, round) => sum + round.missing, 0) } : {}),
       gatewayCpuUsPerRequest: average(rounds[name].map((round) => round.cpuUsPerRequest)),
       requestThreadUsPerRequest: average(rounds[name].map((round) => round.mainThreadUsPerRequest)),

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { BenchReport, BenchRow } from './report';
+import { perRound, type BenchReport, type BenchRow } from './report';
 import { baseEnv, ChildSet, freePort, waitForHttp } from './servers/processes';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -48,8 +48,14 @@ function percentile(sorted: number[], fraction: number): number {
 
 function summary(subject: string, samples: number[]): BenchRow & { p50Ms: number; p99Ms: number } {
   const sorted = [...samples].sort((a, b) => a - b);
-  const mean = sorted.reduce((sum, value) => sum + value, 0) / sorted.length;
-  return { subject, opsPerSec: Math.round(1000 / mean), p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), extra: { calls: sorted.length, meanMs: mean } };
+  const mean = meanOf(sorted);
+  // Calls per second of each round (samples are kept in call order, CALLS a round).
+  const rounds = Array.from({ length: Math.floor(samples.length / CALLS) }, (_, index) => 1000 / meanOf(samples.slice(index * CALLS, (index + 1) * CALLS)));
+  return { subject, opsPerSec: Math.round(1000 / mean), p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), extra: { perRound: perRound(rounds), calls: sorted.length, meanMs: mean } };
+}
+
+function meanOf(values: readonly number[]): number {
+  return values.reduce((sum, value) => sum + value, 0) / values.length;
 }
 
 export async function runMcpBench(): Promise<BenchReport> {

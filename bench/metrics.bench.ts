@@ -27,7 +27,7 @@ import path from 'node:path';
 import { checkBody, PDP_BENCH_AGENT, PDP_BENCH_CALLS } from './fixtures/pdp-requests';
 import { checkLoad, Gateway, pct, PdpStub, policyRequest, round3, startGateway, stub, sum, unaryLoad } from './pdp.bench';
 import { ADMIN_TOKEN, createDatabase, dropDatabase, guardAgainstInterrupt, positiveNumber, POSTGRES_URL, redact, waitForAuditDrain } from './proxy.bench';
-import type { BenchReport, BenchRow, BenchTarget } from './report';
+import { perRound, type BenchReport, type BenchRow, type BenchTarget } from './report';
 import { ChildSet, cpuSeconds, freePort } from './servers/processes';
 
 const SERVERS = path.join(__dirname, 'servers');
@@ -230,6 +230,7 @@ function rowsOf(result: PartResult): BenchRow[] {
     subject: `${LABELS[result.part]}, metrics ${side.which}`,
     opsPerSec: Math.round(sum(side.rounds) / side.rounds.length),
     extra: {
+      perRound: perRound(side.rounds),
       completed: side.completed,
       errors: side.errors,
       serverCpuUsPerOp: cpuPerOp(side),

@@ -48,7 +48,7 @@ import {
   waitForAuditDrain,
   withDatabase,
 } from './proxy.bench';
-import type { BenchReport, BenchRow, BenchTarget } from './report';
+import { perRound, type BenchReport, type BenchRow, type BenchTarget } from './report';
 import { baseEnv, Child, ChildSet, cpuSeconds, freePort, waitForHttp } from './servers/processes';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -264,7 +264,7 @@ export function unaryLoad(client: PdpStub, metadata: grpc.Metadata, requests: ob
  * One EvaluateStream with IN_FLIGHT requests outstanding: a new request goes out as each answer
  * comes back (answers come in request order), and writing waits for `drain` when grpc-js says so.
  */
-function streamLoad(client: PdpStub, metadata: grpc.Metadata, requests: object[], seconds: number, latencyUs: RecordableHistogram | null) {
+export function streamLoad(client: PdpStub, metadata: grpc.Metadata, requests: object[], seconds: number, latencyUs: RecordableHistogram | null) {
   return new Promise<{ completed: number; errors: number; firstError?: string }>((resolve) => {
     const call = client.EvaluateStream(metadata.clone());
     const end = performance.now() + seconds * 1000;
@@ -350,7 +350,7 @@ export async function startGateway(children: ChildSet, tmp: string, database: st
 }
 
 /** One agent and one adapter API key in the bootstrap organization, as an operator makes them. */
-async function provision(base: string): Promise<{ agentId: string; apiKey: string }> {
+export async function provision(base: string): Promise<{ agentId: string; apiKey: string }> {
   const agent = await adminPost<{ id?: string }>(base, '/admin/agents', PDP_BENCH_AGENT);
   const key = await adminPost<{ key?: string }>(base, '/admin/api-keys', { name: 'pdp bench adapter' });
   if (typeof agent.id !== 'string' || typeof key.key !== 'string') throw new Error('POST /admin/agents or /admin/api-keys answered without an id or key');
@@ -470,6 +470,7 @@ function rowsOf(result: PartResult): BenchRow[] {
     const completed = sum(one.rounds.map((round) => round.completed));
     const serverCpu = one.rounds.every((round) => round.serverCpu !== null) ? sum(one.rounds.map((round) => round.serverCpu ?? 0)) : null;
     const extra: Record<string, number | string> = {
+      perRound: perRound(one.rounds.map((round) => round.opsPerSec)),
       completed,
       errors: sum(one.rounds.map((round) => round.errors)),
       ...(serverCpu === null ? {} : { 'serverCpu%': Math.round((serverCpu / seconds) * 100), serverCpuUsPerOp: cpuPerOp(one) }),

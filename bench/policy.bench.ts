@@ -18,7 +18,7 @@ import { BENCH_POLICIES_YAML, CEDAR_SUBSET, RATE_LIMIT_POLICY_YAML } from './fix
 import { CEDAR_POLICIES, toStatefulCedarRequest } from './fixtures/policy-cedar';
 import { handwrittenDecide } from './fixtures/policy-handwritten';
 import { makeInputPool } from './fixtures/policy-inputs';
-import type { BenchReport, BenchRow, BenchTarget } from './report';
+import { perRound, type BenchReport, type BenchRow, type BenchTarget } from './report';
 
 const POOL_SIZE = 1000;
 const WARMUP_MS = 300;
@@ -105,7 +105,7 @@ function speedup(rounds: Rounds): number {
 
 /** A row for one side of alternating rounds: the mean of its rounds. */
 function roundsRow(subject: string, opsPerRound: readonly number[], roundMs: number, extra?: Record<string, number | string>): BenchRow {
-  return { subject, opsPerSec: Math.round(sum(opsPerRound) / opsPerRound.length), extra: { rounds: opsPerRound.length, roundMs, ...extra } };
+  return { subject, opsPerSec: Math.round(sum(opsPerRound) / opsPerRound.length), extra: { perRound: perRound(opsPerRound), roundMs, ...extra } };
 }
 
 function measure<T>(pool: readonly T[], decide: (item: T) => number, durationMs = MEASURE_MS): Timing {

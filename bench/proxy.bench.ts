@@ -38,7 +38,7 @@ import path from 'node:path';
 import { createHistogram } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { pacedLoad, PacedResult } from './paced-load';
-import type { BenchReport, BenchRow, BenchTarget } from './report';
+import { perRound, type BenchReport, type BenchRow, type BenchTarget } from './report';
 import { summarizeProfile } from './servers/cpu-profile';
 import { ask, baseEnv, Child, ChildSet, cpuSeconds, freePort, sleep, waitForHttp } from './servers/processes';
 
@@ -61,7 +61,7 @@ export const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://agentg
 const PROFILE_DIR = process.env.BENCH_CPU_PROFILE_DIR;
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const UPSTREAM_PATH = '/api/items?limit=10';
-const PROXIED_PATH = `/proxy${UPSTREAM_PATH}`;
+export const PROXIED_PATH = `/proxy${UPSTREAM_PATH}`;
 const AUDIT_DRAIN_TIMEOUT_MS = 180_000;
 const MIN_THROUGHPUT_RATIO = 0.6;
 const MAX_ADDED_P50_MS = 1;
@@ -69,7 +69,7 @@ const MAX_ADDED_P50_MS = 1;
 const DISTURBED_OTHER_CPU_PCT = 25;
 
 /** Two allow policies and one deny policy, all applicable to GET /proxy/api/items; none denies it. */
-const BENCH_POLICIES = `policies:
+export const PROXY_BENCH_POLICIES = `policies:
   - name: bench-allow-verified-reads
     match: { action: "read:*" }
     rules:
@@ -329,7 +329,7 @@ async function runGateway(
   const dataDir = path.join(tmp, `gateway-${database}`);
   fs.mkdirSync(dataDir, { recursive: true });
   const policiesFile = path.join(tmp, 'bench-policies.yaml');
-  fs.writeFileSync(policiesFile, BENCH_POLICIES);
+  fs.writeFileSync(policiesFile, PROXY_BENCH_POLICIES);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const profileFile = PROFILE_DIR ? path.resolve(PROFILE_DIR, `gateway-${database}-${Date.now()}.cpuprofile`) : undefined;
@@ -426,7 +426,7 @@ export function startScriptNodeFlags(): string[] {
   return words.slice(1, script);
 }
 
-async function createAgent(base: string): Promise<string> {
+export async function createAgent(base: string): Promise<string> {
   const response = await fetch(`${base}/admin/agents`, {
     method: 'POST',
     headers: { 'x-admin-token': ADMIN_TOKEN, 'content-type': 'application/json' },
@@ -554,6 +554,7 @@ function gatewayRows(run: GatewayRun, bare: Measured): BenchRow[] {
   const label = run.database === 'postgres' ? 'PostgreSQL' : 'embedded PGlite';
   return [
     loadRow(`gateway /proxy/* (${label}; enforce, 3 policies, audit on)`, run.load, {
+      ...(run.rounds ? { perRound: perRound(run.rounds.gateway), barePerRound: perRound(run.rounds.bare) } : {}),
       'ops/bare': round3(run.load.opsPerSec / bare.load.opsPerSec),
       'p50-bareP50Ms': round3(run.load.p50Ms - bare.load.p50Ms),
       proxiedResponses: run.proxiedCompleted,
@@ -645,7 +646,7 @@ function usPerRequest(cpuPct: number | null, load: Load): number | null {
 }
 
 /** PostgreSQL backends connected to `database` (their CPU is read from /proc: same machine only). */
-async function backendPids(database: string): Promise<number[]> {
+export async function backendPids(database: string): Promise<number[]> {
   const rows = await withAdminClient((client) => client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]));
   return rows.rows.map((row) => row.pid);
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: runs every benchmark (or those named: `node dist/bench/run.js proxy`), prints
+ * `npm run bench`: runs every benchmark but the soak (or those named: `node dist/bench/run.js proxy`), prints
  * one table per benchmark with its targets, and writes bench/results/<name>.json (the report
  * plus the machine it ran on). A failed target is printed loudly but does not fail the command;
  * a benchmark that crashes does (exit code 1), after the others have run.
@@ -16,7 +16,7 @@ import { runPdpBench } from './pdp.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
 import { runSidecarBench } from './sidecar.bench';
-import type { BenchReport, BenchRow } from './report';
+import { trendTargets, type BenchReport, type BenchRow } from './report';
 
 const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   policy: runPolicyBench,
@@ -29,7 +29,11 @@ const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   alerts: runAlertsBench,
   mcp: runMcpBench,
   metrics: runMetricsBench,
+  soak: () => import('./soak.bench').then((bench) => bench.runSoakBench()),
 };
+
+/** Run only when named (`node dist/bench/run.js soak`): SOAK_MINUTES per entry point, half an hour by default. */
+const NAMED_ONLY = new Set(['soak']);
 
 const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');
 const EXTRAS_WIDTH = 70;
@@ -127,7 +131,7 @@ async function main(): Promise<number> {
     console.error(`unknown benchmark(s): ${unknown.join(', ')}; known: ${Object.keys(BENCHMARKS).join(', ')}`);
     return 2;
   }
-  const names = requested.length > 0 ? requested : Object.keys(BENCHMARKS);
+  const names = requested.length > 0 ? requested : Object.keys(BENCHMARKS).filter((name) => !NAMED_ONLY.has(name));
   const info = machine();
   console.log(`Benchmarks: ${names.join(', ')} on Node ${info.node}, ${info.cpus} x ${info.cpuModel}, load average ${info.loadAverage.join(' ')}`);
   const crashed: string[] = [];
@@ -136,7 +140,8 @@ async function main(): Promise<number> {
     console.log(`\nrunning ${name} ...`);
     const startedAt = new Date();
     try {
-      const report = await BENCHMARKS[name]();
+      const measured = await BENCHMARKS[name]();
+      const report = { ...measured, targets: [...measured.targets, ...trendTargets(measured.rows)] };
       const durationMs = Date.now() - startedAt.getTime();
       console.log(formatReport(report));
       const file = writeResult(report, startedAt, durationMs);

@@ -32,8 +32,8 @@ import { BENCH_POLICIES_YAML } from './fixtures/policy-bench-set';
 import { pacedLoad, PacedRequest } from './paced-load';
 import { handwrittenDecide } from './fixtures/policy-handwritten';
 import { makeInputPool } from './fixtures/policy-inputs';
-import type { BenchReport, BenchRow, BenchTarget } from './report';
-import { baseEnv, ChildSet, cpuSeconds, freePort, sleep, waitForHttp } from './servers/processes';
+import { perRound, type BenchReport, type BenchRow, type BenchTarget } from './report';
+import { baseEnv, Child, ChildSet, cpuSeconds, freePort, sleep, waitForHttp } from './servers/processes';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const CONNECTIONS = 50;
@@ -73,10 +73,26 @@ function positive(name: string, fallback: number): number {
   return Number.isFinite(value) && value > 0 ? value : fallback;
 }
 
-/** The sidecar benchmark: /enforce against a bare server in alternating rounds, and the in-process decision. */
-export async function runSidecarBench(): Promise<BenchReport> {
-  const children = new ChildSet();
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-sidecar-bench-'));
+/** A built sidecar fed by a stand-in gateway, and the /enforce request the benches send it. */
+export interface BenchSidecar {
+  url: string;
+  child: Child;
+  headers: Record<string, string>;
+  body: string;
+  /** The answer to one /enforce of `body`, as the sidecar gave it. */
+  sampleText: string;
+  /** The public bundle key and the signed bundle, for the in-process decision rows. */
+  publicJwk: JWK;
+  bundle: ReturnType<typeof signBundle>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `node dist/src/sidecar/main.js` on a signed bundle of the 20-policy set, served by a
+ * stand-in gateway in this process, with a token for the bundle's agent; `extraEnv` adds to the
+ * sidecar's environment (soak.bench.ts samples its memory).
+ */
+export async function startBenchSidecar(children: ChildSet, tmp: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<BenchSidecar> {
   const keys = generateKeyPairSync('ed25519');
   const publicJwk: JWK = { ...(keys.publicKey.export({ format: 'jwk' }) as JWK), kid: 'bench-key', alg: 'EdDSA', use: 'sig' };
   const definitions = loadPolicyFile(BENCH_POLICIES_YAML, 'bench-policies.yaml');
@@ -97,36 +113,46 @@ export async function runSidecarBench(): Promise<BenchReport> {
     { privateKey: keys.privateKey, kid: 'bench-key', alg: 'EdDSA' },
   );
   const gateway = await standInGateway(JSON.stringify(bundle));
+  const token = await new SignJWT({ name: AGENT.name, tier: AGENT.trustTier, tags: AGENT.tags, org: ORG })
+    .setProtectedHeader({ alg: 'EdDSA', kid: 'bench-key' })
+    .setSubject(AGENT.id)
+    .setIssuer(ISSUER)
+    .setIssuedAt()
+    .setExpirationTime('24h')
+    .sign(keys.privateKey);
+  const port = await freePort();
+  const profileArgs = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const child = children.spawn('sidecar', process.execPath, [...profileArgs, path.join(ROOT, 'dist', 'src', 'sidecar', 'main.js')], {
+    env: {
+      ...baseEnv(),
+      GATEWAY_URL: gateway.url,
+      ADMIN_TOKEN: 'bench-admin-token',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      CACHE_DIR: path.join(tmp, 'cache'),
+      BUNDLE_PUBLIC_KEY: JSON.stringify(publicJwk),
+      LOG_LEVEL: 'warn',
+      ...extraEnv,
+    },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/health`, child, 60_000);
+  const body = JSON.stringify({ agentId: AGENT.id, action: 'read:docs/report.pdf', resource: 'docs/report.pdf', context: { args: { path: '/docs/report.pdf' } } });
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+  const sample = await fetch(`${url}/enforce`, { method: 'POST', headers, body });
+  const sampleText = await sample.text();
+  if (sample.status !== 200) throw new Error(`sidecar /enforce answered ${sample.status}: ${sampleText}`);
+  return { url, child, headers, body, sampleText, publicJwk, bundle, close: () => gateway.close() };
+}
+
+/** The sidecar benchmark: /enforce against a bare server in alternating rounds, and the in-process decision. */
+export async function runSidecarBench(): Promise<BenchReport> {
+  const children = new ChildSet();
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-sidecar-bench-'));
+  const started = await startBenchSidecar(children, tmp);
+  const { headers, body, sampleText, child: sidecar, url: sidecarUrl } = started;
   try {
-    const decisionRows = await inProcessRows(tmp, publicJwk, bundle);
-    const token = await new SignJWT({ name: AGENT.name, tier: AGENT.trustTier, tags: AGENT.tags, org: ORG })
-      .setProtectedHeader({ alg: 'EdDSA', kid: 'bench-key' })
-      .setSubject(AGENT.id)
-      .setIssuer(ISSUER)
-      .setIssuedAt()
-      .setExpirationTime('2h')
-      .sign(keys.privateKey);
-    const port = await freePort();
-    const profileArgs = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-    const sidecar = children.spawn('sidecar', process.execPath, [...profileArgs, path.join(ROOT, 'dist', 'src', 'sidecar', 'main.js')], {
-      env: {
-        ...baseEnv(),
-        GATEWAY_URL: gateway.url,
-        ADMIN_TOKEN: 'bench-admin-token',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        CACHE_DIR: path.join(tmp, 'cache'),
-        BUNDLE_PUBLIC_KEY: JSON.stringify(publicJwk),
-        LOG_LEVEL: 'warn',
-      },
-    });
-    const sidecarUrl = `http://127.0.0.1:${port}`;
-    await waitForHttp(`${sidecarUrl}/health`, sidecar, 60_000);
-    const body = JSON.stringify({ agentId: AGENT.id, action: 'read:docs/report.pdf', resource: 'docs/report.pdf', context: { args: { path: '/docs/report.pdf' } } });
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
-    const sample = await fetch(`${sidecarUrl}/enforce`, { method: 'POST', headers, body });
-    const sampleText = await sample.text();
-    if (sample.status !== 200) throw new Error(`sidecar /enforce answered ${sample.status}: ${sampleText}`);
+    const decisionRows = await inProcessRows(tmp, started.publicJwk, started.bundle);
     const bare = await children.fork('bare json server', path.join(__dirname, 'servers', 'bare-json.js'), { BODY_BYTES: String(Buffer.byteLength(sampleText)) });
     const bareUrl = `http://127.0.0.1:${bare.port}/enforce`;
 
@@ -181,7 +207,7 @@ export async function runSidecarBench(): Promise<BenchReport> {
     };
   } finally {
     await children.stopAll();
-    await gateway.close();
+    await started.close();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 }
@@ -267,7 +293,7 @@ function roundsRow(subject: string, rounds: Round[], extra: Record<string, numbe
     opsPerSec: Math.round(sum(rounds.map((round) => round.opsPerSec)) / rounds.length),
     p50Ms: Math.max(...rounds.map((round) => round.p50Ms)),
     p99Ms: Math.max(...rounds.map((round) => round.p99Ms)),
-    extra: { perRound: rounds.map((round) => Math.round(round.opsPerSec)).join('/'), ...cpuPerRequest(rounds), ...extra },
+    extra: { perRound: perRound(rounds.map((round) => round.opsPerSec)), ...cpuPerRequest(rounds), ...extra },
   };
 }
 

@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
+import { LRUCache } from 'lru-cache';
 import { ClusterEvents } from '../cluster/cluster-events';
 import { AgentSnapshot, AgentSource, agentSnapshot } from '../decisions/decision-sources';
 import { Agent } from './agent.entity';
@@ -14,7 +15,7 @@ const MAX_AGENTS = 100_000;
  */
 @Injectable()
 export class AgentDirectory implements AgentSource, OnModuleInit {
-  private readonly agents = new Map<string, AgentSnapshot>();
+  private readonly agents = new LRUCache<string, AgentSnapshot>({ max: MAX_AGENTS });
   private evictions = 0;
 
   constructor(
@@ -51,7 +52,6 @@ export class AgentDirectory implements AgentSource, OnModuleInit {
     if (agent === null) return null;
     const snapshot = toSnapshot(agent);
     if (this.evictions === evictionsAtStart) {
-      if (this.agents.size >= MAX_AGENTS) this.agents.delete(this.agents.keys().next().value!);
       this.agents.set(agentId, snapshot);
     }
     return snapshot;

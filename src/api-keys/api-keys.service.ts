@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, IsNull, Repository } from 'typeorm';
+import { LRUCache } from 'lru-cache';
 import { AuditService } from '../audit/audit.service';
 import { ClusterEvents } from '../cluster/cluster-events';
 import { AdminPrincipal } from '../common/admin-principal';
@@ -36,7 +37,7 @@ const PREFIX_CHARS = 8;
  */
 @Injectable()
 export class ApiKeysService implements OnModuleInit {
-  private readonly known = new Map<string, AdapterPrincipal>();
+  private readonly known = new LRUCache<string, AdapterPrincipal>({ max: MAX_CACHED_KEYS });
   private readonly lookups = new CredentialLookups<AdapterPrincipal>();
   private evictions = 0;
 
@@ -115,7 +116,6 @@ export class ApiKeysService implements OnModuleInit {
     if (row === null) return null;
     const principal = { orgId: row.orgId, credentialId: row.id };
     if (this.evictions === evictionsAtStart) {
-      if (this.known.size >= MAX_CACHED_KEYS) this.known.delete(this.known.keys().next().value!);
       this.known.set(hash, principal);
     }
     return principal;
@@ -124,7 +124,8 @@ export class ApiKeysService implements OnModuleInit {
   private evict(keyId: string): void {
     this.evictions++;
     this.lookups.forgetLookupsUnderWay();
-    for (const [hash, principal] of this.known) if (principal.credentialId === keyId) this.known.delete(hash);
+    const revoked = [...this.known.entries()].filter(([, principal]) => principal.credentialId === keyId);
+    for (const [hash] of revoked) this.known.delete(hash);
   }
 
   private clear(): void {

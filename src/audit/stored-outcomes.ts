@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app-config';
 import type { OutcomeLedger } from '../decisions/adapter-ports';
 import { decisionSecondOf } from '../decisions/decision-id';
 import type { LinkedDecision } from '../decisions/decision-links';
+import { PLANS, PlanId, UNLIMITED } from '../plans/plans';
 
 /** A decision this recent may still be queued for writing on another instance. */
 const STORED_LOOKUP_WINDOW_MS = 60_000;
@@ -35,22 +36,51 @@ export class StoredOutcomes implements OutcomeLedger {
     return this.findIn(orgId, decisionId, second);
   }
 
-  async claim(orgId: string, eventId: string, auditId: string): Promise<boolean> {
-    const rows: unknown[] = await this.dataSource.query(
-      `INSERT INTO adapter_audit_events (org_id, event_id, audit_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING event_id`,
-      [orgId, eventId, auditId],
+  /** One statement per batch; an eventId sent twice in one batch is claimed by its first event. */
+  async claim(orgId: string, claims: ReadonlyArray<{ eventId: string; auditId: string }>): Promise<Set<string>> {
+    const first = new Map<string, string>();
+    for (const { eventId, auditId } of claims) if (!first.has(eventId)) first.set(eventId, auditId);
+    const rows: Array<{ event_id: string }> = await this.dataSource.query(
+      `INSERT INTO adapter_audit_events (org_id, event_id, audit_id) SELECT $1, e.event_id, e.audit_id FROM unnest($2::text[], $3::text[]) AS e(event_id, audit_id)
+       ON CONFLICT DO NOTHING RETURNING event_id`,
+      [orgId, [...first.keys()], [...first.values()]],
     );
-    return rows.length === 1;
+    return new Set(rows.map((row) => row.event_id));
+  }
+
+  async auditRetentionDays(orgId: string): Promise<number> {
+    const rows: Array<{ plan: PlanId }> = await this.dataSource.query('SELECT plan FROM organizations WHERE id = $1', [orgId]);
+    return rows[0] === undefined ? UNLIMITED : (PLANS[rows[0].plan]?.limits.auditRetentionDays ?? UNLIMITED);
   }
 
   private async findIn(orgId: string, decisionId: string, second: number): Promise<LinkedDecision | null> {
-    const rows: Array<{ agent_id: string | null; decision: string; enforced: boolean; plugin: string | null; function: string | null }> = await this.dataSource.query(
-      `SELECT agent_id, decision, enforced, input->>'plugin' AS plugin, input->>'function' AS function FROM audit_entries
+    const rows: StoredDecision[] = await this.dataSource.query(
+      `SELECT agent_id, decision, enforced, input->>'plugin' AS plugin, input->>'function' AS function, policy_name, rule, reason FROM audit_entries
         WHERE ts >= $1 AND ts < $2 AND id = $3 AND org_id = $4 AND kind = 'decision'`,
       [new Date(second), new Date(second + 1000), decisionId, orgId],
     );
     const row = rows[0];
     if (row === undefined) return null;
-    return { orgId, agentId: row.agent_id ?? '', plugin: row.plugin ?? '', function: row.function ?? '', allowed: row.decision === 'allow' || !row.enforced };
+    return {
+      orgId,
+      agentId: row.agent_id ?? '',
+      plugin: row.plugin ?? '',
+      function: row.function ?? '',
+      allowed: row.decision === 'allow' || !row.enforced,
+      policyName: row.policy_name,
+      rule: row.rule,
+      reason: row.reason,
+    };
   }
+}
+
+interface StoredDecision {
+  agent_id: string | null;
+  decision: string;
+  enforced: boolean;
+  plugin: string | null;
+  function: string | null;
+  policy_name: string | null;
+  rule: string | null;
+  reason: string | null;
 }

@@ -1,5 +1,5 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
-import { ApiHeader, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiExtension, ApiHeader, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { ErrorBody } from './error-body.dto';
 import { ServiceHeader } from './service-header';
 
@@ -24,8 +24,11 @@ export const AGENT_TOKEN_SCHEME = 'agent-token';
 export const API_KEY_SCHEME = 'api-key';
 export const ADMIN_BEARER_SCHEME = 'admin-bearer';
 
+/** Marks a public operation in the OpenAPI document, which `declarePublicOperations` turns into `security: []`. */
+export const PUBLIC_OPERATION_EXTENSION = 'x-public';
+
 /** The route is open to everyone. */
-export const Public = () => SetMetadata(AUTH_KIND, AuthKind.Public);
+export const Public = () => applyDecorators(SetMetadata(AUTH_KIND, AuthKind.Public), ApiExtension(PUBLIC_OPERATION_EXTENSION, true));
 
 /** The route needs an organization's `X-Admin-Token`. */
 export const AdminAuth = () =>

@@ -12,6 +12,7 @@ export enum ErrorCode {
   PlanLimitExceeded = 'plan_limit_exceeded',
   NotFound = 'not_found',
   Conflict = 'conflict',
+  PolicyTestsFailed = 'policy_tests_failed',
   AgentRevoked = 'agent_revoked',
   PayloadTooLarge = 'payload_too_large',
   UnsupportedMediaType = 'unsupported_media_type',
@@ -44,6 +45,7 @@ export function httpStatusOf(code: ErrorCode): number {
       return 404;
     case ErrorCode.Conflict:
     case ErrorCode.AgentRevoked:
+    case ErrorCode.PolicyTestsFailed:
       return 409;
     case ErrorCode.PayloadTooLarge:
       return 413;
@@ -87,6 +89,8 @@ export function grpcStatusOf(code: ErrorCode): GrpcStatus {
       return GrpcStatus.NOT_FOUND;
     case ErrorCode.Conflict:
       return GrpcStatus.ALREADY_EXISTS;
+    case ErrorCode.PolicyTestsFailed:
+      return GrpcStatus.FAILED_PRECONDITION;
     case ErrorCode.RateLimited:
     case ErrorCode.QuotaExceeded:
       return GrpcStatus.RESOURCE_EXHAUSTED;

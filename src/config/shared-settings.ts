@@ -38,16 +38,24 @@ export function readShutdownTimeoutMs(read: EnvReader): number {
   return read.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000);
 }
 
-/** MCP_SERVERS and MCP_PIN: the MCP servers served at /mcp/<name> and whether their tools are pinned (docs/mcp.md). */
+/** MCP_SERVERS, MCP_PIN and MCP_ALLOWED_HOSTS: the MCP servers served at /mcp/<name>, how what they list is pinned, and the names they answer to (docs/mcp.md). */
 export interface McpVariables {
   /** MCP_SERVERS: a JSON or YAML file naming the upstream MCP servers. */
   serversFile?: string;
-  /** MCP_PIN: `on` holds a tool whose definition changed since it was pinned, until an admin accepts it; `off` does not pin. */
+  /** MCP_PIN: `on` or `strict` hold a definition that changed since it was pinned, until an admin accepts it; `off` does not pin. */
   pin: boolean;
+  /** MCP_PIN=strict: a definition new on a server whose others are pinned is held too (`on`: pinned and alerted). */
+  holdNewcomers: boolean;
+  /**
+   * MCP_ALLOWED_HOSTS: host names (with or without a port) the `Host` and `Origin` of an MCP
+   * request may name, beside PUBLIC_URL's host and the loopback names (DNS-rebinding protection).
+   */
+  allowedHosts: string[];
 }
 
 export function readMcpVariables(read: EnvReader): McpVariables {
-  return { serversFile: read.optionalString('MCP_SERVERS'), pin: read.oneOf('MCP_PIN', ['on', 'off'] as const, 'on') === 'on' };
+  const pin = read.oneOf('MCP_PIN', ['on', 'off', 'strict'] as const, 'on');
+  return { serversFile: read.optionalString('MCP_SERVERS'), pin: pin !== 'off', holdNewcomers: pin === 'strict', allowedHosts: read.list('MCP_ALLOWED_HOSTS', []).map((host) => host.toLowerCase()) };
 }
 
 /** Metrics, traces and request logs, as either process reads them (docs/observability.md). */

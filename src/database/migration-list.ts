@@ -16,6 +16,7 @@ import { SidecarTokens1764633600000 } from '../../migrations/1764633600000-sidec
 import { DeploymentSettings1764720000000 } from '../../migrations/1764720000000-deployment-settings';
 import { McpToolPins1764806400000 } from '../../migrations/1764806400000-mcp-tool-pins';
 import { Approvals1764892800000 } from '../../migrations/1764892800000-approvals';
+import { PolicyTests1764979200046 } from '../../migrations/1764979200046-policy-tests';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -37,4 +38,5 @@ export const MIGRATIONS = [
   DeploymentSettings1764720000000,
   McpToolPins1764806400000,
   Approvals1764892800000,
+  PolicyTests1764979200046,
 ];

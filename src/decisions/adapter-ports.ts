@@ -25,8 +25,10 @@ export interface AdapterAuthentication {
 export interface OutcomeLedger {
   /** A decision made elsewhere (another instance, before a restart), or null when none is known. */
   findDecision(orgId: string, decisionId: string): Promise<LinkedDecision | null>;
-  /** Claims an outcome's eventId; false when it was recorded before (a replay). */
-  claim(orgId: string, eventId: string, auditId: string): Promise<boolean>;
+  /** Claims events' eventIds, each for its audit entry: the eventIds newly claimed (the others were recorded before: replays). */
+  claim(orgId: string, claims: ReadonlyArray<{ eventId: string; auditId: string }>): Promise<Set<string>>;
+  /** How many days of audit entries the organization keeps (-1: unlimited): older events are refused. */
+  auditRetentionDays(orgId: string): Promise<number>;
 }
 
 export const ADAPTER_AUTHENTICATION = Symbol('AdapterAuthentication');

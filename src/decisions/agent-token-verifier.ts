@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { KeyObject } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, JWTPayload } from 'jose';
+import { LRUCache } from 'lru-cache';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { DECISION_SETTINGS, DecisionSettings, VERIFICATION_KEYS, VerificationKeySource } from './decision-sources';
@@ -28,7 +29,7 @@ interface VerifiedToken {
  */
 @Injectable()
 export class AgentTokenVerifier {
-  private readonly verified = new Map<string, VerifiedToken>();
+  private readonly verified = new LRUCache<string, VerifiedToken>({ max: MAX_CACHED_TOKENS });
 
   constructor(
     @Inject(VERIFICATION_KEYS) private readonly keys: VerificationKeySource,
@@ -77,7 +78,6 @@ export class AgentTokenVerifier {
     if (claims.iat * 1000 > nowMs + MAX_CLOCK_SKEW_MS) {
       throw new AppError(ErrorCode.Unauthorized, `Token is issued in the future (iat ${claims.iat}, more than ${MAX_CLOCK_SKEW_MS / 1000} s ahead of this server's clock)`);
     }
-    if (this.verified.size >= MAX_CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
     this.verified.set(token, { claims, kid, key: key! });
     return claims;
   }

@@ -6,6 +6,10 @@ export interface LinkedDecision {
   function: string;
   /** False when the decision denied the call and the denial was enforced. */
   allowed: boolean;
+  /** What the decision named, repeated by a cached application of it (`cached: true`). */
+  policyName: string | null;
+  rule: string | null;
+  reason: string | null;
 }
 
 /** What an adapter reports with `POST /v1/audit`. */

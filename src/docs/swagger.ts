@@ -4,8 +4,9 @@ import { AppConfig } from '../config/app-config';
 import { ADMIN_BEARER_SCHEME, ADMIN_TOKEN_SCHEME, AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../common/auth-decorators';
 import { ServiceHeader } from '../common/service-header';
 import { ErrorBody } from '../common/error-body.dto';
-import { AdapterAuditDto, AuditAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
+import { AdapterAuditBatchDto, AdapterAuditDto, AuditAcceptedDto, AuditBatchAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
 import { addAdapterRoutes, addProxyRoutes } from '../http/lean-routes.openapi';
+import { declarePublicOperations } from '../common/public-operations';
 
 /** Serves Swagger UI at /docs and the OpenAPI document at /docs-json. */
 export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIObject {
@@ -17,14 +18,16 @@ export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIO
         '(`/api/v1/pdp/evaluate`, `/v1/check`, `/v1/audit`) with `X-Api-Key`. Errors are `{error, message}`.',
     )
     .setVersion(config.version)
+    .addServer(config.http.publicUrl, 'This gateway (PUBLIC_URL)')
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.AdminToken }, ADMIN_TOKEN_SCHEME)
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, AGENT_TOKEN_SCHEME)
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.ApiKey }, API_KEY_SCHEME)
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'admin token', description: 'An admin token (POST /billing/portal)' }, ADMIN_BEARER_SCHEME)
     .build();
-  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckRequestDto, CheckAnswerDto, PolicyRequestJsonDto, PolicyResponseJsonDto, AdapterAuditDto, AuditAcceptedDto, ErrorBody] });
+  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckRequestDto, CheckAnswerDto, PolicyRequestJsonDto, PolicyResponseJsonDto, AdapterAuditDto, AdapterAuditBatchDto, AuditAcceptedDto, AuditBatchAcceptedDto, ErrorBody] });
   addAdapterRoutes(document);
   addProxyRoutes(document);
+  declarePublicOperations(document);
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json', yamlDocumentUrl: 'docs-yaml' });
   return document;
 }

@@ -11,6 +11,7 @@ import { ServiceHeader } from '../common/service-header';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object) => ({ 'application/json': { schema } });
+const oneOf = (names: string | string[]) => (typeof names === 'string' ? ref(names) : { oneOf: names.map(ref) });
 const error = (description: string): ResponseObject => ({ description, content: json(ref('ErrorBody')) });
 
 const TRACE_HEADER = { name: ServiceHeader.ClientTraceId, in: 'header' as const, required: false, description: 'Client trace id, echoed and recorded', schema: { type: 'string' } };
@@ -33,21 +34,24 @@ function adapterErrors(decides: boolean): Record<string, ResponseObject> {
   return answers;
 }
 
-function adapterOperation(summary: string, body: string, ok: [string, string, string], decides: boolean): OperationObject {
+/** `body` and `ok`'s schema name a DTO schema, or several that the body or answer may be one of. */
+function adapterOperation(operationId: string, summary: string, body: string | string[], ok: [string, string, string | string[]], decides: boolean): OperationObject {
   const [status, description, schema] = ok;
   return {
+    operationId,
     tags: ['pdp'],
     summary,
     security: [{ [API_KEY_SCHEME]: [] }],
     parameters: [TRACE_HEADER],
-    requestBody: { required: true, content: json(ref(body)) },
-    responses: { [status]: { description, content: json(ref(schema)) }, ...adapterErrors(decides) },
+    requestBody: { required: true, content: json(oneOf(body)) },
+    responses: { [status]: { description, content: json(oneOf(schema)) }, ...adapterErrors(decides) },
   };
 }
 
 /** The proxy's answers: the upstream's own, or the gateway's refusals. */
 function proxyOperation(method: string): OperationObject {
   return {
+    operationId: `proxy${method[0].toUpperCase()}${method.slice(1)}`,
     tags: ['proxy'],
     summary: `${method.toUpperCase()} through the governed proxy to UPSTREAM_URL/<path>`,
     description:
@@ -76,10 +80,11 @@ function proxyOperation(method: string): OperationObject {
 /** Adds the adapter endpoints to an OpenAPI document. */
 export function addAdapterRoutes(document: OpenAPIObject): void {
   document.paths['/v1/check'] = {
-    post: adapterOperation('Pre-invocation permission check for a tool call (recorded, source `check`)', 'CheckRequestDto', ['200', 'The decision', 'CheckAnswerDto'], true),
+    post: adapterOperation('check', 'Pre-invocation permission check for a tool call (recorded, source `check`)', 'CheckRequestDto', ['200', 'The decision', 'CheckAnswerDto'], true),
   };
   document.paths['/api/v1/pdp/evaluate'] = {
     post: adapterOperation(
+      'evaluate',
       'PDP HTTP fallback: PolicyRequest in, PolicyResponse out (proto3 JSON; source `pdp`)',
       'PolicyRequestJsonDto',
       ['200', 'The decision', 'PolicyResponseJsonDto'],
@@ -88,9 +93,11 @@ export function addAdapterRoutes(document: OpenAPIObject): void {
   };
   document.paths['/v1/audit'] = {
     post: adapterOperation(
-      'Post-invocation audit entry: the call, its decision, duration and result summary, linked to its decision; idempotent on eventId',
-      'AdapterAuditDto',
-      ['202', 'Accepted (`recorded: false` for a replayed eventId)', 'AuditAcceptedDto'],
+      'recordAudit',
+      'Post-invocation audit entries: one event (the call, its decision, duration and result summary, linked to its decision), or a batch `{events}` of 1-500, ' +
+        'refused whole (400 naming `events.<index>.<field>`) when any event is invalid; idempotent per eventId; `cached: true` records a decision the SDK applied from its cache',
+      ['AdapterAuditDto', 'AdapterAuditBatchDto'],
+      ['202', 'Accepted: one event `{accepted: true, recorded}` (`recorded: false` for a replayed eventId); a batch `{accepted, duplicates}`', ['AuditAcceptedDto', 'AuditBatchAcceptedDto']],
       false,
     ),
   };

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, JWTPayload, jwtVerify } from 'jose';
 import { Repository } from 'typeorm';
+import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../config/app-config';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
@@ -41,7 +42,7 @@ const MAX_CACHED_CLIENTS = 10_000;
 @Injectable()
 export class OidcVerifier {
   private provider: Promise<Provider> | undefined;
-  private readonly clients = new Map<string, { orgId: string | null; expiresMs: number }>();
+  private readonly clients = new LRUCache<string, { orgId: string | null; expiresMs: number }>({ max: MAX_CACHED_CLIENTS });
 
   constructor(
     private readonly config: AppConfig,
@@ -128,7 +129,6 @@ export class OidcVerifier {
     const cached = this.clients.get(clientId);
     if (cached !== undefined && cached.expiresMs > Date.now()) return cached.orgId;
     const row = await this.registrations.findOne({ where: { clientId }, select: { clientId: true, orgId: true } });
-    if (this.clients.size >= MAX_CACHED_CLIENTS) this.clients.delete(this.clients.keys().next().value!);
     this.clients.set(clientId, { orgId: row?.orgId ?? null, expiresMs: Date.now() + CLIENT_CACHE_MS });
     return row?.orgId ?? null;
   }

@@ -1,4 +1,4 @@
-import { ErrorCode as SdkErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode as SdkErrorCode, JSONRPCErrorResponse, McpError, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode } from '../common/error-code';
 import type { Verdict } from '../decisions/decision.service';
 import type { Decision } from '../policy-engine/types';
@@ -10,6 +10,7 @@ import type { PinState } from './tool-pins';
  */
 export const McpErrorCode = {
   InvalidParams: SdkErrorCode.InvalidParams,
+  InvalidRequest: SdkErrorCode.InvalidRequest,
   /** Denied by policy, or held by its pin: `data` carries the proxy's 403 fields (docs/proxy.md). */
   Forbidden: -32003,
   /** A rate limit tripped: `data` carries the proxy's 429 fields (docs/proxy.md). */
@@ -24,18 +25,33 @@ export const McpErrorCode = {
 export const TOOL_PINNING_POLICY = 'tool-pinning';
 
 /**
- * The fixed denial of a tool whose definition changed since it was pinned (or, at the sidecar
- * with its gateway away, that nobody pinned yet); with `alert`, the
- * alert rule that reports it (always raised, as `alert` rules are: the change must be seen).
+ * The fixed denial of a definition held by its pin: changed since it was pinned, new on a server
+ * whose others are pinned (MCP_PIN=strict), or (at the sidecar with its gateway away) pinned by
+ * nobody yet; with `alert`, the alert rule that reports it (always raised, as `alert` rules are:
+ * the change must be seen).
  */
 export function heldDenial(server: string, tool: string, state: PinState, alert: boolean): Decision {
-  const reason =
-    state.unpinned === undefined
-      ? `Tool ${tool} of MCP server ${server} changed its ${state.changes.join(' and ') || 'definition'} since it was pinned; it is held until an admin accepts the new definition (POST /admin/mcp/tools/${server}/${tool}/accept)`
-      : `Tool ${tool} of MCP server ${server} is not pinned yet and ${state.unpinned}: it is held until it is pinned`;
-  const rule = state.unpinned === undefined ? 'definition-changed' : 'not-pinned';
+  const [rule, reason] = heldReason(server, tool, state);
   const decision: Decision = { effect: 'deny', policy: TOOL_PINNING_POLICY, rule, reason };
   return alert ? { ...decision, alerts: [{ policy: TOOL_PINNING_POLICY, rule, reason }] } : decision;
+}
+
+function heldReason(server: string, tool: string, state: PinState): [string, string] {
+  const accept = `POST /admin/mcp/tools/${server}/${encodeURIComponent(tool)}/accept`;
+  if (state.unpinned !== undefined) return ['not-pinned', `${tool} of MCP server ${server} is not pinned yet and ${state.unpinned}: it is held until it is pinned`];
+  if (state.newcomer === true) return ['new-definition', `${tool} is new on MCP server ${server}, whose other definitions are pinned; it is held until an admin accepts it (${accept})`];
+  return ['definition-changed', `${tool} of MCP server ${server} changed its ${state.changes.join(' and ') || 'definition'} since it was pinned; it is held until an admin accepts the new definition (${accept})`];
+}
+
+/** The alert of a definition first met on a server whose others were pinned before (MCP_PIN=on): pinned, and seen. */
+export function newcomerAlert(server: string, tool: string): Decision {
+  const reason = `${tool} is new on MCP server ${server}, whose other definitions were pinned before; it was pinned now (MCP_PIN=strict holds such a definition until accepted)`;
+  return { effect: 'allow', policy: TOOL_PINNING_POLICY, rule: 'new-definition', reason, alerts: [{ policy: TOOL_PINNING_POLICY, rule: 'new-definition', reason }] };
+}
+
+/** A refusal the gateway answers for a message the agent sent: the JSON-RPC error response to its id. */
+export function errorResponse(id: RequestId, error: McpError): JSONRPCErrorResponse {
+  return { jsonrpc: '2.0', id, error: { code: error.code, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) } };
 }
 
 /** A held call as the JSON-RPC error an MCP client receives: the approval to present in the retry's `_meta.approvalId`. */

@@ -1,44 +1,34 @@
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { randomUUID } from 'node:crypto';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { CallToolRequestSchema, CallToolResult, isInitializeRequest, ListToolsRequestSchema, McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { randomUUID } from 'node:crypto';
 import { Logger } from 'pino';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
 import { header, requestTraceId } from '../common/raw-request';
 import { ServiceHeader } from '../common/service-header';
-import { AgentAuthenticator, AuthenticatedAgent } from '../decisions/agent-authenticator';
-import { DecisionRequest, DecisionService, Verdict } from '../decisions/decision.service';
 import { readJsonBody } from '../http/body-reader';
 import { contextFromHeaders } from '../http/context-headers';
 import { decisionHeaders } from '../http/decision-headers';
 import { sendFailure } from '../http/json-route';
 import type { LeanRoute } from '../http/lean-routes';
+import { sendJson } from '../http/send-json';
 import { LOGGER } from '../logging/logging.module';
-import type { Decision, ToolFacts } from '../policy-engine/types';
-import { McpUpstreams, UpstreamUnavailable } from './mcp-upstreams';
+import { MCP_AUTHENTICATION, McpAuthentication } from './mcp-authentication';
+import { McpCaller, McpGovernor } from './mcp-governor';
+import { McpHostCheck } from './mcp-host-check';
+import { McpRelay } from './mcp-relay';
 import { McpServerConfig } from './mcp-server-list';
-import { heldDenial, McpErrorCode, mcpErrorOf, pendingError } from './mcp-errors';
-import { toolDefinition } from './tool-definition';
-import { PinState, TOOL_PINS, ToolPins } from './tool-pins';
+import { McpSessionTable } from './mcp-session-table';
 
 const PREFIX = '/mcp/';
-/** An MCP session idle this long is forgotten; the client starts a new one. */
-const SESSION_IDLE_MS = 30 * 60 * 1000;
-/** Most sessions kept open at once; the least recently used goes first. */
-const MAX_SESSIONS = 10_000;
+/** RFC 9728 protected resource metadata of `/mcp/<name>` (docs/mcp.md, "Authorization"). */
+export const RESOURCE_METADATA_PREFIX = '/.well-known/oauth-protected-resource/mcp/';
 
-/** An open MCP session: its SDK server and transport, for the agent and server that opened it. */
-interface McpSession {
-  mcp: Server;
-  transport: StreamableHTTPServerTransport;
-  agentId: string;
-  server: string;
-  usedMs: number;
-}
+/** The bounds of MCP sessions (docs/mcp.md, "Sessions"; docs/performance.md). */
+export const MCP_SESSION_BOUNDS = { maxSessions: 10_000, maxPerAgent: 32, idleMs: 30 * 60 * 1000 };
 
 /** Settings the MCP endpoints use. */
 export const MCP_SETTINGS = Symbol('McpSettings');
@@ -46,243 +36,165 @@ export interface McpSettings {
   /** MAX_JSON_BYTES: the largest JSON-RPC body taken. */
   maxJsonBytes: number;
   version: string;
-}
-
-/** One MCP request: who asks, through which server, and the HTTP response its decision headers go on. */
-interface McpExchange {
-  principal: AuthenticatedAgent;
-  server: McpServerConfig;
-  request: IncomingMessage;
-  response: ServerResponse;
-  traceId: string;
+  /** The upstream servers of MCP_SERVERS, by name. */
+  servers: ReadonlyMap<string, McpServerConfig>;
+  /** PUBLIC_URL, where the process has one: the base of each server's resource URL (RFC 8707, RFC 9728). */
+  publicUrl?: string;
+  /** MCP_ALLOWED_HOSTS. */
+  allowedHosts: readonly string[];
+  /** The authorization servers the resource metadata names: OIDC_ISSUER where set. */
+  authorizationServers: readonly string[];
 }
 
 /**
- * The MCP gateway (docs/mcp.md): `/mcp/<name>` speaks MCP Streamable HTTP to agents with the
- * official SDK's server and forwards to the upstream server MCP_SERVERS names, with the SDK's
- * client (McpUpstreams). A thin transport over the governed decision: `tools/call` becomes a
- * DecisionRequest (plugin = server, function = tool, args = the call's arguments, action
- * `call:<server>/<tool>`, source `mcp`) decided and recorded by DecisionService; `tools/list`
- * leaves out what the agent may never call and what a changed definition holds (ToolPins).
- * Every HTTP request is authenticated, sessions or not, so a revoked token fails at its next call
- * even inside an open session.
+ * The MCP gateway (docs/mcp.md): `/mcp/<name>` relays MCP Streamable HTTP between the agent and
+ * the upstream server MCP_SERVERS names, one upstream session per agent session (McpRelay), and
+ * governs what it must (McpGovernor, through DecisionService). Every HTTP request is checked
+ * first: Host and Origin (DNS rebinding), the bearer token (a 401 names the resource metadata,
+ * so standard clients find the authorization server), the body's bound; a session answers only
+ * the agent and server that opened it.
  */
 @Injectable()
-export class McpHandler implements LeanRoute, OnApplicationShutdown {
-  /** Open sessions by id, least recently opened first. */
-  private readonly sessions = new Map<string, McpSession>();
+export class McpHandler implements LeanRoute, BeforeApplicationShutdown {
+  private readonly sessions = new McpSessionTable<McpRelay>(MCP_SESSION_BOUNDS);
+  private readonly hosts: McpHostCheck;
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     @Inject(MCP_SETTINGS) private readonly settings: McpSettings,
-    private readonly upstreams: McpUpstreams,
-    @Inject(TOOL_PINS) private readonly pins: ToolPins,
-    private readonly authenticator: AgentAuthenticator,
-    private readonly decisions: DecisionService,
+    @Inject(MCP_AUTHENTICATION) private readonly authentication: McpAuthentication,
+    private readonly governor: McpGovernor,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
-
-  matches(_request: IncomingMessage, path: string): boolean {
-    return path.startsWith(PREFIX);
+  ) {
+    this.hosts = new McpHostCheck(settings.publicUrl, settings.allowedHosts);
+    this.sweeper = setInterval(() => this.sessions.sweep(), 60_000);
+    this.sweeper.unref();
   }
 
-  name(): string {
-    return '/mcp/*';
+  matches(_request: IncomingMessage, path: string): boolean {
+    return path.startsWith(PREFIX) || path.startsWith(RESOURCE_METADATA_PREFIX);
+  }
+
+  name(path: string): string {
+    return path.startsWith(PREFIX) ? '/mcp/*' : '/.well-known/oauth-protected-resource/mcp/*';
   }
 
   handle(request: IncomingMessage, response: ServerResponse, path: string): void {
     const traceId = requestTraceId(request);
-    this.serve(request, response, path, traceId).catch((error: unknown) =>
-      sendFailure(request, response, { traceId, headers: { [ServiceHeader.TraceId]: traceId }, logger: this.logger, what: 'MCP request' }, error),
-    );
+    const served = path.startsWith(PREFIX) ? this.serve(request, response, path.slice(PREFIX.length), traceId) : this.metadata(request, response, path.slice(RESOURCE_METADATA_PREFIX.length));
+    served.catch((error: unknown) => this.fail(request, response, traceId, error));
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    const sessions = [...this.sessions.values()];
-    this.sessions.clear();
-    await Promise.all(sessions.map((session) => session.mcp.close().catch(() => undefined)));
-    await this.upstreams.close();
+  /** Before the HTTP server closes: it waits for open responses, and a session's event streams stay open until the session ends. */
+  beforeApplicationShutdown(): void {
+    clearInterval(this.sweeper);
+    for (const relay of this.sessions.drain()) relay.end();
   }
 
-  private async serve(request: IncomingMessage, response: ServerResponse, path: string, traceId: string): Promise<void> {
-    const server = this.upstreams.server(path.slice(PREFIX.length));
-    if (server === undefined) throw AppError.notFound('MCP server', path.slice(PREFIX.length));
-    const principal = await this.authenticator.authenticate(request.headers.authorization);
-    const body = request.method === 'POST' ? await readJsonBody(request, this.settings.maxJsonBytes) : undefined;
-    const exchange: McpExchange = { principal, server, request, response, traceId };
-    // The SDK hands `auth` to the handlers (extra.authInfo): how each request's exchange reaches them in a session.
-    (request as IncomingMessage & { auth?: AuthInfo }).auth = { token: '', clientId: principal.agent.id, scopes: [], extra: { exchange } };
+  /** The RFC 9728 metadata of one server's resource: its URL and the authorization servers that issue tokens for it. */
+  private async metadata(request: IncomingMessage, response: ServerResponse, name: string): Promise<void> {
+    const server = this.serverOf(name);
+    this.hosts.check(request);
+    sendJson(response, 200, {
+      resource: this.resourceUrl(request, server),
+      authorization_servers: this.settings.authorizationServers,
+      bearer_methods_supported: ['header'],
+      resource_name: `${server.name} (MCP, through the agent governance gateway)`,
+    });
+    return Promise.resolve();
+  }
+
+  private async serve(request: IncomingMessage, response: ServerResponse, name: string, traceId: string): Promise<void> {
+    const server = this.serverOf(name);
+    this.hosts.check(request);
     response.setHeader(ServiceHeader.TraceId, traceId);
-    const transport = await this.transportFor(exchange, body);
-    await transport.handleRequest(request, response, body);
+    const principal = await this.authentication.authenticate(request.headers.authorization, this.resourceUrl(request, server));
+    const body = request.method === 'POST' ? await readJsonBody(request, this.settings.maxJsonBytes) : undefined;
+    const caller: McpCaller = { principal, server, traceId, context: contextFromHeaders(request.headers), approvalHeader: header(request, 'x-service-approval') };
+    // The SDK hands `auth` to the relay with each message (extra.authInfo): how each HTTP request's caller reaches it.
+    (request as IncomingMessage & { auth?: AuthInfo }).auth = { token: '', clientId: principal.agent.id, scopes: [], extra: { caller } };
+    const messages = body === undefined ? [] : Array.isArray(body) ? (body as unknown[]) : [body];
+    const relay = await this.relayFor(request, response, caller, messages);
+    const rulings = await relay.rule(caller, messages);
+    caller.rulings = rulings;
+    if (rulings.size === 1) this.setDecisionHeaders(response, caller, [...rulings.values()][0]);
+    await relay.agent.handleRequest(request, response, body);
   }
 
   /**
-   * The transport a request goes to: its session's (Mcp-Session-Id), a new session's for an
-   * `initialize`, else a one-off stateless one (a client that keeps no session). A session is its
+   * The relay a request goes to: its session's (Mcp-Session-Id), a new session's for an
+   * `initialize`, else a one-off relay for a client that keeps no session. A session is its
    * opening agent's and server's alone: another's id is answered as unknown.
    */
-  private async transportFor(exchange: McpExchange, body: unknown): Promise<StreamableHTTPServerTransport> {
-    const sessionId = exchange.request.headers['mcp-session-id'];
+  private async relayFor(request: IncomingMessage, response: ServerResponse, caller: McpCaller, messages: readonly unknown[]): Promise<McpRelay> {
+    const sessionId = request.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
-      const session = this.sessions.get(sessionId);
-      if (session === undefined || session.agentId !== exchange.principal.agent.id || session.server !== exchange.server.name) {
+      const relay = this.sessions.use(sessionId);
+      if (relay === undefined || relay.agentId !== caller.principal.agent.id || relay.server.name !== caller.server.name) {
         throw new AppError(ErrorCode.NotFound, 'MCP session not found: initialize a new one');
       }
-      session.usedMs = Date.now();
-      return session.transport;
+      return relay;
     }
-    const mcp = this.mcpServer(exchange.server);
-    if (!isInitializeRequest(body)) {
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      exchange.response.on('close', () => {
-        void transport.close();
-        void mcp.close();
-      });
-      await mcp.connect(transport);
-      return transport;
-    }
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    if (request.method === 'POST' && messages.some((message) => (message as { method?: unknown } | null)?.method === 'initialize')) return this.openSession(caller);
+    return this.oneOff(response, caller);
+  }
+
+  private async openSession(caller: McpCaller): Promise<McpRelay> {
+    const agent: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      enableJsonResponse: true,
-      onsessioninitialized: (id) => this.open(id, { mcp, transport, agentId: exchange.principal.agent.id, server: exchange.server.name, usedMs: Date.now() }),
-      onsessionclosed: (id) => void this.sessions.delete(id),
+      onsessioninitialized: () => this.sessions.add(relay),
+      onsessionclosed: () => relay.end(),
     });
-    await mcp.connect(transport);
-    return transport;
+    const relay: McpRelay = new McpRelay(caller.server, caller, agent, this.upstreamTransport(caller.server), this.relayDeps(), (ended) => this.sessions.remove(ended.id));
+    await relay.start();
+    return relay;
   }
 
-  private open(id: string, session: McpSession): void {
-    const now = Date.now();
-    for (const [known, open] of this.sessions) {
-      if (this.sessions.size < MAX_SESSIONS && now - open.usedMs < SESSION_IDLE_MS) break;
-      this.sessions.delete(known);
-      void open.mcp.close();
+  /** A client that keeps no session: a relay of its own for this one HTTP request, whose upstream session the gateway opens and ends. */
+  private async oneOff(response: ServerResponse, caller: McpCaller): Promise<McpRelay> {
+    const agent = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    const relay = new McpRelay(caller.server, caller, agent, this.upstreamTransport(caller.server), this.relayDeps(), () => undefined);
+    response.on('close', () => relay.end());
+    await relay.start();
+    await relay.initializeUpstream();
+    return relay;
+  }
+
+  private upstreamTransport(server: McpServerConfig): StreamableHTTPClientTransport {
+    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } } });
+  }
+
+  private relayDeps() {
+    return { governor: this.governor, logger: this.logger, version: this.settings.version };
+  }
+
+  private serverOf(name: string): McpServerConfig {
+    const server = this.settings.servers.get(name);
+    if (server === undefined) throw AppError.notFound('MCP server', name);
+    return server;
+  }
+
+  /** The URL agents reach the server at (its RFC 8707 resource): PUBLIC_URL's, else the one the request named (its Host already checked). */
+  private resourceUrl(request: IncomingMessage, server: McpServerConfig): string {
+    const base = this.settings.publicUrl ?? `http://${request.headers.host ?? 'localhost'}`;
+    return `${base}${PREFIX}${server.name}`;
+  }
+
+  private setDecisionHeaders(response: ServerResponse, caller: McpCaller, ruling: NonNullable<McpCaller['rulings']> extends ReadonlyMap<unknown, infer R> ? R : never): void {
+    const decision = 'allowed' in ruling ? ruling.allowed.decision : ruling.decision;
+    for (const [name, value] of Object.entries(decisionHeaders(decision, caller.traceId, caller.principal.agent.id))) response.setHeader(name, value);
+    if ('pending' in ruling && ruling.pending === true) response.setHeader(ServiceHeader.Decision, 'pending');
+  }
+
+  /** A refused HTTP request; a 401 names the resource metadata, as MCP's authorization asks (RFC 9728 section 5.1). */
+  private fail(request: IncomingMessage, response: ServerResponse, traceId: string, error: unknown): void {
+    const headers: Record<string, string> = { [ServiceHeader.TraceId]: traceId };
+    const path = request.url ?? '';
+    if (error instanceof AppError && error.code === ErrorCode.Unauthorized && path.startsWith(PREFIX)) {
+      const name = path.slice(PREFIX.length).split(/[/?]/)[0];
+      const base = this.settings.publicUrl ?? `http://${request.headers.host ?? 'localhost'}`;
+      headers['www-authenticate'] = `Bearer resource_metadata="${base}${RESOURCE_METADATA_PREFIX}${name}"`;
     }
-    this.sessions.set(id, session);
+    sendFailure(request, response, { traceId, headers, logger: this.logger, what: 'MCP request' }, error);
   }
-
-  /** The SDK's server of one session (or one stateless request); each request's exchange comes with it (`extra.authInfo`). */
-  private mcpServer(server: McpServerConfig): Server {
-    const mcp = new Server({ name: `agent-governance-gateway/${server.name}`, version: this.settings.version }, { capabilities: { tools: {} } });
-    mcp.setRequestHandler(ListToolsRequestSchema, (_list, extra) => this.listTools(exchangeOf(extra.authInfo)));
-    mcp.setRequestHandler(CallToolRequestSchema, (call, extra) => this.callTool(exchangeOf(extra.authInfo), call.params.name, call.params.arguments ?? {}, approvalIdOf(call.params._meta)));
-    return mcp;
-  }
-
-  /** The server's tools, without those this agent may never call and those held by their pin. */
-  private async listTools(exchange: McpExchange): Promise<{ tools: Tool[] }> {
-    const { principal, server } = exchange;
-    const tools = await this.upstream(() => this.upstreams.listTools(server));
-    const states = await this.pins.check(principal.agent.orgId, server.name, tools.map(toolDefinition));
-    const policies = await this.decisions.policiesOf(principal.agent.orgId);
-    const offered: Tool[] = [];
-    for (const tool of tools) {
-      const state = states.get(tool.name)!;
-      if (!state.pinned) {
-        if (state.newlyHeld) this.recordHeld(exchange, tool.name, state, `list:${server.name}/${tool.name}`);
-        continue;
-      }
-      const request = this.decisionRequest(exchange, tool.name, {}, state, `call:${server.name}/${tool.name}`);
-      const input = this.decisions.inputFor(exchange.principal, request);
-      if (policies.set.denialRegardlessOfRequest(input, policies.set.applicable(request)) === undefined) offered.push(tool);
-    }
-    return { tools: offered };
-  }
-
-  /** A governed tool call: pin, decision, then the upstream. */
-  private async callTool(exchange: McpExchange, name: string, args: Record<string, unknown>, approvalId: string | undefined): Promise<CallToolResult> {
-    const { principal, server } = exchange;
-    const started = performance.now();
-    const tool = await this.upstream(() => this.upstreams.tool(server, name));
-    if (tool === undefined) throw new McpError(McpErrorCode.InvalidParams, `MCP server ${server.name} has no tool ${name}`);
-    const state = (await this.pins.check(principal.agent.orgId, server.name, [toolDefinition(tool)])).get(name)!;
-    const request = { ...this.decisionRequest(exchange, name, args, state, `call:${server.name}/${name}`), approvalId: approvalId ?? header(exchange.request, 'x-service-approval') };
-    if (!state.pinned) {
-      const verdict = this.decisions.refuse(principal, request, heldDenial(server.name, name, state, state.newlyHeld));
-      return this.refused(exchange, verdict, started);
-    }
-    const verdict = await this.decisions.decide(principal, request);
-    if (verdict.pending !== undefined) return this.awaitingApproval(exchange, verdict, started);
-    if (verdict.decision.effect === 'deny' && verdict.enforced) return this.refused(exchange, verdict, started);
-    this.setDecisionHeaders(exchange, verdict.decision);
-    try {
-      const result = await this.upstream(() => this.upstreams.callTool(server, name, args));
-      this.decisions.record(verdict, { status: 200, upstreamStatus: 200, latencyMs: performance.now() - started });
-      return result;
-    } catch (error) {
-      this.decisions.record(verdict, { status: 502, upstreamStatus: null, latencyMs: performance.now() - started });
-      throw error;
-    }
-  }
-
-  /** Records a refusal and answers it as a JSON-RPC error carrying the proxy's refusal fields (docs/proxy.md, mcp-errors.ts). */
-  private refused(exchange: McpExchange, verdict: Verdict, started: number): never {
-    const { decision } = verdict;
-    this.setDecisionHeaders(exchange, decision);
-    this.decisions.record(verdict, { status: decision.rateLimit ? 429 : 403, latencyMs: performance.now() - started });
-    throw mcpErrorOf(verdict);
-  }
-
-  /** A call a `require_approval` rule holds: recorded, and answered as a JSON-RPC error with the approval to retry with. */
-  private awaitingApproval(exchange: McpExchange, verdict: Verdict, started: number): never {
-    if (!exchange.response.headersSent) {
-      this.setDecisionHeaders(exchange, verdict.decision);
-      exchange.response.setHeader(ServiceHeader.Decision, 'pending');
-    }
-    this.decisions.record(verdict, { status: 202, latencyMs: performance.now() - started });
-    throw pendingError(verdict);
-  }
-
-  /** Records the denial that hid a newly held tool from a list, with its alert. */
-  private recordHeld(exchange: McpExchange, tool: string, state: PinState, action: string): void {
-    const request = this.decisionRequest(exchange, tool, {}, state, action);
-    const verdict = this.decisions.refuse(exchange.principal, request, heldDenial(exchange.server.name, tool, state, true));
-    this.decisions.record(verdict, { status: 200, latencyMs: 0 });
-  }
-
-  private decisionRequest(exchange: McpExchange, name: string, args: Record<string, unknown>, state: PinState, action: string): DecisionRequest {
-    const tool: ToolFacts = { server: exchange.server.name, name, pinned: state.pinned };
-    return {
-      source: 'mcp',
-      traceId: exchange.traceId,
-      action,
-      resource: name,
-      plugin: exchange.server.name,
-      function: name,
-      args,
-      context: contextFromHeaders(exchange.request.headers),
-      tool,
-      method: 'POST',
-      path: `/mcp/${exchange.server.name}`,
-    };
-  }
-
-  private setDecisionHeaders(exchange: McpExchange, decision: Decision): void {
-    if (exchange.response.headersSent) return;
-    for (const [name, value] of Object.entries(decisionHeaders(decision, exchange.traceId, exchange.principal.agent.id))) exchange.response.setHeader(name, value);
-  }
-
-  /** An upstream request; a server that is down or silent answers a clear JSON-RPC error, the other servers unaffected. */
-  private async upstream<T>(request: () => Promise<T>): Promise<T> {
-    try {
-      return await request();
-    } catch (error) {
-      if (error instanceof UpstreamUnavailable) throw new McpError(McpErrorCode.UpstreamUnavailable, error.message);
-      if (error instanceof AppError && error.code === ErrorCode.ServiceUnavailable) throw new McpError(McpErrorCode.UpstreamUnavailable, error.message);
-      throw error;
-    }
-  }
-}
-
-/** The exchange the request handing a message to a handler carries (see `serve`). */
-function exchangeOf(auth: AuthInfo | undefined): McpExchange {
-  const exchange = auth?.extra?.exchange as McpExchange | undefined;
-  if (exchange === undefined) throw new Error('MCP message without its request: the transport did not pass auth on');
-  return exchange;
-}
-
-/** The approval a retried tools/call presents in its `_meta` (docs/approvals.md). */
-function approvalIdOf(meta: Record<string, unknown> | undefined): string | undefined {
-  const approvalId = meta?.approvalId;
-  return typeof approvalId === 'string' && approvalId !== '' ? approvalId : undefined;
 }

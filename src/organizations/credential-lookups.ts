@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 /** How long a credential found unknown or revoked is refused without asking the database again. */
 export const REFUSED_CREDENTIAL_TTL_MS = 30_000;
 /** At most this many refused credentials are remembered; past it the oldest is forgotten first. */
@@ -14,16 +15,18 @@ export const MAX_REFUSED_CREDENTIALS = 5_000;
  * the `admintokens.changed` cluster event).
  */
 export class CredentialLookups<T> {
-  /** Hash → when its refusal expires (ms since the epoch), oldest first. */
-  private readonly refused = new Map<string, number>();
+  /** Hash → when its refusal expires (ms since the epoch). */
+  private readonly refused: LRUCache<string, number>;
   private readonly inFlight = new Map<string, Promise<T | null>>();
   /** Counts `forgetRefused` calls: a lookup that began before one may have missed the new row. */
   private generation = 0;
 
   constructor(
     private readonly ttlMs = REFUSED_CREDENTIAL_TTL_MS,
-    private readonly maxRefused = MAX_REFUSED_CREDENTIALS,
-  ) {}
+    maxRefused = MAX_REFUSED_CREDENTIALS,
+  ) {
+    this.refused = new LRUCache({ max: maxRefused });
+  }
 
   /** What `load` finds for `hash`, or null; null from memory while the hash is refused. */
   lookup(hash: string, load: () => Promise<T | null>, nowMs = Date.now()): Promise<T | null> {
@@ -62,7 +65,7 @@ export class CredentialLookups<T> {
   }
 
   private isRefused(hash: string, nowMs: number): boolean {
-    const expiresMs = this.refused.get(hash);
+    const expiresMs = this.refused.peek(hash);
     if (expiresMs === undefined) return false;
     if (expiresMs > nowMs) return true;
     this.refused.delete(hash);
@@ -70,8 +73,6 @@ export class CredentialLookups<T> {
   }
 
   private refuse(hash: string, nowMs: number): void {
-    this.refused.delete(hash);
-    if (this.refused.size >= this.maxRefused) this.refused.delete(this.refused.keys().next().value!);
     this.refused.set(hash, nowMs + this.ttlMs);
   }
 

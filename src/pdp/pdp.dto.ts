@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsBoolean, IsIn, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsTimestamp } from '../common/is-timestamp';
 
 /** `POST /v1/check` (documented here; validated by pdpRequestFromCheck). */
 export class CheckRequestDto {
@@ -114,9 +115,43 @@ export class AdapterAuditDto {
   @IsString()
   @MaxLength(64)
   decisionId?: string;
+
+  @ApiPropertyOptional({
+    example: '2026-11-20T10:15:30.123Z',
+    description: 'When the call happened (ISO 8601; default: when the gateway receives the event); the entry is stamped with it. At most 5 minutes ahead, and within the organization’s audit retention',
+  })
+  @IsOptional()
+  @IsTimestamp()
+  occurredAt?: string;
+
+  @ApiPropertyOptional({
+    description: 'The SDK applied a decision from its cache without asking the gateway; `decisionId` (then required) names the decision it reused. Recorded as a decision entry of its own, allow or deny as applied',
+  })
+  @IsOptional()
+  @IsBoolean()
+  cached?: boolean;
+}
+
+/**
+ * `POST /v1/audit` with many events: refused whole (400 naming `events.<index>.<field>`, nothing
+ * recorded) when any is invalid.
+ */
+export class AdapterAuditBatchDto {
+  @ApiProperty({
+    type: [AdapterAuditDto],
+    minItems: 1,
+    maxItems: 500,
+    description: 'Each event as the single form, and its `eventId` is required: 1-64 characters of A-Z a-z 0-9 _ -, made by the SDK once per event and kept across retries',
+  })
+  events: AdapterAuditDto[];
 }
 
 export class AuditAcceptedDto {
   @ApiProperty({ example: true }) accepted: boolean;
   @ApiProperty({ description: 'False when the eventId was seen before (nothing new was recorded)' }) recorded: boolean;
+}
+
+export class AuditBatchAcceptedDto {
+  @ApiProperty({ description: 'Events newly recorded' }) accepted: number;
+  @ApiProperty({ description: 'Events whose eventId was recorded before (a retried batch): not recorded again' }) duplicates: number;
 }

@@ -1,10 +1,10 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiBody, ApiConsumes, ApiCreatedResponse, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiBody, ApiConflictResponse, ApiConsumes, ApiCreatedResponse, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import { ErrorBody, PlanLimitErrorBody } from '../common/error-body.dto';
-import { InvalidPolicyBody, PolicyDetailView, PolicyListView, PolicyVersionListView, PolicyVersionsQueryDto, ValidationResultView } from './policies.dto';
+import { ForceQueryDto, InvalidPolicyBody, PolicyTestsFailedBody, PolicyDetailView, PolicyListView, PolicyVersionListView, PolicyVersionsQueryDto, ValidationResultView } from './policies.dto';
 import { PoliciesService } from './policies.service';
 import { PolicySource } from './policy-source';
 
@@ -62,13 +62,15 @@ export class PoliciesController {
   @ApiOkResponse({ type: PolicyDetailView, description: 'Replaced' })
   @ApiBadRequestResponse({ description: 'invalid_policy: the first 100 errors with file, policy, rule, line and column, and errorCount', type: InvalidPolicyBody })
   @ApiForbiddenResponse({ description: 'plan_limit_exceeded: the plan’s policy limit is reached', type: PlanLimitErrorBody })
+  @ApiConflictResponse({ description: 'policy_tests_failed: the change fails stored policy tests (named); force=true puts it in force anyway', type: PolicyTestsFailedBody })
   async put(
     @CurrentAdmin() admin: AdminPrincipal,
     @Param('name') name: string,
     @PolicySource() source: string,
+    @Query() query: ForceQueryDto,
     @Res({ passthrough: true }) response: Response,
   ): Promise<PolicyDetailView> {
-    const { created, policy } = await this.policies.put(admin, name, source);
+    const { created, policy } = await this.policies.put(admin, name, source, query.force === 'true');
     response.status(created ? 201 : 200);
     return policy;
   }
@@ -78,7 +80,8 @@ export class PoliciesController {
   @ApiOperation({ summary: 'Delete a policy; makes a new policy version' })
   @ApiOkResponse({ schema: { type: 'object', properties: { version: { type: 'number' } } } })
   @ApiNotFoundResponse({ type: ErrorBody })
-  remove(@CurrentAdmin() admin: AdminPrincipal, @Param('name') name: string): Promise<{ version: number }> {
-    return this.policies.remove(admin, name);
+  @ApiConflictResponse({ description: 'policy_tests_failed: without it stored policy tests fail; force=true deletes it anyway', type: PolicyTestsFailedBody })
+  remove(@CurrentAdmin() admin: AdminPrincipal, @Param('name') name: string, @Query() query: ForceQueryDto): Promise<{ version: number }> {
+    return this.policies.remove(admin, name, query.force === 'true');
   }
 }

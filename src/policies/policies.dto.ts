@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ToWholeNumber } from '../common/validation';
-import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
 
 export class PolicyMatchView {
   @ApiPropertyOptional({ example: 'http' }) plugin?: string;
@@ -85,4 +85,42 @@ export class PolicyVersionsQueryDto {
   @Min(1)
   @Max(1000)
   limit?: number;
+}
+
+export class PolicyTestFailureView {
+  @ApiProperty({ description: 'The stored test file', example: 'refunds' }) suite: string;
+  @ApiProperty({ example: 'large refunds need a privileged agent' }) test: string;
+  @ApiProperty({ description: 'Where the test starts in its file' }) line: number;
+  @ApiProperty() column: number;
+  @ApiProperty({ example: 'expected deny; got allow by policy refunds, rule (none): allowed' }) failure: string;
+}
+
+export class PolicyTestRunView {
+  @ApiProperty({ description: 'Tests run, over every stored test file' }) tests: number;
+  @ApiProperty() passed: number;
+  @ApiProperty({ type: [PolicyTestFailureView] }) failures: PolicyTestFailureView[];
+}
+
+export class PolicyTestFileView {
+  @ApiProperty({ example: 'refunds' }) name: string;
+  @ApiProperty({ description: 'Tests in the file' }) tests: number;
+  @ApiProperty({ description: 'The test file as submitted (YAML or JSON)' }) source: string;
+  @ApiProperty() updatedAt: string;
+}
+
+export class PolicyTestFileListView {
+  @ApiProperty({ type: [PolicyTestFileView] }) files: PolicyTestFileView[];
+}
+
+export class PolicyTestsFailedBody {
+  @ApiProperty({ example: 'policy_tests_failed' }) error: string;
+  @ApiProperty() message: string;
+  @ApiProperty({ type: [PolicyTestFailureView] }) failures: PolicyTestFailureView[];
+}
+
+export class ForceQueryDto {
+  @ApiPropertyOptional({ description: 'Put the change in force although stored policy tests fail (audited with the failures)', enum: ['true', 'false'] })
+  @IsOptional()
+  @IsIn(['true', 'false'])
+  force?: 'true' | 'false';
 }

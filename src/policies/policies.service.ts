@@ -5,17 +5,18 @@ import { DataSource, EntityManager, Repository } from 'typeorm';
 import { stringify } from 'yaml';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
-import { ErrorCode } from '../common/error-code';
 import { AuditService } from '../audit/audit.service';
 import type { PolicyChangeKind } from '../cluster/cluster-event';
 import { PolicyLoadError } from '../policy-engine/errors';
 import { loadPolicyDocument, loadPolicyFileOrDocument } from '../policy-engine/loader';
-import type { PolicyDefinition, PolicyError } from '../policy-engine/types';
+import type { PolicyDefinition } from '../policy-engine/types';
 import { OrganizationsService } from '../organizations/organizations.service';
 import { PolicyChangeEvents } from '../policy-changes/policy-change-events';
 import { Policy, PolicyOrigin } from './policy.entity';
 import { PolicyVersion } from '../policy-changes/policy-version.entity';
-import { PolicyDetailView, PolicyListView, PolicyVersionListView, PolicyView, ValidationResultView } from './policies.dto';
+import { listedErrors, parseOrThrow } from './policy-errors';
+import { forcedDetails, PolicyTestsService, testsFailed } from './policy-tests.service';
+import { PolicyDetailView, PolicyListView, PolicyTestFailureView, PolicyVersionListView, PolicyView, ValidationResultView } from './policies.dto';
 
 /** Who changes policies: an admin token, the CLI, or the policies file. */
 export type PolicyActor = AdminPrincipal | { orgId: string; tokenId: 'cli' | 'file' };
@@ -27,8 +28,6 @@ interface Change {
 }
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-/** How many errors an `invalid_policy` answer or a validation result lists. */
-const LISTED_ERRORS = 100;
 /** GET /admin/policies/versions is the change history (routes match in any case): a policy so named could never be read. */
 const RESERVED_NAME = /^versions$/i;
 
@@ -42,6 +41,7 @@ export class PoliciesService {
     private readonly organizations: OrganizationsService,
     private readonly changes: PolicyChangeEvents,
     private readonly audit: AuditService,
+    private readonly tests: PolicyTestsService,
   ) {}
 
   /** The policies and the version they make up, read in one snapshot. */
@@ -59,7 +59,7 @@ export class PoliciesService {
   }
 
   /** Creates or replaces one policy from its YAML or JSON source; `created` tells which. */
-  async put(actor: PolicyActor, name: string, source: string): Promise<{ created: boolean; policy: PolicyDetailView }> {
+  async put(actor: PolicyActor, name: string, source: string, force = false): Promise<{ created: boolean; policy: PolicyDetailView }> {
     if (!NAME_PATTERN.test(name)) throw AppError.invalid('policy name must be 1-128 characters of letters, digits, . _ - (starting with a letter or digit)');
     if (RESERVED_NAME.test(name)) throw AppError.invalid(`policy name ${name} is reserved: GET /admin/policies/versions is the change history`);
     const definition = parseOrThrow(() => loadPolicyDocument(source, `policy ${name}`));
@@ -75,16 +75,16 @@ export class PoliciesService {
       if (existing?.origin === 'api' && existing.source === source) return [];
       await this.write(manager, actor.orgId, definition, source, 'api', version, existing);
       return [{ name, kind: created ? 'created' : 'updated', source }];
-    });
+    }, force);
     return { created, policy: await this.get(actor as AdminPrincipal, name) };
   }
 
-  async remove(actor: PolicyActor, name: string): Promise<{ version: number }> {
+  async remove(actor: PolicyActor, name: string, force = false): Promise<{ version: number }> {
     const version = await this.commit(actor, async (manager) => {
       const result = await manager.getRepository(Policy).delete({ orgId: actor.orgId, name });
       if (!result.affected) throw AppError.notFound('policy', name);
       return [{ name, kind: 'deleted', source: null }];
-    });
+    }, force);
     return { version: version! };
   }
 
@@ -152,12 +152,20 @@ export class PoliciesService {
   /**
    * Runs `apply` in a transaction holding the organization's row lock, under the next policy
    * version; records the history, then announces the change and writes it to the audit trail.
+   * A change through the API (`force` given) must pass the organization's stored tests on what
+   * it puts in force, checked in the same transaction, or be forced (audited with the failures).
    */
-  private async commit(actor: PolicyActor, apply: (manager: EntityManager, version: number) => Promise<Change[]>): Promise<number | null> {
+  private async commit(actor: PolicyActor, apply: (manager: EntityManager, version: number) => Promise<Change[]>, force?: boolean): Promise<number | null> {
     const orgId = actor.orgId;
+    let failures: PolicyTestFailureView[] = [];
     const committed = await this.dataSource.transaction(async (manager) => {
       const version = await lockNextVersion(manager, orgId);
       const changes = await apply(manager, version);
+      if (force !== undefined && changes.length > 0) {
+        const inForce = await manager.getRepository(Policy).find({ where: { orgId }, order: { position: 'ASC' } });
+        failures = await this.tests.failuresWith(manager, orgId, inForce.map((policy) => policy.definition));
+        if (failures.length > 0 && !force) throw testsFailed(failures, 'The change fails stored policy tests');
+      }
       if (changes.length > 0) {
         await manager.getRepository(PolicyVersion).insert(
           changes.map((change) => ({ orgId, version, policyName: change.name, kind: change.kind, source: change.source, actor: actor.tokenId })),
@@ -170,7 +178,7 @@ export class PoliciesService {
     const kind = changes.length === 1 ? changes[0].kind : 'updated';
     await this.changes.announce(orgId, version, changes.map((change) => change.name), kind);
     for (const change of changes) {
-      this.audit.recordAdminEvent(actor, { action: `policy.${change.kind === 'created' ? 'create' : change.kind === 'deleted' ? 'delete' : 'update'}`, details: { policy: change.name, version } });
+      this.audit.recordAdminEvent(actor, { action: `policy.${change.kind === 'created' ? 'create' : change.kind === 'deleted' ? 'delete' : 'update'}`, details: forcedDetails({ policy: change.name, version }, failures) });
     }
     return version;
   }
@@ -193,31 +201,6 @@ export class PoliciesService {
  */
 export function parseProposedSource(source: string): PolicyDefinition[] {
   return loadPolicyFileOrDocument(source, 'proposed');
-}
-
-/** Runs a loader and turns its errors into a 400 `invalid_policy` listing the first ones. */
-export function parseOrThrow<T>(load: () => T): T {
-  try {
-    return load();
-  } catch (error) {
-    if (!(error instanceof PolicyLoadError)) throw error;
-    throw invalidPolicy(error.errors);
-  }
-}
-
-export function invalidPolicy(errors: PolicyError[]): AppError {
-  const first = errors[0];
-  const summary = first ? `${first.message} (line ${first.line}, column ${first.column})` : 'invalid policy';
-  return new AppError(ErrorCode.InvalidPolicy, errors.length > 1 ? `${summary}, and ${errors.length - 1} more` : summary, listedErrors(errors));
-}
-
-/**
- * The errors an answer lists: the first LISTED_ERRORS in source order, and how many there are.
- * One 1 MiB body can hold 340,000 errors (`&a &a &a …`), a 37 MB answer; what follows the
- * first hundred is rarely more than the same mistake again.
- */
-function listedErrors(errors: PolicyError[]): { errors: PolicyError[]; errorCount: number } {
-  return { errors: errors.slice(0, LISTED_ERRORS), errorCount: errors.length };
 }
 
 function toView(policy: Policy): PolicyView {

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { RateLimiter } from './types';
 
 /** Options of the in-process limiter. */
@@ -65,16 +66,17 @@ class HitLog {
 
 /**
  * In-process `RateLimiter`: an exact sliding log per key (limited while the oldest of the last
- * `limit` hits is still inside the window), with least-recently-used eviction beyond `maxKeys`.
+ * `limit` hits is still inside the window), with least-recently-used eviction beyond `maxKeys`
+ * in constant time per hit whatever the history (docs/performance.md).
  */
 export class SlidingWindowLimiter implements RateLimiter {
   readonly maxKeys: number;
-  // Map iteration order is insertion order; re-inserting on use keeps it least-recently-used first.
-  private readonly logs = new Map<string, HitLog>();
+  private readonly logs: LRUCache<string, HitLog>;
 
   constructor(options: SlidingWindowLimiterOptions = {}) {
     this.maxKeys = options.maxKeys ?? 100_000;
     if (!(this.maxKeys >= 1)) throw new Error('maxKeys must be at least 1');
+    this.logs = new LRUCache({ max: this.maxKeys });
   }
 
   /** Number of keys currently tracked. */
@@ -94,37 +96,28 @@ export class SlidingWindowLimiter implements RateLimiter {
   /** What hit would answer, recording nothing. */
   peek(key: string, limit: number, windowMs: number, nowMs: number): number {
     if (limit < 1) return windowMs;
-    const log = this.logs.get(key);
+    const log = this.logs.peek(key);
     if (log === undefined || log.limit !== limit) return 0;
     return waitFor(log, windowMs, nowMs);
   }
 
   /** Drops keys with no hit inside their window; returns how many were dropped. */
   sweep(nowMs: number): number {
-    let dropped = 0;
-    for (const [key, log] of this.logs) {
-      if (log.newest() <= nowMs - log.windowMs) {
-        this.logs.delete(key);
-        dropped++;
-      }
-    }
-    return dropped;
+    const idle: string[] = [];
+    for (const [key, log] of this.logs.entries()) if (log.newest() <= nowMs - log.windowMs) idle.push(key);
+    for (const key of idle) this.logs.delete(key);
+    return idle.length;
   }
 
   private touch(key: string, limit: number, windowMs: number): HitLog {
     let log = this.logs.get(key);
-    if (log !== undefined) this.logs.delete(key);
     // A changed limit (policy edited) starts a fresh log: the old ring has the wrong size.
-    if (log === undefined || log.limit !== limit) log = new HitLog(limit, windowMs);
+    if (log === undefined || log.limit !== limit) {
+      log = new HitLog(limit, windowMs);
+      this.logs.set(key, log);
+    }
     log.windowMs = windowMs;
-    this.logs.set(key, log);
-    if (this.logs.size > this.maxKeys) this.evictOldest();
     return log;
-  }
-
-  private evictOldest(): void {
-    const oldest = this.logs.keys().next();
-    if (oldest.done !== true) this.logs.delete(oldest.value);
   }
 }
 

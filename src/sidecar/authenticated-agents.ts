@@ -1,7 +1,8 @@
+import { LRUCache } from 'lru-cache';
 import type { AuthenticatedAgent } from '../decisions/agent-authenticator';
 import type { BundleContent } from '../decisions/bundle-format';
 
-/** Past this many tokens the cache starts over (a sidecar serves a handful of agents). */
+/** Most tokens remembered (a sidecar serves a handful of agents); past it the least recently used is forgotten. */
 const MAX_TOKENS = 10_000;
 
 /**
@@ -14,7 +15,7 @@ const MAX_TOKENS = 10_000;
  */
 export class AuthenticatedAgents {
   private bundle: BundleContent | null = null;
-  private readonly agents = new Map<string, AuthenticatedAgent>();
+  private readonly agents = new LRUCache<string, AuthenticatedAgent>({ max: MAX_TOKENS });
 
   /** The agent of this header under `bundle`, if known and its token has not expired. */
   get(authorization: string | undefined, bundle: BundleContent | null, nowMs: number): AuthenticatedAgent | undefined {
@@ -26,7 +27,7 @@ export class AuthenticatedAgents {
   /** Remembers an agent the authenticator accepted under `bundle`. */
   set(authorization: string | undefined, bundle: BundleContent | null, agent: AuthenticatedAgent): void {
     if (authorization === undefined || bundle === null) return;
-    if (bundle !== this.bundle || this.agents.size >= MAX_TOKENS) {
+    if (bundle !== this.bundle) {
       this.agents.clear();
       this.bundle = bundle;
     }

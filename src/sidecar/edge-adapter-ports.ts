@@ -4,6 +4,7 @@ import { ErrorCode } from '../common/error-code';
 import type { AdapterAuthentication, AdapterCredentials, AdapterIdentity, OutcomeLedger } from '../decisions/adapter-ports';
 import type { LinkedDecision } from '../decisions/decision-links';
 import { hashAdminToken } from '../decisions/secret-hash';
+import { UNLIMITED } from '../plans/plans';
 import { BundleStore } from './bundle-store';
 
 /**
@@ -32,7 +33,12 @@ export class EdgeOutcomes implements OutcomeLedger {
     return Promise.resolve(null);
   }
 
-  claim(): Promise<boolean> {
-    return Promise.resolve(true);
+  claim(_orgId: string, claims: ReadonlyArray<{ eventId: string }>): Promise<Set<string>> {
+    return Promise.resolve(new Set(claims.map((claim) => claim.eventId)));
+  }
+
+  /** The bundle does not carry the plan: the gateway's retention applies to what the sidecar forwards. */
+  auditRetentionDays(): Promise<number> {
+    return Promise.resolve(UNLIMITED);
   }
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { changeOf, definitionHash, ToolDefinition } from '../mcp/tool-definition';
 import type { PinState, ToolPins } from '../mcp/tool-pins';
 import { BundleStore } from './bundle-store';
@@ -18,8 +19,9 @@ const PINNED: PinState = Object.freeze({ pinned: true, changes: [], newlyHeld: f
  */
 @Injectable()
 export class EdgeToolPins implements ToolPins {
+  readonly pinning = true;
   /** Hashes the gateway answered as pinned, by server and tool, for tools the bundle does not pin yet. */
-  private readonly pinnedByGateway = new Map<string, string>();
+  private readonly pinnedByGateway = new LRUCache<string, string>({ max: MAX_REMEMBERED });
 
   constructor(
     private readonly store: BundleStore,
@@ -69,7 +71,6 @@ export class EdgeToolPins implements ToolPins {
   }
 
   private remember(server: string, definition: ToolDefinition): void {
-    if (this.pinnedByGateway.size >= MAX_REMEMBERED) this.pinnedByGateway.delete(this.pinnedByGateway.keys().next().value!);
     this.pinnedByGateway.set(key(server, definition.name), definitionHash(definition));
   }
 }

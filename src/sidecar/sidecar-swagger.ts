@@ -4,7 +4,7 @@ import { AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../common/auth-decorators';
 import { ServiceHeader } from '../common/service-header';
 import { ErrorBody } from '../common/error-body.dto';
 import { addAdapterRoutes, addProxyRoutes } from '../http/lean-routes.openapi';
-import { AdapterAuditDto, AuditAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
+import { AdapterAuditBatchDto, AdapterAuditDto, AuditAcceptedDto, AuditBatchAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
 
 const json = (schema: object) => ({ 'application/json': { schema } });
 const errorBody = { $ref: '#/components/schemas/ErrorBody' };
@@ -43,10 +43,11 @@ export function setupSidecarSwagger(app: INestApplication, version: string): Ope
     .setTitle('Agent Governance Service: edge sidecar')
     .setDescription('Local decisions from the signed, cached policy bundle (docs/sidecar.md). Agents call `/enforce` and `/proxy/*` with their agent token; adapters call the PDP endpoints with an API key of the bundle’s organization.')
     .setVersion(version)
+    .addServer('/', 'This sidecar')
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, AGENT_TOKEN_SCHEME)
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.ApiKey }, API_KEY_SCHEME)
     .build();
-  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckRequestDto, CheckAnswerDto, PolicyRequestJsonDto, PolicyResponseJsonDto, AdapterAuditDto, AuditAcceptedDto, ErrorBody] });
+  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckRequestDto, CheckAnswerDto, PolicyRequestJsonDto, PolicyResponseJsonDto, AdapterAuditDto, AdapterAuditBatchDto, AuditAcceptedDto, AuditBatchAcceptedDto, ErrorBody] });
   const refusals = {
     '400': { description: 'A malformed body, named in the message', content: json(errorBody) },
     '401': { description: 'Missing, invalid, expired or revoked agent token', content: json(errorBody) },
@@ -56,6 +57,7 @@ export function setupSidecarSwagger(app: INestApplication, version: string): Ope
   };
   document.paths['/enforce'] = {
     post: {
+      operationId: 'enforce',
       tags: ['sidecar'],
       summary: 'One decision from the cached bundle',
       security: [{ [AGENT_TOKEN_SCHEME]: [] }],
@@ -69,6 +71,7 @@ export function setupSidecarSwagger(app: INestApplication, version: string): Ope
   };
   document.paths['/enforce/batch'] = {
     post: {
+      operationId: 'enforceBatch',
       tags: ['sidecar'],
       summary: 'Several decisions at once; a tripped rate limit is reported per item (`rateLimited`, `retryAfter`)',
       security: [{ [AGENT_TOKEN_SCHEME]: [] }],
@@ -78,13 +81,16 @@ export function setupSidecarSwagger(app: INestApplication, version: string): Ope
   };
   document.paths['/health'] = {
     get: {
+      operationId: 'health',
       tags: ['sidecar'],
       summary: 'Mode, bundle version and age, last sync, gateway reachability, cached policies and agents, audit buffer',
+      security: [],
       responses: { '200': { description: 'Deciding (healthy or degraded)' }, '503': { description: '`fail_closed`: no valid bundle' } },
     },
   };
   document.paths['/v1/approvals/{id}'] = {
     get: {
+      operationId: 'getApproval',
       tags: ['sidecar'],
       summary: 'Where an approval stands (pending, approved, rejected, expired, used), asked of the gateway, for an adapter that waits for it (docs/approvals.md)',
       security: [{ [API_KEY_SCHEME]: [] }],

@@ -24,7 +24,8 @@ import { GatewayApprovals } from './gateway-approvals';
 import { ProxyHandler } from '../proxy/proxy-handler';
 import { MCP_SETTINGS, McpHandler, McpSettings } from '../mcp/mcp.handler';
 import { readMcpServers } from '../mcp/mcp-server-list';
-import { McpUpstreams } from '../mcp/mcp-upstreams';
+import { AgentTokenMcpAuthentication, MCP_AUTHENTICATION } from '../mcp/mcp-authentication';
+import { McpGovernor } from '../mcp/mcp-governor';
 import { NO_PINNING, TOOL_PINS } from '../mcp/tool-pins';
 import { EdgeToolPins } from './edge-tool-pins';
 import { AuditForwarder } from './audit-forwarder';
@@ -112,17 +113,23 @@ export class SidecarModule {
         { provide: OUTCOME_LEDGER, useClass: EdgeOutcomes },
         { provide: ADAPTER_HTTP_SETTINGS, useValue: { maxJsonBytes: config.maxJsonBytes } satisfies AdapterHttpSettings },
         McpHandler,
+        McpGovernor,
         EdgeToolPins,
+        { provide: MCP_AUTHENTICATION, useClass: AgentTokenMcpAuthentication },
+        { provide: TOOL_PINS, inject: [EdgeToolPins], useFactory: (pins: EdgeToolPins) => (config.mcp.pin ? pins : NO_PINNING) },
         {
-          provide: McpUpstreams,
-          inject: [LOGGER],
-          useFactory: (logger: Logger) => {
+          provide: MCP_SETTINGS,
+          useFactory: (): McpSettings => {
             const servers = config.mcp.serversFile === undefined ? [] : readMcpServers(config.mcp.serversFile);
-            return new McpUpstreams(new Map(servers.map((server) => [server.name, server])), config.version, logger);
+            return {
+              maxJsonBytes: config.maxJsonBytes,
+              version: config.version,
+              servers: new Map(servers.map((server) => [server.name, server])),
+              allowedHosts: config.mcp.allowedHosts,
+              authorizationServers: [],
+            };
           },
         },
-        { provide: TOOL_PINS, inject: [EdgeToolPins], useFactory: (pins: EdgeToolPins) => (config.mcp.pin ? pins : NO_PINNING) },
-        { provide: MCP_SETTINGS, useValue: { maxJsonBytes: config.maxJsonBytes, version: config.version } satisfies McpSettings },
       ],
     };
   }

@@ -3,7 +3,8 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
-import type { ToolDefinition } from '../mcp/tool-definition';
+import { definitionSize, ToolDefinition } from '../mcp/tool-definition';
+import { MAX_DEFINITION_CHARS } from '../mcp/mcp-listing';
 import type { PinState } from '../mcp/tool-pins';
 import { SidecarTokenAccepted } from '../sidecar-tokens/sidecar-token-access';
 import { StoredToolPins } from './stored-tool-pins';
@@ -33,7 +34,7 @@ export class EdgeToolPinsController {
   }
 }
 
-/** The body, checked field by field: `{server, tools: [{name, description, inputSchema}]}`. */
+/** The body, checked field by field: `{server, tools: [{name, description, …every field pinned}]}`. */
 function checkRequestOf(body: unknown): { server: string; tools: ToolDefinition[] } {
   const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
   if (!isName(fields.server)) throw AppError.invalid(`server must be a non-empty string of at most ${MAX_NAME_LENGTH} characters`);
@@ -41,7 +42,9 @@ function checkRequestOf(body: unknown): { server: string; tools: ToolDefinition[
   const tools = fields.tools.map((value: unknown, index) => {
     const tool = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
     if (!isName(tool.name) || typeof tool.description !== 'string') throw AppError.invalid(`tools[${index}] needs a name and a description (strings)`);
-    return { name: tool.name, description: tool.description, inputSchema: tool.inputSchema ?? null };
+    const definition: ToolDefinition = { ...tool, name: tool.name, description: tool.description };
+    if (definitionSize(definition) > MAX_DEFINITION_CHARS) throw AppError.invalid(`tools[${index}] is larger than ${MAX_DEFINITION_CHARS} characters`);
+    return definition;
   });
   if (new Set(tools.map((tool) => tool.name)).size !== tools.length) throw AppError.invalid('tools must name each tool once');
   return { server: fields.server, tools };

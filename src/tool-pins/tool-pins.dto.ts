@@ -2,9 +2,11 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 
 export class ToolDefinitionView {
-  @ApiProperty() name: string;
+  @ApiProperty({ description: 'A tool’s name; `prompt:<name>` for a prompt, `template:<name>` for a resource template' }) name: string;
   @ApiProperty() description: string;
-  @ApiProperty({ description: 'The tool’s JSON Schema for its arguments', type: Object, nullable: true }) inputSchema: unknown;
+  @ApiPropertyOptional({ description: 'A tool’s JSON Schema for its arguments', type: Object, nullable: true }) inputSchema?: unknown;
+  /** Every other field the model reads, as listed: title, annotations, output schema, a prompt's arguments, a template's URI template. */
+  [field: string]: unknown;
 }
 
 class FieldChangeView {
@@ -15,6 +17,8 @@ class FieldChangeView {
 class DefinitionDiffView {
   @ApiPropertyOptional({ type: FieldChangeView }) description?: FieldChangeView;
   @ApiPropertyOptional({ type: FieldChangeView }) inputSchema?: FieldChangeView;
+  /** Any other changed field, under its name (title, annotations). */
+  [field: string]: FieldChangeView | undefined;
 }
 
 export class ToolPinView {
@@ -25,7 +29,7 @@ export class ToolPinView {
   @ApiProperty({ nullable: true, type: String }) heldSince: string | null;
   @ApiProperty({ type: ToolDefinitionView }) pinned: ToolDefinitionView;
   @ApiProperty({ type: ToolDefinitionView, nullable: true, description: 'What the server offers now, while held' }) current: ToolDefinitionView | null;
-  @ApiProperty({ type: [String], example: ['description'], description: 'What changed: description, input schema' }) changes: string[];
+  @ApiProperty({ type: [String], example: ['description'], description: 'What changed: description, input schema, title, annotations…' }) changes: string[];
   @ApiProperty({ type: DefinitionDiffView, description: 'Each changed field, pinned and current' }) diff: DefinitionDiffView;
 }
 

@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
-import { changeOf, ToolDefinition } from '../mcp/tool-definition';
+import { changedFields, changeOf, ToolDefinition } from '../mcp/tool-definition';
 import { StoredToolPins } from './stored-tool-pins';
 import { ToolPinQueryDto, ToolPinView } from './tool-pins.dto';
 
@@ -59,8 +59,7 @@ function toView(row: PinRow): ToolPinView {
   const current = row.current_definition;
   const changes = current === null ? [] : changeOf(row.pinned_definition, current);
   const diff: ToolPinView['diff'] = {};
-  if (current !== null && changes.includes('description')) diff.description = { pinned: row.pinned_definition.description, current: current.description };
-  if (current !== null && changes.includes('input schema')) diff.inputSchema = { pinned: row.pinned_definition.inputSchema, current: current.inputSchema };
+  if (current !== null) for (const field of changedFields(row.pinned_definition, current)) diff[field] = { pinned: row.pinned_definition[field] ?? null, current: current[field] ?? null };
   return {
     server: row.server,
     tool: row.tool,

@@ -29,6 +29,7 @@ export interface AuditEntryView {
   rule: string | null;
   reason: string | null;
   status: number | null;
+  latencyMs: number | null;
   rateLimited: boolean;
   delegationChain: string[] | null;
   source: string;
