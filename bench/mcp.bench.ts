@@ -1,8 +1,9 @@
 /**
- * The MCP gateway (docs/mcp.md): an allowed `tools/call` through the gateway's `/mcp/<name>`
- * against the same call made directly to the upstream MCP server, in one run, alternating rounds
- * of sequential calls from one SDK client each (target: under 1 ms added at p50). The gateway runs
- * on the embedded database with a policy that reads the call's arguments, pinning on, audit on.
+ * The MCP gateway (docs/mcp.md): an allowed `tools/call` of `@modelcontextprotocol/server-everything`'s
+ * `echo` through the gateway's `/mcp/<name>` against the same call made directly to that server
+ * (Streamable HTTP on loopback), in one run, alternating rounds of sequential calls from one SDK
+ * client each (target: under 1 ms added at p50). The gateway runs on the embedded database with a
+ * policy that reads the call's arguments, pinning on, audit on.
  * `node dist/bench/run.js mcp`; BENCH_MCP_ROUNDS (8) and BENCH_MCP_CALLS (200) per round.
  */
 import fs from 'node:fs';
@@ -19,13 +20,14 @@ const ROUNDS = Number(process.env.BENCH_MCP_ROUNDS ?? 8);
 const CALLS = Number(process.env.BENCH_MCP_CALLS ?? 200);
 const TARGET_ADDED_P50_MS = 1;
 const POLICIES = `policies:
-  - name: orders
-    match: { plugin: orders, function: lookup }
+  - name: echoes
+    match: { plugin: everything, function: echo }
     rules:
-      - condition: args.order starts_with "secret-"
+      - condition: args.message starts_with "secret-"
         action: deny
-        reason: Secret orders are off limits
+        reason: Secret messages are not echoed
 `;
+const SERVER_EVERYTHING = path.join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
 
 async function client(url: string, token?: string): Promise<Client> {
   const mcp = new Client({ name: 'bench-agent', version: '1.0.0' });
@@ -37,7 +39,7 @@ async function client(url: string, token?: string): Promise<Client> {
 async function round(mcp: Client, samples: number[]): Promise<void> {
   for (let index = 0; index < CALLS; index++) {
     const started = process.hrtime.bigint();
-    await mcp.callTool({ name: 'lookup', arguments: { order: `ord-${index}` } });
+    await mcp.callTool({ name: 'echo', arguments: { message: `message-${index}` } });
     samples.push(Number(process.hrtime.bigint() - started) / 1e6);
   }
 }
@@ -64,9 +66,12 @@ export async function runMcpBench(): Promise<BenchReport> {
   const onExit = () => children.killAllNow();
   process.on('exit', onExit);
   try {
-    const upstream = await children.fork('mcp upstream', path.join(__dirname, 'servers', 'mcp-upstream.js'));
-    const upstreamUrl = `http://127.0.0.1:${upstream.port}/mcp`;
-    fs.writeFileSync(path.join(tmp, 'servers.yaml'), `servers:\n  - name: orders\n    url: ${upstreamUrl}\n`);
+    const upstreamPort = await freePort();
+    const upstream = children.spawn('server-everything', process.execPath, [SERVER_EVERYTHING, 'streamableHttp'], { env: { ...baseEnv(), PORT: String(upstreamPort) } });
+    const upstreamUrl = `http://127.0.0.1:${upstreamPort}/mcp`;
+    // Its /mcp answers a GET without a session 400: it is up.
+    await waitForHttp(upstreamUrl, upstream, 30_000, 400);
+    fs.writeFileSync(path.join(tmp, 'servers.yaml'), `servers:\n  - name: everything\n    url: ${upstreamUrl}\n`);
     fs.writeFileSync(path.join(tmp, 'policies.yaml'), POLICIES);
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
@@ -86,7 +91,7 @@ export async function runMcpBench(): Promise<BenchReport> {
     const created = await fetch(`${url}/admin/agents`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-token': ADMIN_TOKEN }, body: JSON.stringify({ name: 'bench-mcp', trustTier: 'verified' }) });
     const { token } = (await created.json()) as { token: string };
     const direct = await client(upstreamUrl);
-    const governed = await client(`${url}/mcp/orders`, token);
+    const governed = await client(`${url}/mcp/everything`, token);
     const directSamples: number[] = [];
     const governedSamples: number[] = [];
     // Warm-up: connections, the tool's pin, the JIT.
@@ -97,8 +102,8 @@ export async function runMcpBench(): Promise<BenchReport> {
       await round(governed, governedSamples);
     }
     await Promise.all([direct.close(), governed.close()]);
-    const bare = summary('tools/call directly to the upstream MCP server', directSamples);
-    const through = summary('tools/call through the gateway (/mcp/orders: pin, policy, audit)', governedSamples);
+    const bare = summary('tools/call of echo directly to server-everything', directSamples);
+    const through = summary('tools/call through the gateway (/mcp/everything: pin, policy, audit)', governedSamples);
     const addedP50 = through.p50Ms - bare.p50Ms;
     const addedP99 = through.p99Ms - bare.p99Ms;
     return {
@@ -107,7 +112,7 @@ export async function runMcpBench(): Promise<BenchReport> {
       targets: [{ description: `an allowed tools/call through the gateway adds < ${TARGET_ADDED_P50_MS} ms at p50 over the same call made directly`, measured: `+${addedP50.toFixed(3)} ms at p50, +${addedP99.toFixed(3)} ms at p99`, pass: addedP50 < TARGET_ADDED_P50_MS }],
       notes: [
         `${ROUNDS} alternating rounds of ${CALLS} sequential calls per subject, one SDK client each (Streamable HTTP, JSON answers), after a warm-up round each; loopback; gateway on the embedded database.`,
-        'The gateway authenticates each request, checks the tool against its pin, decides with a policy on the call\'s arguments, forwards with its own SDK client and records the audit entry.',
+        'The gateway authenticates each request, checks the tool against its pin (the session\'s listing, at most 30 s old), decides with a policy on the call\'s arguments, relays the JSON-RPC message on the agent session\'s own upstream session (the SDK\'s transports on both sides) and records the audit entry.',
       ],
     };
   } finally {

@@ -16,6 +16,7 @@ import { DatabaseModule } from './database/database.module';
 import { GatewayDecisionsModule } from './gateway-decisions/gateway-decisions.module';
 import { HealthModule } from './health/health.module';
 import { PoliciesModule } from './policies/policies.module';
+import { PolicySourcesModule } from './policies/policy-sources.module';
 import { ProxyModule } from './proxy/proxy.module';
 import { KeysModule } from './keys/keys.module';
 import { ManagedIdentityModule } from './managed-identity/managed-identity.module';
@@ -54,6 +55,7 @@ export class AppModule {
         AuthModule,
         HealthModule,
         PoliciesModule,
+        PolicySourcesModule,
         GatewayDecisionsModule,
         ProxyModule,
         PdpModule,

@@ -411,7 +411,7 @@ const INVALID: Array<[string, string, ExpectedError[]]> = [
     [
       { policy: 'p', rule: 'a', line: 5, column: 16, message: /unknown variable 'foo'/ },
       { policy: 'p', rule: 'b', line: 9, column: 42, message: /bad rate_limit window/ },
-      { policy: 'p', rule: 'c', line: 14, column: 13, message: /'action' must be 'allow', 'deny', 'alert' or 'require_approval'/ },
+      { policy: 'p', rule: 'c', line: 14, column: 13, message: /'action' must be 'allow', 'deny', 'alert', 'require_approval' or 'label'/ },
     ],
   ],
 ];
@@ -483,7 +483,7 @@ describe('JSON bodies: errors positioned in the text sent', () => {
     expect(response.body.errors).toEqual(
       expectedErrors([
         { policy: 'p', rule: 'p#0', line: 5, column: 35, message: /unknown agent field 'tier'/ },
-        { policy: 'p', rule: 'p#0', line: 5, column: 57, message: /'action' must be 'allow', 'deny', 'alert' or 'require_approval'/ },
+        { policy: 'p', rule: 'p#0', line: 5, column: 57, message: /'action' must be 'allow', 'deny', 'alert', 'require_approval' or 'label'/ },
       ]),
     );
   });

@@ -13,6 +13,7 @@ import {
   LatencyHeatmapView,
   OverviewView,
   PoliciesView,
+  ShadowPoliciesView,
   TimeseriesQueryDto,
   TimeseriesView,
   TrustDistributionView,
@@ -54,6 +55,13 @@ export class AnalyticsController {
   @ApiOkResponse({ type: PoliciesView })
   policies(@CurrentAdmin() admin: AdminPrincipal, @Query() query: AnalyticsQueryDto): Promise<PoliciesView> {
     return this.analytics.policies(admin.orgId, parsePeriod(query.period, '24h'));
+  }
+
+  @Get('shadow')
+  @ApiOperation({ summary: 'Each shadow policy (mode: shadow): decisions it applied to, its would-deny rate, and the agents and actions it would deny most' })
+  @ApiOkResponse({ type: ShadowPoliciesView })
+  shadow(@CurrentAdmin() admin: AdminPrincipal, @Query() query: AnalyticsQueryDto): Promise<ShadowPoliciesView> {
+    return this.analytics.shadow(admin.orgId, parsePeriod(query.period, '24h'));
   }
 
   @Get('delegations')

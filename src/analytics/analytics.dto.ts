@@ -117,6 +117,27 @@ export class PoliciesView {
   @ApiProperty({ type: [PolicyStat], description: 'Most triggered first' }) policies: PolicyStat[];
 }
 
+export class ShadowHit {
+  @ApiProperty({ description: 'An agent id or an action' }) key: string;
+  @ApiPropertyOptional({ description: 'The agent’s name, for agents' }) name?: string;
+  @ApiProperty({ description: 'Decisions the shadow policy would have denied' }) count: number;
+}
+
+export class ShadowPolicyStat {
+  @ApiProperty() name: string;
+  @ApiProperty({ description: 'Decisions the shadow policy applied to (was evaluated on)' }) evaluated: number;
+  @ApiProperty({ description: 'Of them, those it would have denied (or held for approval)' }) wouldDeny: number;
+  @ApiProperty({ description: 'Percent (0-100, two decimals) of evaluated it would have denied' }) wouldDenyRate: number;
+  @ApiProperty({ description: 'Decisions allowed in force that it would have denied: what putting it in force changes' }) wouldFlip: number;
+  @ApiProperty({ type: [ShadowHit], description: 'The agents it would have denied most (at most 5)' }) topAgents: ShadowHit[];
+  @ApiProperty({ type: [ShadowHit], description: 'The actions it would have denied most (at most 5)' }) topActions: ShadowHit[];
+}
+
+export class ShadowPoliciesView {
+  @ApiProperty({ enum: PERIODS }) period: string;
+  @ApiProperty({ type: [ShadowPolicyStat], description: 'By name' }) policies: ShadowPolicyStat[];
+}
+
 export class DelegationPair {
   @ApiProperty({ description: 'Delegating agent (its name; its id if the agent no longer exists)' }) fromAgent: string;
   @ApiProperty({ description: 'Agent delegated to (name, or id)' }) toAgent: string;

@@ -13,6 +13,7 @@ import {
   LatencyHeatmapView,
   OverviewView,
   PoliciesView,
+  ShadowPoliciesView,
   TimeseriesPoint,
   TimeseriesView,
   TrustDistributionView,
@@ -149,6 +150,47 @@ export class AnalyticsService {
       policies: rows.map((row) => {
         const triggered = num(row.requests);
         return { name: String(row.policy_name), triggered, allowRate: percent(num(row.allowed), triggered), denyRate: percent(num(row.denied), triggered), topAction: String(row.top_action) };
+      }),
+    };
+  }
+
+  /**
+   * What each shadow policy would have done over the period (docs/policies.md "Shadow
+   * policies"), from the `shadow` results of the decision entries. Unlike the other answers it
+   * reads the audit trail of the period, not the rollups: shadow policies are meant to run for
+   * a trial period, and only entries carrying shadow results are unfolded.
+   */
+  async shadow(orgId: string, period: Period, nowMs = Date.now()): Promise<ShadowPoliciesView> {
+    const { from, to } = analyticsWindow(period, nowMs);
+    const unfolded = `WITH shadow AS (
+         SELECT e.agent_id, e.agent_name, e.action, e.decision, s->>'policy' AS policy, s->>'decision' <> 'allow' AS denies
+         FROM audit_entries e CROSS JOIN LATERAL json_array_elements(e.details->'shadow') s
+         WHERE e.org_id = $1 AND e.ts >= $2 AND e.ts < $3 AND e.kind = 'decision' AND json_typeof(e.details->'shadow') = 'array')`;
+    const [totals, hits] = await Promise.all([
+      this.query(
+        `${unfolded}
+         SELECT policy, count(*) AS evaluated, count(*) FILTER (WHERE denies) AS would_deny, count(*) FILTER (WHERE denies AND decision = 'allow') AS would_flip
+         FROM shadow GROUP BY policy ORDER BY policy`,
+        [orgId, from, to],
+      ),
+      this.query(
+        `${unfolded}, ranked AS (
+           SELECT policy, kind, key, name, count, row_number() OVER (PARTITION BY policy, kind ORDER BY count DESC, key) AS place FROM (
+             SELECT policy, 'agent' AS kind, agent_id AS key, max(agent_name) AS name, count(*) AS count FROM shadow WHERE denies AND agent_id IS NOT NULL GROUP BY policy, agent_id
+             UNION ALL
+             SELECT policy, 'action', action, NULL, count(*) FROM shadow WHERE denies GROUP BY policy, action) grouped)
+         SELECT policy, kind, key, name, count FROM ranked WHERE place <= 5 ORDER BY policy, kind, place`,
+        [orgId, from, to],
+      ),
+    ]);
+    return {
+      period,
+      policies: totals.map((row) => {
+        const name = String(row.policy);
+        const evaluated = num(row.evaluated);
+        const hitsOf = (kind: string) =>
+          hits.filter((hit) => hit.policy === name && hit.kind === kind).map((hit) => ({ key: String(hit.key), ...(hit.name === null ? {} : { name: String(hit.name) }), count: num(hit.count) }));
+        return { name, evaluated, wouldDeny: num(row.would_deny), wouldDenyRate: percent(num(row.would_deny), evaluated), wouldFlip: num(row.would_flip), topAgents: hitsOf('agent'), topActions: hitsOf('action') };
       }),
     };
   }

@@ -15,7 +15,8 @@ import { AgentsCommand, AgentsCreateCommand, AgentsListCommand, AgentsRevokeComm
 import { AgsCommand } from './ags.command';
 import { ALERTS_COMMANDS } from './alerts.command';
 import { CliBootstrap } from './cli-bootstrap';
-import { PoliciesCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
+import { PoliciesCommand, PoliciesPromoteCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
+import { PoliciesModule } from '../policies/policies.module';
 import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
 
 /** Commands that work on the gateway's database, with the gateway's own services. */
@@ -34,6 +35,7 @@ export class CliModule {
         KeysModule,
         AgentsModule,
         ApprovalsModule,
+        PoliciesModule,
       ],
       providers: [
         CliBootstrap,
@@ -50,6 +52,7 @@ export class CliModule {
         PoliciesCommand,
         PoliciesValidateCommand,
         PoliciesTestCommand,
+        PoliciesPromoteCommand,
         ApprovalsCommand,
         ApprovalsListCommand,
         ApprovalsApproveCommand,

@@ -7,7 +7,9 @@ import { loadPolicyFile } from '../policy-engine/loader';
 import { SlidingWindowLimiter } from '../policy-engine/sliding-window-limiter';
 import type { PolicyDefinition } from '../policy-engine/types';
 import { CliCommand, CommandGroup } from './cli-command';
-import { CliError, fail } from './cli-output';
+import { BOOTSTRAP_ORG_ID } from '../organizations/organizations.service';
+import { PoliciesService } from '../policies/policies.service';
+import { CliError, fail, printFields } from './cli-output';
 import { junitReport } from './junit-report';
 import { runTestFiles, SuiteRun, TEST_EXIT, TestRunError } from './policy-test-run';
 
@@ -120,5 +122,37 @@ export class PoliciesTestCommand extends CliCommand {
   }
 }
 
-@SubCommand({ name: 'policies', aliases: ['policy'], description: 'Check, test and try policies files (no database needed)', subCommands: [PoliciesValidateCommand, PoliciesTestCommand] })
+@SubCommand({ name: 'promote', arguments: '<name>', description: 'Put a shadow policy (mode: shadow) in force; refused when stored policy tests fail, unless --force' })
+export class PoliciesPromoteCommand extends CliCommand {
+  constructor(private readonly policies: PoliciesService) {
+    super();
+  }
+
+  async run([name]: string[], options: { org?: string; force?: boolean }): Promise<void> {
+    try {
+      const policy = await this.policies.promote({ orgId: options.org ?? BOOTSTRAP_ORG_ID, tokenId: 'cli' }, name, options.force === true);
+      printFields({ name: policy.name, mode: policy.mode, version: policy.version });
+    } catch (error) {
+      fail(error);
+    }
+  }
+
+  @Option({ flags: '--org <id>', description: 'Organization (default: the bootstrap organization)' })
+  parseOrg(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--force', description: 'Promote although stored policy tests fail (audited)' })
+  parseForce(): boolean {
+    return true;
+  }
+}
+
+const POLICIES_GROUP = { name: 'policies', aliases: ['policy'], description: 'Check, test and try policies files (no database needed); promote shadow policies' };
+
+@SubCommand({ ...POLICIES_GROUP, subCommands: [PoliciesValidateCommand, PoliciesTestCommand, PoliciesPromoteCommand] })
 export class PoliciesCommand extends CommandGroup {}
+
+/** The same group where there is no database (OfflineCliModule): the commands on files only. */
+@SubCommand({ ...POLICIES_GROUP, subCommands: [PoliciesValidateCommand, PoliciesTestCommand] })
+export class OfflinePoliciesCommand extends CommandGroup {}

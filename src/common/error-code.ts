@@ -17,6 +17,7 @@ export enum ErrorCode {
   PayloadTooLarge = 'payload_too_large',
   UnsupportedMediaType = 'unsupported_media_type',
   RateLimited = 'rate_limited',
+  BudgetExceeded = 'budget_exceeded',
   QuotaExceeded = 'quota_exceeded',
   InternalError = 'internal_error',
   PaymentProviderError = 'payment_provider_error',
@@ -52,6 +53,7 @@ export function httpStatusOf(code: ErrorCode): number {
     case ErrorCode.UnsupportedMediaType:
       return 415;
     case ErrorCode.RateLimited:
+    case ErrorCode.BudgetExceeded:
     case ErrorCode.QuotaExceeded:
       return 429;
     case ErrorCode.InternalError:
@@ -92,6 +94,7 @@ export function grpcStatusOf(code: ErrorCode): GrpcStatus {
     case ErrorCode.PolicyTestsFailed:
       return GrpcStatus.FAILED_PRECONDITION;
     case ErrorCode.RateLimited:
+    case ErrorCode.BudgetExceeded:
     case ErrorCode.QuotaExceeded:
       return GrpcStatus.RESOURCE_EXHAUSTED;
     case ErrorCode.InternalError:

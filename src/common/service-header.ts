@@ -8,6 +8,8 @@ export enum ServiceHeader {
   ClientTraceId = 'X-Trace-ID',
   /** The approval a retried request presents (docs/approvals.md). */
   Approval = 'X-Service-Approval',
+  /** The session a call belongs to (docs/policies.md "Sessions"). */
+  Session = 'X-Service-Session',
   TraceParent = 'traceparent',
   AdminToken = 'X-Admin-Token',
   ApiKey = 'X-Api-Key',

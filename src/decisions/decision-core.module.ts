@@ -2,6 +2,7 @@ import { DynamicModule, InjectionToken, Module, ModuleMetadata, Provider } from 
 import { AgentAuthenticator } from './agent-authenticator';
 import { AgentTokenVerifier } from './agent-token-verifier';
 import { DecisionEvents } from './decision-events';
+import { DecisionMemory } from './decision-memory';
 import { DecisionService } from './decision.service';
 import { RecentDecisions } from './recent-decisions';
 import { RequestFailures } from './request-failures';
@@ -10,7 +11,7 @@ function tokenOf(provider: Provider): InjectionToken {
   return typeof provider === 'function' ? provider : provider.provide;
 }
 
-const CORE = [DecisionService, DecisionEvents, RecentDecisions, RequestFailures, AgentTokenVerifier, AgentAuthenticator];
+const CORE = [DecisionService, DecisionMemory, DecisionEvents, RecentDecisions, RequestFailures, AgentTokenVerifier, AgentAuthenticator];
 
 /**
  * The governed decision and agent-token verification, on whatever sources the host binds to

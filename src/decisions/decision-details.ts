@@ -1,4 +1,4 @@
-import type { Decision, FiredAlert, RateLimitTrip } from '../policy-engine/types';
+import type { Decision, FiredAlert, RateLimitTrip, ShadowDecision } from '../policy-engine/types';
 
 /** At most this many fired alert rules are carried by one entry (a policy set rarely has more than a few). */
 export const MAX_FIRED_ALERTS = 32;
@@ -19,29 +19,73 @@ export interface DecisionDetails {
   derivedAction?: string;
   /** The approval a `require_approval` rule opened for the request, or the one it presented. */
   approvalId?: string;
+  /** The budget that refused the call (`budget_exceeded`). */
+  budget?: RateLimitTrip;
+  /** The session the decision read (its id, `` for the agent's own scope), the labels it read and those it added. */
+  session?: SessionDetails;
+  /** What the call reserved of its budgets, before its outcome settles it. */
+  reserved?: number;
+  /** What each shadow policy that applied would have decided (docs/policies.md "Shadow policies"). */
+  shadow?: readonly ShadowDecision[];
 }
 
+/** What an audit entry says of the session a decision read (docs/policies.md "Sessions"). */
+export interface SessionDetails {
+  id: string;
+  labels: readonly string[];
+  agentLabels: readonly string[];
+  labelsAdded?: readonly string[];
+}
+
+/** What the decision memory adds to a decision entry's details. */
+export type MemoryDetails = Pick<DecisionDetails, 'session' | 'reserved'>;
+
 /** A decision's `details`, or null when it has none. */
-export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string): DecisionDetails | null {
-  return detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId);
+export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string, shadow?: readonly ShadowDecision[], memory?: MemoryDetails): DecisionDetails | null {
+  const details = detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId, shadow ?? []);
+  if (decision.budget === undefined && memory === undefined) return details;
+  return { ...details, ...(decision.budget === undefined ? {} : { budget: decision.budget }), ...memory };
 }
 
 /** An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's entry is checked, not trusted); null when nothing is. */
 export function ingestedDetails(details: unknown): DecisionDetails | null {
   const derived = typeof details === 'object' && details !== null ? (details as { derivedAction?: unknown }).derivedAction : undefined;
   const approvalId = typeof details === 'object' && details !== null ? (details as { approvalId?: unknown }).approvalId : undefined;
-  return detailsOf(firedAlertsIn(details), rateLimitIn(details), typeof derived === 'string' ? bounded(derived) : undefined, typeof approvalId === 'string' ? bounded(approvalId) : undefined);
+  return detailsOf(firedAlertsIn(details), rateLimitIn(details), typeof derived === 'string' ? bounded(derived) : undefined, typeof approvalId === 'string' ? bounded(approvalId) : undefined, shadowIn(details));
 }
 
 /** Details naming only what there is; null when there is nothing. */
-function detailsOf(alerts: readonly FiredAlert[], rateLimit: RateLimitTrip | undefined, derivedAction: string | undefined, approvalId?: string): DecisionDetails | null {
-  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined) return null;
+function detailsOf(
+  alerts: readonly FiredAlert[],
+  rateLimit: RateLimitTrip | undefined,
+  derivedAction: string | undefined,
+  approvalId: string | undefined,
+  shadow: readonly ShadowDecision[],
+): DecisionDetails | null {
+  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined && shadow.length === 0) return null;
   const details: DecisionDetails = {};
   if (alerts.length > 0) details.alerts = alerts;
   if (rateLimit !== undefined) details.rateLimit = rateLimit;
   if (derivedAction !== undefined) details.derivedAction = derivedAction;
   if (approvalId !== undefined) details.approvalId = approvalId;
+  if (shadow.length > 0) details.shadow = shadow;
   return details;
+}
+
+const SHADOW_OUTCOMES: ReadonlySet<unknown> = new Set(['allow', 'deny', 'require_approval']);
+
+/** The shadow results an ingested entry names, well-formed ones only, at most MAX_FIRED_ALERTS of them. */
+function shadowIn(details: unknown): ShadowDecision[] {
+  const shadow = typeof details === 'object' && details !== null ? (details as { shadow?: unknown }).shadow : undefined;
+  if (!Array.isArray(shadow)) return [];
+  return shadow
+    .slice(0, MAX_FIRED_ALERTS)
+    .filter((item): item is ShadowDecision => {
+      if (typeof item !== 'object' || item === null) return false;
+      const { policy, decision, rule, reason } = item as Record<string, unknown>;
+      return typeof policy === 'string' && SHADOW_OUTCOMES.has(decision) && (rule === null || typeof rule === 'string') && typeof reason === 'string';
+    })
+    .map(({ policy, decision, rule, reason }) => ({ policy: bounded(policy), decision, rule: rule === null ? null : bounded(rule), reason: bounded(reason) }));
 }
 
 /**

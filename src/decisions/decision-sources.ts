@@ -1,7 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import type { AuditRecord } from './audit-record';
 import type { PolicySet } from '../policy-engine/policy-set';
-import type { AgentFacts, OrgFacts, RateLimiter } from '../policy-engine/types';
+import type { AgentFacts, BudgetLedger, LabelGrant, OrgFacts, RateLimiter, SessionFacts } from '../policy-engine/types';
+import type { SessionKey } from './session-store';
 
 /*
  * What the governed decision reads and writes, as small interfaces (Cerbos's PolicyLoader is the
@@ -61,6 +62,19 @@ export interface DecisionLog {
   durable?(): Promise<void>;
 }
 
+/**
+ * What sessions remember (docs/policies.md "Sessions"): the gateway and the sidecar keep them
+ * in process (SessionStore). Synchronous: a decision that reads them waits for nothing.
+ */
+export interface SessionMemory {
+  /** The session's facts, for a decision. */
+  recall(key: SessionKey, nowMs: number): SessionFacts;
+  /** Remembers a call let through and the labels its `label` rules added; answers the labels that were new. */
+  remember(key: SessionKey, action: string, grants: readonly LabelGrant[] | undefined, nowMs: number): string[];
+  /** Ends the labels of a session, or (no session id) of the agent; true when there were some. */
+  clearLabels(orgId: string, agentId: string, sessionId: string | undefined, nowMs: number): boolean;
+}
+
 /** How decisions are applied, and whom agent tokens must come from. */
 export interface DecisionSettings {
   /** `audit`: denials are recorded, nothing is blocked. */
@@ -76,8 +90,11 @@ export const USAGE_GATE = Symbol('UsageGate');
 export const DECISION_LOG = Symbol('DecisionLog');
 export const RATE_LIMITER = Symbol('RateLimiter');
 export const DECISION_SETTINGS = Symbol('DecisionSettings');
+export const SESSION_MEMORY = Symbol('SessionMemory');
+/** The totals behind `budget(...)`: Redis on a gateway with REDIS_URL, the gateway's lease at the edge, else in process. */
+export const BUDGET_LEDGER = Symbol('BudgetLedger');
 
-export type { RateLimiter };
+export type { BudgetLedger, RateLimiter };
 
 /** A snapshot from an agent's stored fields. */
 export function agentSnapshot(agent: { id: string; orgId: string; name: string; trustTier: string; tags: readonly string[]; revoked: boolean }): AgentSnapshot {

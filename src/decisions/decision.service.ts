@@ -7,11 +7,13 @@ import { ErrorCode } from '../common/error-code';
 import type { Principal, PrincipalDelegation } from './agent-authenticator';
 import { scopeDenial } from './delegation-scope';
 import type { CompiledPolicy } from '../policy-engine/compiled-policy';
-import type { ApprovalRequirement, Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, ToolFacts } from '../policy-engine/types';
+import type { PolicySet } from '../policy-engine/policy-set';
+import type { ApprovalRequirement, BudgetHold, Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, SessionFacts, ShadowDecision, ToolFacts } from '../policy-engine/types';
 import { APPROVAL_DESK, ApprovalDesk, ApprovalSubject, NO_APPROVALS, PendingApproval, Redemption } from './approval-ports';
 import { DecisionEvents } from './decision-events';
 import { decisionIdAt } from './decision-id';
-import { decisionDetails } from './decision-details';
+import { decisionDetails, MemoryDetails } from './decision-details';
+import { DecisionMemory, Remembered } from './decision-memory';
 import {
   AgentSnapshot,
   DECISION_LOG,
@@ -47,6 +49,12 @@ export interface DecisionRequest {
   derivedAction?: string;
   /** The MCP tool an MCP call names (`tool.*` in conditions). */
   tool?: ToolFacts;
+  /**
+   * The session the call belongs to (X-Service-Session, `session_id`, the MCP session), checked
+   * by checkedSessionId; absent: the agent's own scope. The caller's claim: a session is only
+   * ever the naming agent's own (docs/policies.md "Sessions").
+   */
+  sessionId?: string;
   /** The approval the caller presents for a request a `require_approval` rule holds (X-Service-Approval). */
   approvalId?: string;
   /**
@@ -83,6 +91,12 @@ export interface Verdict {
   pending?: PendingApproval;
   /** The approval an allowed request used, or the refused one a denied request presented. */
   approvalId?: string;
+  /** The budget reservations a call let through holds, for its outcome to settle. */
+  holds?: BudgetHold[];
+  /** The session facts the decision read and the labels it added, where policies use sessions. */
+  remembered?: Remembered;
+  /** What the shadow policies that applied would have decided; recorded in the audit entry, never enforced. */
+  shadow?: readonly ShadowDecision[];
   nowMs: number;
   decisionMs: number;
 }
@@ -114,6 +128,7 @@ export class DecisionService {
     @Inject(RATE_LIMITER) readonly limiter: RateLimiter,
     @Inject(DECISION_SETTINGS) private readonly settings: DecisionSettings,
     private readonly events: DecisionEvents,
+    readonly memory: DecisionMemory,
     @Optional() @Inject(APPROVAL_DESK) private readonly approvals: ApprovalDesk = NO_APPROVALS,
   ) {}
 
@@ -147,18 +162,20 @@ export class DecisionService {
     if (!isArgs(args)) return this.fixedVerdict(principal, request, args, nowMs, policies.version);
     const org = this.usage.orgFacts?.(orgId);
     const started = performance.now();
-    // Several questions share one counting of each rate-limit counter (onceLimiter).
-    const env = questions.length === 1 ? this.env(nowMs) : { limiter: onceLimiter(this.limiter), nowMs };
-    let input = inputOf(principal.agent, principal.delegation, request, args, org);
+    const session = this.memory.recall(policies.set, principal, request.sessionId, nowMs);
+    const env = this.envFor(policies.set, questions.length, nowMs);
+    let input = inputOf(principal.agent, principal.delegation, request, args, org, session);
+    const asked = input;
     let decision: Decision;
     try {
       decision = await policies.set.evaluate(input, env, applicable[0]);
       for (let i = 1; i < questions.length && decision.effect === 'allow'; i++) {
-        const other = inputOf(questions[i].agent, principal.delegation, { ...request, action: questions[i].target.action }, args, org);
+        const other = inputOf(questions[i].agent, principal.delegation, { ...request, action: questions[i].target.action }, args, org, session);
         const decided = await policies.set.evaluate(other, env, applicable[i]);
         if (decided.effect === 'deny') [input, decision] = [other, decided];
       }
     } catch (error) {
+      this.memory.afterDecision(policies.set, principal, request.sessionId, { action: request.action, letThrough: false, labels: undefined, holds: env.holds, facts: undefined }, nowMs);
       this.recordFailure(principal, request, input, nowMs, performance.now() - started, error);
       throw error;
     }
@@ -170,12 +187,33 @@ export class DecisionService {
       decision,
       enforced: decision.effect === 'allow' || this.enforcing,
       policyVersion: policies.version,
-      // A cached answer is never seen here: not after a rate limit took part, nor after an alert rule fired (each firing is to be alerted).
-      cacheable: decision.alerts === undefined && !applicable.some((list) => list.some((policy) => policy.usesRateLimit)),
+      // A cached answer is never seen here: not after a rate limit or a session took part, nor after an alert rule fired (each firing is to be alerted).
+      cacheable: decision.alerts === undefined && !applicable.some((list) => list.some((policy) => policy.usesRateLimit || policy.usesSession)),
       nowMs,
       decisionMs: performance.now() - started,
     };
-    return decision.approval !== undefined && decision.effect === 'deny' && this.enforcing ? this.approvalVerdict(verdict, decision.approval) : verdict;
+    if (policies.set.shadowPolicies.length > 0) verdict.shadow = await this.shadowOf(policies, asked, nowMs);
+    const decided = decision.approval !== undefined && decision.effect === 'deny' && this.enforcing ? await this.approvalVerdict(verdict, decision.approval) : verdict;
+    return this.remember(policies.set, decided, env.holds, session);
+  }
+
+  /** The evaluation environment: the rate limiter and the budget ledger, once per request whatever the questions. */
+  private envFor(set: PolicySet, questions: number, nowMs: number): EvaluationEnv {
+    // Several questions share one counting of each rate-limit counter (onceLimiter) and one reservation of each budget.
+    const env: EvaluationEnv = questions === 1 ? this.env(nowMs) : { limiter: onceLimiter(this.limiter), nowMs };
+    env.budgets = this.memory.ledgerFor(questions);
+    if (set.usesBudget) env.holds = [];
+    return env;
+  }
+
+  /** What the call leaves in its session once decided (docs/policies.md "Sessions"), and the holds it keeps. */
+  private remember(set: PolicySet, verdict: Verdict, holds: BudgetHold[] | undefined, session: SessionFacts | undefined): Verdict {
+    const letThrough = verdict.pending === undefined && (verdict.decision.effect === 'allow' || !verdict.enforced);
+    const call = { action: verdict.request.action, letThrough, labels: verdict.decision.labels, holds, facts: session };
+    const remembered = this.memory.afterDecision(set, verdict.principal, verdict.request.sessionId, call, verdict.nowMs);
+    if (remembered !== undefined) verdict.remembered = remembered;
+    if (holds !== undefined && holds.length > 0) verdict.holds = holds;
+    return verdict;
   }
 
   /**
@@ -206,6 +244,20 @@ export class DecisionService {
     const reason = redemption.granted ? `Approved by ${redemption.decidedBy} (${request.approvalId})` : `Approval ${request.approvalId} ${redemption.reason}`;
     const decided: Decision = { effect: redemption.granted ? 'allow' : 'deny', policy: decision.policy, rule: decision.rule, reason };
     return { ...verdict, decision: decided, enforced: true, cacheable: false, approvalId: request.approvalId };
+  }
+
+  /**
+   * What the shadow policies would have decided on the acting agent's request (docs/policies.md
+   * "Shadow policies"): recorded, never enforced. Their evaluation failing (rate-limit counters
+   * unavailable) costs the decision nothing: no shadow result is recorded then.
+   */
+  private async shadowOf(policies: LoadedPolicies, input: DecisionInput, nowMs: number): Promise<readonly ShadowDecision[] | undefined> {
+    try {
+      const decided = await policies.set.shadowDecisions(input, this.env(nowMs));
+      return decided.length > 0 ? decided : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The request's args, completed by `fullArgs` when an applicable policy reads the body. */
@@ -323,8 +375,9 @@ export class DecisionService {
       upstreamStatus: outcome.upstreamStatus ?? null,
       delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
       input: verdict.input,
-      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId),
+      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId, verdict.shadow, memoryDetails(verdict)),
     };
+    if (verdict.holds !== undefined) this.memory.afterOutcome(verdict.id, principal, verdict.holds, outcome, verdict.nowMs);
     this.log.record(entry);
     this.events.emit({ entry, decision });
   }
@@ -347,7 +400,7 @@ export class DecisionService {
   }
 
   private env(nowMs: number): EvaluationEnv {
-    return { limiter: this.limiter, nowMs };
+    return { limiter: this.limiter, nowMs, budgets: this.memory.budgets };
   }
 }
 
@@ -371,13 +424,24 @@ function questionsOf(principal: Principal, request: DecisionRequest): Question[]
 }
 
 /** What the policies read: the agent's current facts and delegation, the request, the organization's plan and usage. */
-function inputOf(agent: AgentSnapshot, delegation: PrincipalDelegation, request: DecisionRequest, args: DecisionInput['args'], org: DecisionInput['org']): DecisionInput {
+function inputOf(agent: AgentSnapshot, delegation: PrincipalDelegation, request: DecisionRequest, args: DecisionInput['args'], org: DecisionInput['org'], session?: SessionFacts): DecisionInput {
   const { action, resource, plugin, context, tool } = request;
   // Only what policies may read: not the scope, not the delegators' records.
   const facts: DelegationFacts = delegation.depth === 1 && delegation.scope === undefined ? delegation : { depth: delegation.depth, chain: delegation.chain };
   const input: DecisionInput = { agent: agent.facts, action, resource, plugin, function: request.function, args, context, delegation: facts, org };
   if (tool !== undefined) input.tool = tool;
+  if (session !== undefined) input.session = session;
   return input;
+}
+
+/** The session an audit entry names, the labels the decision read and added, and what it reserved. */
+function memoryDetails(verdict: Verdict): MemoryDetails | undefined {
+  const { remembered, holds } = verdict;
+  if (remembered === undefined && holds === undefined) return undefined;
+  return {
+    ...(remembered === undefined ? {} : { session: { id: remembered.facts.id, labels: remembered.facts.labels, agentLabels: remembered.facts.agent_labels, ...(remembered.added.length > 0 ? { labelsAdded: remembered.added } : {}) } }),
+    ...(holds === undefined ? {} : { reserved: holds.reduce((sum, hold) => sum + hold.cost, 0) }),
+  };
 }
 
 function isArgs(value: DecisionInput['args'] | Decision): value is DecisionInput['args'] {
@@ -407,7 +471,7 @@ function onceLimiter(limiter: RateLimiter): RateLimiter {
 export function statusOf(verdict: Verdict): number {
   if (verdict.pending !== undefined) return 202;
   if (verdict.decision.effect === 'allow' || !verdict.enforced) return 200;
-  return verdict.decision.rateLimit ? 429 : 403;
+  return verdict.decision.rateLimit || verdict.decision.budget ? 429 : 403;
 }
 
 /** A desk that cannot open an approval (a sidecar without its gateway): the request is denied, saying why. */

@@ -20,11 +20,15 @@ import {
   DECISION_SETTINGS,
   DecisionSettings,
   POLICY_SOURCE,
+  BUDGET_LEDGER,
   RATE_LIMITER,
+  SESSION_MEMORY,
   USAGE_GATE,
   VERIFICATION_KEYS,
 } from '../decisions/decision-sources';
 import { GatewayRateLimiter } from './gateway-rate-limiter';
+import { GatewayBudgetLedger } from './gateway-budget-ledger';
+import { SessionStore } from '../decisions/session-store';
 import { PolicySimulationController } from '../policies/policy-simulation.controller';
 import { PolicySimulator } from '../policies/policy-simulator';
 
@@ -45,6 +49,8 @@ import { PolicySimulator } from '../policies/policy-simulator';
         { provide: DECISION_LOG, useExisting: AuditWriter },
         { provide: APPROVAL_DESK, useExisting: StoredApprovals },
         { provide: RATE_LIMITER, useClass: GatewayRateLimiter },
+        { provide: BUDGET_LEDGER, useClass: GatewayBudgetLedger },
+        { provide: SESSION_MEMORY, useFactory: () => new SessionStore() },
         {
           provide: DECISION_SETTINGS,
           inject: [AppConfig],

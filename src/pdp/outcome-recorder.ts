@@ -4,6 +4,7 @@ import { linkProblem, LinkedDecision } from '../decisions/decision-links';
 import { AGENT_SOURCE, AgentSnapshot, AgentSource, DECISION_LOG, DecisionLog } from '../decisions/decision-sources';
 import { cachedDecisionRecord, outcomeRecord } from '../decisions/outcome-record';
 import { RecentDecisions } from '../decisions/recent-decisions';
+import { DecisionMemory } from '../decisions/decision-memory';
 import { OUTCOME_LEDGER, OutcomeLedger } from '../decisions/adapter-ports';
 import type { AuditRecord } from '../decisions/audit-record';
 import { UNLIMITED } from '../plans/plans';
@@ -50,6 +51,7 @@ export class OutcomeRecorder {
     @Inject(DECISION_LOG) private readonly log: DecisionLog,
     @Inject(OUTCOME_LEDGER) private readonly ledger: OutcomeLedger,
     private readonly recent: RecentDecisions,
+    private readonly memory: DecisionMemory,
   ) {}
 
   async record(orgId: string, body: unknown, traceId: string): Promise<OutcomeAnswer | BatchAnswer> {
@@ -67,6 +69,7 @@ export class OutcomeRecorder {
       this.log.record(record);
       accepted++;
     }
+    await this.settle(orgId, events);
     if (!batch) return { accepted: true, recorded: accepted === 1 };
     return { accepted, duplicates: entries.length - accepted };
   }
@@ -90,6 +93,7 @@ export class OutcomeRecorder {
         const ts = event.occurredAt === undefined ? nowMs : Date.parse(event.occurredAt);
         const timeProblem = occurredAtProblem(ts, nowMs, retention);
         if (timeProblem !== undefined) problems.push(`${field}occurredAt ${timeProblem}`);
+        if ((event.cost !== undefined || event.failed === true) && event.decisionId === undefined) problems.push(`${field}decisionId is required with cost or failed: it names the decision whose budget reservations they settle`);
         if (event.cached === true && event.decisionId === undefined) problems.push(`${field}decisionId is required when cached is true: it names the decision the cache reused`);
         if (event.decisionId === undefined) return { eventId: event.eventId, record: outcomeRecord(agent, event, traceId, ts) };
         const decisionId = event.decisionId;
@@ -106,6 +110,15 @@ export class OutcomeRecorder {
     );
     if (problems.length > 0) throw AppError.invalid(problems.join('; '));
     return entries.filter((entry) => entry !== undefined);
+  }
+
+  /** The budget reservations the events' decisions hold, settled with the cost each reports, or given back by `failed` (docs/policies.md "Budgets"). */
+  private async settle(orgId: string, events: PlacedEvent[]): Promise<void> {
+    const nowMs = Date.now();
+    for (const { event } of events) {
+      if (event.decisionId === undefined || (event.cost === undefined && event.failed !== true)) continue;
+      await this.memory.settle(orgId, event.agentId, event.decisionId, event.failed === true ? 'failed' : event.cost!, nowMs);
+    }
   }
 
   private async findDecision(orgId: string, decisionId: string): Promise<LinkedDecision | null> {

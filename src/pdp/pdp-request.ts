@@ -1,4 +1,5 @@
 import { AppError } from '../common/app-error';
+import { checkedSessionId } from '../decisions/session-id';
 
 /** A PDP question, whichever transport brought it (gRPC, proto3 JSON, `/v1/check`). */
 export interface PdpRequest {
@@ -13,6 +14,8 @@ export interface PdpRequest {
   traceId: string;
   /** The approval of an earlier pending answer, for this very request ('' when none). */
   approvalId: string;
+  /** The session the call belongs to ('' for the agent's own scope; docs/policies.md "Sessions"). */
+  sessionId: string;
 }
 
 const MAX_ID = 256;
@@ -34,6 +37,7 @@ export function pdpRequestFromJson(body: unknown): PdpRequest {
     trustTier: text(field('trustTier', 'trust_tier'), 'trustTier'),
     traceId: text(field('traceId', 'trace_id'), 'traceId'),
     approvalId: text(field('approvalId', 'approval_id'), 'approvalId'),
+    sessionId: text(field('sessionId', 'session_id'), 'sessionId'),
   });
 }
 
@@ -52,11 +56,12 @@ export function pdpRequestFromCheck(body: unknown): PdpRequest {
     trustTier: text(source.trustTier, 'trustTier'),
     traceId: text(source.traceId, 'traceId'),
     approvalId: text(source.approvalId, 'approvalId'),
+    sessionId: text(source.sessionId, 'sessionId'),
   });
 }
 
-const PROTO_JSON_FIELDS = new Set(['agentId', 'agent_id', 'action', 'resource', 'plugin', 'function', 'args', 'context', 'trustTier', 'trust_tier', 'traceId', 'trace_id', 'approvalId', 'approval_id']);
-const CHECK_FIELDS = new Set(['agentId', 'plugin', 'function', 'arguments', 'trustTier', 'context', 'action', 'resource', 'traceId', 'approvalId']);
+const PROTO_JSON_FIELDS = new Set(['agentId', 'agent_id', 'action', 'resource', 'plugin', 'function', 'args', 'context', 'trustTier', 'trust_tier', 'traceId', 'trace_id', 'approvalId', 'approval_id', 'sessionId', 'session_id']);
+const CHECK_FIELDS = new Set(['agentId', 'plugin', 'function', 'arguments', 'trustTier', 'context', 'action', 'resource', 'traceId', 'approvalId', 'sessionId']);
 
 /** The longest text of each field, on every transport (gRPC strings carry no limit of their own). */
 const TEXT_LIMITS: ReadonlyArray<readonly [TextField, number]> = [
@@ -74,6 +79,7 @@ type TextField = 'agentId' | 'action' | 'resource' | 'plugin' | 'function' | 'tr
 /** What every transport requires: an agent, and an action or the plugin and function to make one of, each text within its limit. */
 export function checked(request: PdpRequest): PdpRequest {
   required(request.agentId, 'agentId');
+  checkedSessionId(request.sessionId, 'sessionId');
   for (const [name, max] of TEXT_LIMITS) if (request[name].length > max) throw AppError.invalid(`${name} must be at most ${max} characters`);
   if (request.action === '' && (request.plugin === '' || request.function === '')) {
     throw AppError.invalid('action is required unless plugin and function are both given');

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { IsTimestamp } from '../common/is-timestamp';
+import { MAX_CALL_COST } from '../policy-engine/policy-validator';
 
 /** `POST /v1/check` (documented here; validated by pdpRequestFromCheck). */
 export class CheckRequestDto {
@@ -130,6 +131,18 @@ export class AdapterAuditDto {
   @IsOptional()
   @IsBoolean()
   cached?: boolean;
+
+  @ApiPropertyOptional({ example: 3.5, minimum: 0, maximum: MAX_CALL_COST, description: 'What the call actually cost: it replaces the cost its decision reserved of each budget (docs/policies.md "Budgets"). Needs decisionId.' })
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'cost must be a number' })
+  @Min(0, { message: 'cost must not be negative' })
+  @Max(MAX_CALL_COST, { message: `cost must be at most ${MAX_CALL_COST}` })
+  cost?: number;
+
+  @ApiPropertyOptional({ description: 'The call failed: what its decision reserved of each budget is given back. Needs decisionId.' })
+  @IsOptional()
+  @IsBoolean()
+  failed?: boolean;
 }
 
 /**

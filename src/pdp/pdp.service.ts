@@ -1,3 +1,4 @@
+import { limitTripOf } from '../decisions/limit-trip';
 import { Inject, Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
@@ -61,12 +62,13 @@ export class PdpService {
       args: request.args,
       context,
       approvalId: request.approvalId === '' ? undefined : request.approvalId,
+      sessionId: request.sessionId === '' ? undefined : request.sessionId,
     });
-    const { rateLimit } = verdict.decision;
-    if (rateLimit !== undefined && verdict.enforced) {
-      throw new AppError(ErrorCode.RateLimited, `Rate limit exceeded: ${verdict.decision.reason}`, {
-        retry_after: rateLimit.retryAfterSeconds,
-        limit: rateLimit.limit,
+    const limited = limitTripOf(verdict.decision);
+    if (limited !== undefined && verdict.enforced) {
+      throw new AppError(limited.code, limited.message, {
+        retry_after: limited.trip.retryAfterSeconds,
+        limit: limited.trip.limit,
         policy: verdict.decision.policy,
         decisionId: verdict.id,
       });

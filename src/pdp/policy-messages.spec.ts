@@ -12,13 +12,13 @@ const encodeRequest = (request: object): Buffer => method.requestSerialize(reque
 const decodeResponse = (bytes: Buffer): unknown => method.responseDeserialize(bytes);
 
 const messages = new PolicyMessages(PDP_PROTO_PATH);
-const EMPTY = { agentId: '', action: '', resource: '', plugin: '', function: '', args: {}, context: {}, trustTier: '', traceId: '', approvalId: '' };
+const EMPTY = { agentId: '', action: '', resource: '', plugin: '', function: '', args: {}, context: {}, trustTier: '', traceId: '', approvalId: '', sessionId: '' };
 
 describe('PolicyMessages.decode', () => {
   it('reads every field, the Structs as plain JSON objects', () => {
     const args = { path: '/etc/passwd', size: 12.5, negative: -3, recursive: true, owner: null, tags: ['a', 2, false, null, { deep: ['x'] }, []], nested: { empty: {}, text: 'héllo ✓ 🚀' } };
     const context = { data_class: 'pii', count: 0 };
-    const request = { agentId: 'agent_1', action: 'FilePlugin.Read', resource: 'file:/etc', plugin: 'FilePlugin', function: 'Read', args: struct(args), context: struct(context), trustTier: 'trusted', traceId: 'trace-1', approvalId: 'appr_1' };
+    const request = { agentId: 'agent_1', action: 'FilePlugin.Read', resource: 'file:/etc', plugin: 'FilePlugin', function: 'Read', args: struct(args), context: struct(context), trustTier: 'trusted', traceId: 'trace-1', approvalId: 'appr_1', sessionId: 'sess_1' };
     expect(messages.decode(encodeRequest(request))).toEqual({ ...request, args, context });
   });
 

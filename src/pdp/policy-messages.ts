@@ -52,8 +52,8 @@ export class PolicyMessages {
   decode(bytes: Buffer): DecodedPolicyRequest {
     try {
       const message = this.request.decode(bytes) as unknown as PolicyRequestMessage;
-      const { agentId, action, resource, plugin, trustTier, traceId, approvalId } = message;
-      return { agentId, action, resource, plugin, function: message.function, args: plainStruct(message.args, 0), context: plainStruct(message.context, 0), trustTier, traceId, approvalId };
+      const { agentId, action, resource, plugin, trustTier, traceId, approvalId, sessionId } = message;
+      return { agentId, action, resource, plugin, function: message.function, args: plainStruct(message.args, 0), context: plainStruct(message.context, 0), trustTier, traceId, approvalId, sessionId };
     } catch (error) {
       return { ...EMPTY_REQUEST, problem: `malformed PolicyRequest: ${error instanceof Error ? error.message : String(error)}` };
     }
@@ -65,7 +65,7 @@ export class PolicyMessages {
   }
 }
 
-const EMPTY_REQUEST: DecodedPolicyRequest = { agentId: '', action: '', resource: '', plugin: '', function: '', args: {}, context: {}, trustTier: '', traceId: '', approvalId: '' };
+const EMPTY_REQUEST: DecodedPolicyRequest = { agentId: '', action: '', resource: '', plugin: '', function: '', args: {}, context: {}, trustTier: '', traceId: '', approvalId: '', sessionId: '' };
 
 /** A Struct as a plain object; `{}` when absent. Repeated keys: the last wins, as protobuf maps do. */
 function plainStruct(struct: StructMessage | null, depth: number): Record<string, unknown> {

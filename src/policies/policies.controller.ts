@@ -75,6 +75,16 @@ export class PoliciesController {
     return policy;
   }
 
+  @Post(':name/promote')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Put a shadow policy in force (its mode becomes enforce); makes a new policy version' })
+  @ApiOkResponse({ type: PolicyDetailView })
+  @ApiNotFoundResponse({ type: ErrorBody })
+  @ApiConflictResponse({ description: '`conflict`: the policy is not a shadow policy; `policy_tests_failed`: in force it fails stored tests (force=true promotes it anyway)', type: PolicyTestsFailedBody })
+  promote(@CurrentAdmin() admin: AdminPrincipal, @Param('name') name: string, @Query() query: ForceQueryDto): Promise<PolicyDetailView> {
+    return this.policies.promote(admin, name, query.force === 'true');
+  }
+
   @Delete(':name')
   @HttpCode(200)
   @ApiOperation({ summary: 'Delete a policy; makes a new policy version' })

@@ -20,6 +20,7 @@ export class PolicyView {
   @ApiPropertyOptional() description?: string;
   @ApiPropertyOptional({ type: PolicyMatchView }) match?: PolicyMatchView;
   @ApiPropertyOptional({ enum: ['allow', 'deny'], description: 'Outcome when no allow rule of this policy fires' }) default?: string;
+  @ApiProperty({ enum: ['enforce', 'shadow'], description: '`shadow`: evaluated and recorded on every decision, never enforced' }) mode: string;
   @ApiProperty({ type: [PolicyRuleView] }) rules: PolicyRuleView[];
   @ApiProperty({ enum: ['api', 'file'] }) origin: string;
   @ApiProperty({ description: 'Organization policy version of this policy’s last change' }) version: number;

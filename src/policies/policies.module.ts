@@ -5,7 +5,6 @@ import { OrganizationsModule } from '../organizations/organizations.module';
 import { PoliciesController } from './policies.controller';
 import { PoliciesService } from './policies.service';
 import { PolicyChangesModule } from '../policy-changes/policy-changes.module';
-import { PolicyFileLoader } from './policy-file-loader';
 import { PolicyRegistry } from './policy-registry';
 import { Policy } from './policy.entity';
 import { PolicyTestFile } from './policy-test.entity';
@@ -13,11 +12,11 @@ import { PolicyTestsController } from './policy-tests.controller';
 import { PolicyTestsService } from './policy-tests.service';
 import { PolicyVersion } from '../policy-changes/policy-version.entity';
 
-/** Policy storage, versions, the admin API, the policies file and the compiled-set registry. */
+/** Policy storage, versions, stored tests, the admin API and the compiled-set registry. */
 @Module({
   imports: [TypeOrmModule.forFeature([Policy, PolicyVersion, PolicyTestFile]), AuditModule, OrganizationsModule, PolicyChangesModule],
   controllers: [PoliciesController, PolicyTestsController],
-  providers: [PoliciesService, PolicyTestsService, PolicyRegistry, PolicyFileLoader],
+  providers: [PoliciesService, PolicyTestsService, PolicyRegistry],
   exports: [PoliciesService, PolicyRegistry, PolicyChangesModule],
 })
 export class PoliciesModule {}

@@ -5,6 +5,7 @@ import { DataSource, EntityManager, Repository } from 'typeorm';
 import { stringify } from 'yaml';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
 import { AuditService } from '../audit/audit.service';
 import type { PolicyChangeKind } from '../cluster/cluster-event';
 import { PolicyLoadError } from '../policy-engine/errors';
@@ -77,6 +78,24 @@ export class PoliciesService {
       return [{ name, kind: created ? 'created' : 'updated', source }];
     }, force);
     return { created, policy: await this.get(actor as AdminPrincipal, name) };
+  }
+
+  /**
+   * Puts a shadow policy in force (`ags policy promote`): its definition without `mode`, its
+   * source written out again as YAML, a new version; refused like any change when stored tests
+   * fail, unless forced.
+   */
+  async promote(actor: PolicyActor, name: string, force = false): Promise<PolicyDetailView> {
+    await this.commit(actor, async (manager, version) => {
+      const existing = await manager.getRepository(Policy).findOne({ where: { orgId: actor.orgId, name } });
+      if (existing === null) throw AppError.notFound('policy', name);
+      if (existing.definition.mode !== 'shadow') throw new AppError(ErrorCode.Conflict, `policy ${name} is already in force: only a shadow policy is promoted`);
+      const { mode: _shadow, ...definition } = existing.definition;
+      const source = stringify(definition);
+      await this.write(manager, actor.orgId, definition, source, existing.origin, version, existing);
+      return [{ name, kind: 'updated', source }];
+    }, force);
+    return this.get(actor as AdminPrincipal, name);
   }
 
   async remove(actor: PolicyActor, name: string, force = false): Promise<{ version: number }> {
@@ -210,6 +229,7 @@ function toView(policy: Policy): PolicyView {
     description: definition.description,
     match: definition.match,
     default: definition.default,
+    mode: definition.mode ?? 'enforce',
     rules: definition.rules,
     origin: policy.origin,
     version: policy.version,

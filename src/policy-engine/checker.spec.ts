@@ -5,7 +5,7 @@ function issues(text: string): [number, string][] {
   return result.ok ? [] : result.issues.map((issue) => [issue.offset, issue.message]);
 }
 
-const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org, tool';
+const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org, tool, session';
 const TIERS = 'expected unverified, verified, trusted, privileged or an alias (untrusted, sandboxed, restricted, standard, elevated)';
 
 describe('checkCondition: load-time errors', () => {
@@ -25,7 +25,7 @@ describe('checkCondition: load-time errors', () => {
     ['org.usage.agents.max > 1', [[17, 'org.usage.agents has no fields']]],
     ['context', [[0, "'context' needs a field name, e.g. context.name"]]],
     ['action.verb == "x"', [[7, "'action' is a string and has no fields"]]],
-    ['lookup(args.x)', [[0, "unknown function 'lookup' (expected exists or rate_limit)"]]],
+    ['lookup(args.x)', [[0, "unknown function 'lookup' (expected exists, rate_limit, budget, session.called, session.count, session.labels.has or agent.labels.has)"]]],
     ['exists(args.a, args.b)', [[0, 'exists() takes 1 argument (a path), got 2']]],
     ['exists("x")', [[7, 'exists() takes a path such as args.name']]],
     ['rate_limit(per_agent, 10)', [[0, 'rate_limit() takes 3 arguments (scope, count, window), got 2']]],
@@ -38,7 +38,7 @@ describe('checkCondition: load-time errors', () => {
     ['rate_limit(per_agent, 10, 0s)', [[26, 'bad rate_limit window: it must be longer than zero']]],
     ['rate_limit(global, 1, 1s) == true', [[0, 'rate_limit(...) is a condition on its own; it cannot be an operand of a comparison']]],
     ['(rate_limit(global, 1, 1s) or true) == true', [[1, 'rate_limit(...) is a condition on its own; it cannot be an operand of a comparison']]],
-    ['args.size > 10kb', [[12, 'a duration such as 10kb is only allowed as the window of rate_limit']]],
+    ['args.size > 10kb', [[12, 'a duration such as 10kb is only allowed as the window of rate_limit or budget']]],
     ['"text"', [[0, 'expected a condition, found the string "text"']]],
     ['args.a == 1 and 42', [[16, 'expected a condition, found the number 42']]],
     ['[1, 2]', [[0, 'expected a condition, found a list']]],

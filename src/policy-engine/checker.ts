@@ -1,9 +1,10 @@
 import { CallNode, CompareNode, ConditionAst, PathNode, spanOf } from './ast';
 import { parseDuration } from './duration';
 import { ConditionSyntaxError } from './errors';
-import { AGENT_FIELDS, AgentField, BoolIr, DELEGATION_FIELDS, DelegationField, INPUT_FIELDS, InputField, ORG_FIELDS, OrgField, PathRef, RATE_LIMIT_SCOPES, RateLimitIr, RateLimitScope, TierOperand, TierOperator, ValueIr, TOOL_FIELDS, ToolField } from './ir';
+import { AGENT_FIELDS, AgentField, BoolIr, BUDGET_SCOPES, BudgetIr, BudgetScope, SESSION_FIELDS, SessionField, DELEGATION_FIELDS, DelegationField, INPUT_FIELDS, InputField, ORG_FIELDS, OrgField, PathRef, RATE_LIMIT_SCOPES, RateLimitIr, RateLimitScope, TierOperand, TierOperator, ValueIr, TOOL_FIELDS, ToolField } from './ir';
 import { parseCondition } from './parser';
 import { compileLinearRegex } from './linear-regex';
+import { globProblem } from './glob';
 import { CANONICAL_TIERS, TIER_NAMES, tierRank } from './tiers';
 
 /** A problem in a condition, at a 0-based offset into its text. */
@@ -18,6 +19,9 @@ export interface CheckedCondition {
   /** Top-level `args` names the condition reads. */
   readonly argNames: ReadonlySet<string>;
   readonly rateLimits: readonly RateLimitIr[];
+  readonly budgets: readonly BudgetIr[];
+  /** True when the condition reads what the session or the agent remembers (`session.*`, `agent.labels`). */
+  readonly readsSession: boolean;
   /** True when the condition reads what the request carries (`args.*`, `context.*`): false, it decides on who asks and what it names alone. */
   readonly readsRequest: boolean;
 }
@@ -27,8 +31,11 @@ export type CheckResult = { ok: true; condition: CheckedCondition } | { ok: fals
 
 /** Largest `count` of rate_limit: the in-process limiter keeps up to this many timestamps per key. */
 export const MAX_RATE_LIMIT_COUNT = 1_000_000;
+/** Largest `limit` of budget: totals stay exact in a double far beyond it. */
+export const MAX_BUDGET_LIMIT = 1_000_000_000_000;
 
-const ROOTS = ['agent', 'args', 'context', 'action', 'resource', 'plugin', 'function', 'delegation', 'org', 'tool'];
+const ROOTS = ['agent', 'args', 'context', 'action', 'resource', 'plugin', 'function', 'delegation', 'org', 'tool', 'session'];
+const FUNCTIONS = 'exists, rate_limit, budget, session.called, session.count, session.labels.has or agent.labels.has';
 const TIER_OPERATORS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=']);
 const TIER_HINT = `expected ${CANONICAL_TIERS.join(', ')} or an alias (${TIER_NAMES.filter(
   (name) => !(CANONICAL_TIERS as readonly string[]).includes(name),
@@ -54,7 +61,8 @@ export function checkCondition(ast: ConditionAst, text: string): CheckResult {
   const checker = new ConditionChecker(text);
   const ir = checker.condition(ast);
   if (checker.issues.length > 0) return { ok: false, issues: checker.issues };
-  return { ok: true, condition: { ir, argNames: checker.argNames, rateLimits: checker.rateLimits, readsRequest: checker.readsRequest } };
+  const { argNames, rateLimits, budgets, readsSession } = checker;
+  return { ok: true, condition: { ir, argNames, rateLimits, budgets, readsSession, readsRequest: checker.readsRequest || readsSession } };
 }
 
 const PLACEHOLDER: BoolIr = { kind: 'constant', value: false };
@@ -64,7 +72,10 @@ class ConditionChecker {
   readonly argNames = new Set<string>();
   readsRequest = false;
   readonly rateLimits: RateLimitIr[] = [];
+  readonly budgets: BudgetIr[] = [];
+  readsSession = false;
   private operandDepth = 0;
+  private negations = 0;
 
   constructor(private readonly text: string) {}
 
@@ -73,8 +84,12 @@ class ConditionChecker {
       case 'or':
       case 'and':
         return { kind: node.kind, left: this.condition(node.left), right: this.condition(node.right) };
-      case 'not':
-        return { kind: 'not', operand: this.condition(node.operand) };
+      case 'not': {
+        this.negations++;
+        const operand = this.condition(node.operand);
+        this.negations--;
+        return { kind: 'not', operand };
+      }
       case 'compare':
         return this.compare(node);
       case 'call':
@@ -103,10 +118,13 @@ class ConditionChecker {
       case 'list':
         return { kind: 'literal', value: node.items.map((item) => item.value) };
       case 'duration':
-        return this.fail(node, `a duration such as ${node.text} is only allowed as the window of rate_limit`, {
+        return this.fail(node, `a duration such as ${node.text} is only allowed as the window of rate_limit or budget`, {
           kind: 'literal',
           value: false,
         });
+      case 'call':
+        if (node.name === 'session.count') return this.sessionCount(node);
+        return this.operandTest(node);
       default:
         return this.operandTest(node);
     }
@@ -181,7 +199,68 @@ class ConditionChecker {
   private call(node: CallNode): BoolIr {
     if (node.name === 'exists') return this.exists(node);
     if (node.name === 'rate_limit') return this.rateLimit(node);
-    return this.fail(node, `unknown function '${node.name}' (expected exists or rate_limit)`, PLACEHOLDER);
+    if (node.name === 'budget') return this.budget(node);
+    if (node.name === 'session.called') {
+      const glob = this.sessionGlob(node);
+      return glob === undefined ? PLACEHOLDER : { kind: 'session-called', glob };
+    }
+    if (node.name === 'session.count') return this.fail(node, 'session.count(...) is a number: compare it, e.g. session.count("call:mail/*") >= 3', PLACEHOLDER);
+    if (node.name === 'session.labels.has' || node.name === 'agent.labels.has') return this.labelsHas(node);
+    return this.fail(node, `unknown function '${node.name}' (expected ${FUNCTIONS})`, PLACEHOLDER);
+  }
+
+  /** `session.labels.has("x")`, `agent.labels.has("x")`: the label is on the session, or on the agent. */
+  private labelsHas(node: CallNode): BoolIr {
+    const [arg] = node.args;
+    if (node.args.length !== 1 || arg.kind !== 'string') return this.fail(node, `${node.name}() takes 1 argument, a quoted label such as "private_data"`, PLACEHOLDER);
+    this.readsSession = true;
+    const path: PathRef = node.name === 'agent.labels.has' ? { kind: 'agent-labels' } : { kind: 'session', field: 'labels' };
+    return { kind: 'compare', op: 'contains', left: { kind: 'path', path }, right: { kind: 'literal', value: arg.value } };
+  }
+
+  private sessionCount(node: CallNode): ValueIr {
+    const glob = this.sessionGlob(node);
+    return glob === undefined ? { kind: 'literal', value: 0 } : { kind: 'session-count', glob };
+  }
+
+  /** The action glob of `session.called(...)` or `session.count(...)`. */
+  private sessionGlob(node: CallNode): string | undefined {
+    const [arg] = node.args;
+    if (node.args.length !== 1 || arg.kind !== 'string') return this.fail(node, `${node.name}() takes 1 argument, a quoted action glob such as "read:customers/*"`, undefined);
+    const problem = globProblem(arg.value);
+    if (problem !== undefined) return this.fail(arg, `bad glob in ${node.name}(): ${problem}`, undefined);
+    this.readsSession = true;
+    return arg.value;
+  }
+
+  private budget(node: CallNode): BoolIr {
+    if (this.operandDepth > 0) {
+      return this.fail(node, 'budget(...) is a condition on its own; it cannot be an operand of a comparison', PLACEHOLDER);
+    }
+    // Under `not` a spent budget would let the call through and a reservation would deny it.
+    if (this.negations > 0) return this.fail(node, 'budget(...) cannot be negated: it holds when the budget cannot take the call', PLACEHOLDER);
+    if (node.args.length !== 3) {
+      return this.fail(node, `budget() takes 3 arguments (scope, limit, window), got ${node.args.length}`, PLACEHOLDER);
+    }
+    const scope = this.budgetScope(node.args[0]);
+    const limit = this.budgetLimit(node.args[1]);
+    const window = this.rateWindow(node.args[2], 'budget');
+    if (scope === undefined || limit === undefined || window === undefined) return PLACEHOLDER;
+    const ir: BudgetIr = { kind: 'budget', scope, limit, ...window, callIndex: this.budgets.length };
+    this.budgets.push(ir);
+    if (scope === 'per_session') this.readsSession = true;
+    return ir;
+  }
+
+  private budgetScope(node: ConditionAst): BudgetScope | undefined {
+    const word = node.kind === 'path' && node.segments.length === 0 ? node.root : undefined;
+    if (word !== undefined && (BUDGET_SCOPES as readonly string[]).includes(word)) return word as BudgetScope;
+    return this.fail(node, `bad budget scope: expected ${BUDGET_SCOPES.join(', ')}`, undefined);
+  }
+
+  private budgetLimit(node: ConditionAst): number | undefined {
+    if (node.kind === 'number' && node.value > 0 && node.value <= MAX_BUDGET_LIMIT) return node.value;
+    return this.fail(node, `bad budget limit: expected a number above 0 and at most ${MAX_BUDGET_LIMIT}`, undefined);
   }
 
   private exists(node: CallNode): BoolIr {
@@ -203,7 +282,7 @@ class ConditionChecker {
     }
     const scope = this.rateScope(node.args[0]);
     const count = this.rateCount(node.args[1]);
-    const window = this.rateWindow(node.args[2]);
+    const window = this.rateWindow(node.args[2], 'rate_limit');
     if (scope === undefined || count === undefined || window === undefined) return PLACEHOLDER;
     const ir: RateLimitIr = { kind: 'rate_limit', scope, count, ...window, callIndex: this.rateLimits.length };
     this.rateLimits.push(ir);
@@ -222,8 +301,8 @@ class ConditionChecker {
     return this.fail(node, `bad rate_limit count: expected a whole number from 1 to ${MAX_RATE_LIMIT_COUNT}`, undefined);
   }
 
-  private rateWindow(node: ConditionAst): { windowMs: number; windowText: string } | undefined {
-    const problem = 'bad rate_limit window: expected a number and a unit s, m, h or d, e.g. 30s or 1m';
+  private rateWindow(node: ConditionAst, what: 'rate_limit' | 'budget'): { windowMs: number; windowText: string } | undefined {
+    const problem = `bad ${what} window: expected a number and a unit s, m, h or d, e.g. 30s or 1m`;
     if (node.kind !== 'duration') return this.fail(node, problem, undefined);
     let windowMs: number;
     try {
@@ -231,7 +310,7 @@ class ConditionChecker {
     } catch {
       return this.fail(node, problem, undefined);
     }
-    if (windowMs <= 0) return this.fail(node, 'bad rate_limit window: it must be longer than zero', undefined);
+    if (windowMs <= 0) return this.fail(node, `bad ${what} window: it must be longer than zero`, undefined);
     return { windowMs, windowText: node.text };
   }
 
@@ -239,6 +318,7 @@ class ConditionChecker {
     const { root, segments } = node;
     switch (root) {
       case 'agent':
+        if (segments[0] === 'labels') return this.agentLabels(node);
         return this.fieldPath(node, AGENT_FIELDS, (field) => ({ kind: 'agent', field: field as AgentField }));
       case 'delegation':
         return this.fieldPath(node, DELEGATION_FIELDS, (field) => ({ kind: 'delegation', field: field as DelegationField }));
@@ -246,6 +326,9 @@ class ConditionChecker {
         return this.orgPath(node);
       case 'tool':
         return this.fieldPath(node, TOOL_FIELDS, (field) => ({ kind: 'tool', field: field as ToolField }));
+      case 'session':
+        this.readsSession = true;
+        return this.fieldPath(node, SESSION_FIELDS, (field) => ({ kind: 'session', field: field as SessionField }));
       case 'args':
       case 'context':
         if (segments.length === 0) return this.fail(node, `'${root}' needs a field name, e.g. ${root}.name`, undefined);
@@ -255,6 +338,13 @@ class ConditionChecker {
       default:
         return this.inputPath(node);
     }
+  }
+
+  /** `agent.labels`: the agent's labels, remembered beside the session's. */
+  private agentLabels(node: PathNode): PathRef | undefined {
+    if (node.segments.length > 1) return this.failAt(segmentOffset(node, 1), 'agent.labels has no fields (write agent.labels.has("name"))', undefined);
+    this.readsSession = true;
+    return { kind: 'agent-labels' };
   }
 
   /** `org.id`, `org.plan`, `org.usage.policy_checks`, `org.usage.agents`. */

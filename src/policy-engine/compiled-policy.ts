@@ -4,7 +4,7 @@ import type { SyncTest } from './sync-test';
 import { caseInsensitiveGlobMatcher } from './glob';
 import type { RateTest } from './rate-limit-call';
 import { parseDuration } from './duration';
-import type { Decision, Effect, FiredAlert, MatchDefinition, MatchTarget, PolicyDefinition, RuleAction, RuleDefinition } from './types';
+import type { Decision, Effect, FiredAlert, LabelGrant, MatchDefinition, MatchTarget, PolicyDefinition, RuleAction, RuleDefinition } from './types';
 
 /** One rule, compiled; exactly one of `sync` and `rated` is set. */
 export interface CompiledRule {
@@ -17,6 +17,8 @@ export interface CompiledRule {
   readonly decision: Decision;
   /** What an `alert` rule raises when it fires; null for allow and deny rules. */
   readonly alert: FiredAlert | null;
+  /** What a `label` rule adds when it fires; null for other rules. */
+  readonly grant: LabelGrant | null;
   /** True when the condition reads the request's `args.*` or `context.*`, or counts a rate limit. */
   readonly readsRequest: boolean;
 }
@@ -31,9 +33,16 @@ export interface ValidatedPolicy {
 export class CompiledPolicy {
   readonly name: string;
   readonly definition: PolicyDefinition;
+  /** Evaluated beside the decision and recorded, never enforced (`mode: shadow`). */
+  readonly shadow: boolean;
   /** Top-level `args` names its conditions read. */
   readonly argNames: ReadonlySet<string>;
+  /** Counts a rate limit or reserves a budget: the same input may be decided otherwise a moment later. */
   readonly usesRateLimit: boolean;
+  /** Reads or adds what a session remembers (`session.*`, `agent.labels`, `label` rules, per_session budgets). */
+  readonly usesSession: boolean;
+  /** Reserves budgets: a decision holds what its outcome settles. */
+  readonly usesBudget: boolean;
   /** Reads an arg other than `path` and `method`, so the gateway must parse the JSON body. */
   readonly readsBodyArgs: boolean;
   readonly rules: readonly CompiledRule[];
@@ -54,8 +63,11 @@ export class CompiledPolicy {
     const { definition, conditions } = validated;
     this.name = definition.name;
     this.definition = definition;
+    this.shadow = definition.mode === 'shadow';
     this.argNames = new Set(conditions.flatMap((condition) => [...condition.argNames]));
-    this.usesRateLimit = conditions.some((condition) => condition.rateLimits.length > 0);
+    this.usesBudget = conditions.some((condition) => condition.budgets.length > 0);
+    this.usesRateLimit = this.usesBudget || conditions.some((condition) => condition.rateLimits.length > 0);
+    this.usesSession = definition.rules.some((rule) => rule.action === 'label') || conditions.some((condition) => condition.readsSession);
     this.readsBodyArgs = [...this.argNames].some((name) => name !== 'path' && name !== 'method');
     this.rules = definition.rules.map((rule, index) => compileRule(definition.name, rule, index, conditions[index], namespace));
     this.matchesEverything = matchKeys(definition.match).length === 0;
@@ -83,7 +95,7 @@ function compileRule(
   namespace: string | undefined,
 ): CompiledRule {
   const label = rule.name ?? `${policy}#${index}`;
-  const compiled = compileCondition(condition.ir, { policy, ruleIndex: index, namespace }, rule.action !== 'allow');
+  const compiled = compileCondition(condition.ir, { policy, ruleIndex: index, namespace, cost: rule.cost }, rule.action !== 'allow');
   return {
     label,
     effect: rule.action,
@@ -91,8 +103,14 @@ function compileRule(
     rated: compiled.rated,
     decision: ruleDecision(rule, policy, label),
     alert: rule.action === 'alert' ? Object.freeze({ policy, rule: label, reason: rule.reason }) : null,
-    readsRequest: condition.readsRequest || condition.rateLimits.length > 0,
+    grant: rule.action === 'label' ? labelGrant(rule, policy, label) : null,
+    readsRequest: condition.readsRequest || condition.rateLimits.length > 0 || condition.budgets.length > 0,
   };
+}
+
+function labelGrant(rule: RuleDefinition, policy: string, label: string): LabelGrant {
+  const scope = rule.scope ?? 'session';
+  return Object.freeze({ policy, rule: label, labels: Object.freeze([...(rule.labels ?? [])]), scope, ttlMs: scope === 'agent' && rule.ttl !== undefined ? parseDuration(rule.ttl) : 0 });
 }
 
 /** A `require_approval` rule's wait when its policy names none. */
@@ -100,7 +118,7 @@ export const DEFAULT_APPROVAL_TIMEOUT = '5m';
 
 /** The shared outcome of a rule that fires: `require_approval` is a deny that an approval can lift. */
 function ruleDecision(rule: RuleDefinition, policy: string, label: string): Decision {
-  if (rule.action === 'alert') return decision('allow', policy, label, rule.reason);
+  if (rule.action === 'alert' || rule.action === 'label') return decision('allow', policy, label, rule.reason);
   if (rule.action !== 'require_approval') return decision(rule.action, policy, label, rule.reason);
   const approval = Object.freeze({ approvers: Object.freeze([...(rule.approvers ?? [])]), timeoutMs: parseDuration(rule.timeout ?? DEFAULT_APPROVAL_TIMEOUT) });
   return Object.freeze({ effect: 'deny', policy, rule: label, reason: rule.reason, approval });

@@ -9,6 +9,8 @@ import type { SyncTest } from './sync-test';
 import type { DecisionInput } from './types';
 import { TypeFit, typeFitOf } from './type-fit';
 import { literalTest, reversedLiteralTest, ValueTest } from './value-tests';
+import { budgetTest } from './budget-call';
+import { sessionCalledTest, sessionCountReader } from './session-calls';
 
 
 /** Exactly one of the two is set: `sync` when the condition never consults a limiter. */
@@ -31,6 +33,7 @@ export function compileCondition(ir: BoolIr, site: RateLimitSite, denies = true)
 function usesRateLimit(ir: BoolIr): boolean {
   switch (ir.kind) {
     case 'rate_limit':
+    case 'budget':
       return true;
     case 'and':
     case 'or':
@@ -53,6 +56,8 @@ function compileRated(ir: BoolIr, site: RateLimitSite, onMismatch: boolean): Rat
   switch (ir.kind) {
     case 'rate_limit':
       return rateLimitTest(ir, site);
+    case 'budget':
+      return budgetTest(ir, site);
     case 'and':
       return ratedAnd(compileRated(ir.left, site, onMismatch), compileRated(ir.right, site, onMismatch));
     case 'or':
@@ -138,8 +143,11 @@ function compileTest(ir: BoolIr, onMismatch: boolean): SyncTest {
       return ir.left.kind === 'rank' ? constant(rankSetTest(ir.ranks)(ir.left.rank)) : testValue(ir.left.value, rankSetTest(ir.ranks));
     case 'tier-in-value':
       return tierInList(rankReader(ir.left), compileValue(ir.list));
+    case 'session-called':
+      return sessionCalledTest(ir.glob, onMismatch);
     case 'rate_limit':
-      throw new Error('internal: rate_limit in a synchronous test');
+    case 'budget':
+      throw new Error(`internal: ${ir.kind} in a synchronous test`);
   }
 }
 
@@ -187,6 +195,8 @@ function compileValue(ir: ValueIr): ValueReader {
     }
     case 'test':
       return compileTest(ir.test, false);
+    case 'session-count':
+      return sessionCountReader(ir.glob);
   }
 }
 

@@ -26,6 +26,14 @@ export type ToolField = (typeof TOOL_FIELDS)[number];
 export const RATE_LIMIT_SCOPES = ['per_agent', 'per_org', 'per_action', 'global'] as const;
 export type RateLimitScope = (typeof RATE_LIMIT_SCOPES)[number];
 
+/** Readable `session.*` paths; `agent.labels` reads the session facts too. */
+export const SESSION_FIELDS = ['id', 'labels'] as const;
+export type SessionField = (typeof SESSION_FIELDS)[number];
+
+/** How a budget partitions its totals. */
+export const BUDGET_SCOPES = ['per_session', 'per_agent', 'per_org', 'per_action', 'global'] as const;
+export type BudgetScope = (typeof BUDGET_SCOPES)[number];
+
 /** A readable location in the DecisionInput. */
 export type PathRef =
   | { readonly kind: 'agent'; readonly field: AgentField }
@@ -33,7 +41,9 @@ export type PathRef =
   | { readonly kind: 'input'; readonly field: InputField }
   | { readonly kind: 'delegation'; readonly field: DelegationField }
   | { readonly kind: 'org'; readonly field: OrgField }
-  | { readonly kind: 'tool'; readonly field: ToolField };
+  | { readonly kind: 'tool'; readonly field: ToolField }
+  | { readonly kind: 'session'; readonly field: SessionField }
+  | { readonly kind: 'agent-labels' };
 
 export type LiteralValue = string | number | boolean | readonly (string | number | boolean)[];
 
@@ -42,7 +52,9 @@ export type ValueIr =
   | { readonly kind: 'path'; readonly path: PathRef }
   | { readonly kind: 'literal'; readonly value: LiteralValue }
   /** A boolean sub-expression used as an operand, e.g. `(a == 1) == true`. Never contains rate_limit. */
-  | { readonly kind: 'test'; readonly test: BoolIr };
+  | { readonly kind: 'test'; readonly test: BoolIr }
+  /** `session.count(glob)`: how many calls of the session matched the glob. */
+  | { readonly kind: 'session-count'; readonly glob: string };
 
 /** A side of a trust-tier comparison: a rank known at load time, or a value ranked at run time. */
 export type TierOperand = { readonly kind: 'rank'; readonly rank: number } | { readonly kind: 'value'; readonly value: ValueIr };
@@ -61,6 +73,17 @@ export interface RateLimitIr {
   readonly callIndex: number;
 }
 
+/** One `budget(scope, limit, window)` call; the rule's `cost` is what one call reserves. */
+export interface BudgetIr {
+  readonly kind: 'budget';
+  readonly scope: BudgetScope;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly windowText: string;
+  /** 0-based position among the budget calls of the condition, in source order. */
+  readonly callIndex: number;
+}
+
 /** A condition, or part of one, in a boolean position. */
 export type BoolIr =
   | { readonly kind: 'and' | 'or'; readonly left: BoolIr; readonly right: BoolIr }
@@ -74,4 +97,7 @@ export type BoolIr =
   | { readonly kind: 'tier-compare'; readonly op: TierOperator; readonly left: TierOperand; readonly right: TierOperand }
   | { readonly kind: 'tier-in'; readonly left: TierOperand; readonly ranks: readonly number[] }
   | { readonly kind: 'tier-in-value'; readonly left: TierOperand; readonly list: ValueIr }
-  | RateLimitIr;
+  /** `session.called(glob)`: a call of the session matched the glob. */
+  | { readonly kind: 'session-called'; readonly glob: string }
+  | RateLimitIr
+  | BudgetIr;

@@ -23,7 +23,7 @@ function brief(errors: PolicyError[]): [number, number, string, string?, string?
   });
 }
 
-const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org, tool';
+const ROOTS = 'agent, args, context, action, resource, plugin, function, delegation, org, tool, session';
 const TIERS = 'expected unverified, verified, trusted, privileged or an alias (untrusted, sandboxed, restricted, standard, elevated)';
 
 describe('loadPolicyFile', () => {
@@ -122,18 +122,18 @@ describe('loadPolicyFile', () => {
       [6, 5, "missing required field 'name'"],
       [8, 11, "'name' must be a non-empty string"],
       [10, 11, "policy name 'default' is reserved: it names the decision when no policy applies"],
-      [13, 5, "unknown key 'descripton' in policy (expected name, description, match, default, rules)", 'shape'],
+      [13, 5, "unknown key 'descripton' in policy (expected name, description, mode, match, default, rules)", 'shape'],
       [14, 18, "'description' must be a string", 'shape'],
       [15, 28, "unknown key 'verb' in match (expected plugin, function, action)", 'shape'],
       [15, 47, "bad glob in match.action: unsupported glob character '?': only * is a wildcard", 'shape'],
       [16, 14, "'default' must be 'allow' or 'deny'", 'shape'],
       [18, 9, 'a rule must be a mapping with condition, action and reason', 'shape', 'shape#0'],
-      [23, 9, "unknown key 'extra' in rule (expected name, condition, action, reason, approvers, timeout)", 'shape', 'r1'],
+      [23, 9, "unknown key 'extra' in rule (expected name, condition, action, reason, approvers, timeout, labels, scope, ttl, cost)", 'shape', 'r1'],
       [24, 15, "duplicate rule name 'r1' in policy 'shape'", 'shape', 'r1'],
       [25, 20, "'condition' must be a string", 'shape', 'r1'],
-      [26, 17, "'action' must be 'allow', 'deny', 'alert' or 'require_approval'", 'shape', 'r1'],
+      [26, 17, "'action' must be 'allow', 'deny', 'alert', 'require_approval' or 'label'", 'shape', 'r1'],
       [27, 17, "'reason' must be a non-empty string", 'shape', 'r1'],
-      [28, 9, "missing required field 'action' (allow, deny, alert or require_approval)", 'shape', 'r3'],
+      [28, 9, "missing required field 'action' (allow, deny, alert, require_approval or label)", 'shape', 'r3'],
       [28, 9, "missing required field 'reason'", 'shape', 'r3'],
       [28, 9, "missing required field 'condition'", 'shape', 'r3'],
       [29, 5, "missing required field 'rules'", 'no-rules'],
@@ -183,7 +183,7 @@ describe('loadPolicyFile', () => {
     expect(brief(loadErrors(() => loadPolicyFile(source, 'c.yaml')))).toEqual([
       [5, 52, `unknown variable 'user' (expected one of ${ROOTS})`, 'conditions', 'plain'],
       [9, 54, "unknown agent field 'colour' (expected agent.id, agent.name, agent.trust_tier, agent.tags, agent.org)", 'conditions', 'double'],
-      [13, 42, "unknown function 'bogus' (expected exists or rate_limit)", 'conditions', 'single'],
+      [13, 42, "unknown function 'bogus' (expected exists, rate_limit, budget, session.called, session.count, session.labels.has or agent.labels.has)", 'conditions', 'single'],
       [19, 24, 'bad rate_limit scope: expected per_agent, per_org, per_action, global', 'conditions', 'literal'],
       [25, 34, `'boss' is not a trust tier: ${TIERS}`, 'conditions', 'folded'],
       [30, 24, 'expected a value, found end of condition', 'conditions', 'plain-multiline'],
@@ -231,7 +231,7 @@ describe('loadPolicyFile', () => {
   it('falls back to the start of a block scalar it cannot map', () => {
     const source = 'policies:\n  - name: p\n    rules:\n      - condition: |4\n              nope(1)\n        action: deny\n        reason: r\n';
     const [error] = loadErrors(() => loadPolicyFile(source, 'b.yaml'));
-    expect(error).toMatchObject({ line: 4, message: "unknown function 'nope' (expected exists or rate_limit)" });
+    expect(error).toMatchObject({ line: 4, message: "unknown function 'nope' (expected exists, rate_limit, budget, session.called, session.count, session.labels.has or agent.labels.has)" });
   });
 
   it('positions condition errors in JSON sources', () => {
@@ -304,7 +304,7 @@ describe('loadPolicyDocument', () => {
     expect(loadPolicyDocument('{"name":"x","rules":[]}', 'body')).toEqual({ name: 'x', rules: [] });
     const source = '{"name":"x","rules":[{"condition":"nope(1)","action":"deny","reason":"r"}]}';
     expect(brief(loadErrors(() => loadPolicyDocument(source, 'body')))).toEqual([
-      [1, 36, "unknown function 'nope' (expected exists or rate_limit)", 'x', 'x#0'],
+      [1, 36, "unknown function 'nope' (expected exists, rate_limit, budget, session.called, session.count, session.labels.has or agent.labels.has)", 'x', 'x#0'],
     ]);
   });
 
@@ -321,7 +321,7 @@ describe('loadPolicyDocument', () => {
     const unknown = loadErrors(() => loadPolicyDocument(source.replace(/k7: 2\n$/, ''), 'body'));
     expect(Date.now() - started).toBeLessThan(40_000);
     expect(unknown).toHaveLength(keys);
-    expect(brief(unknown.slice(-1))).toEqual([[keys + 2, 1, `unknown key 'k${keys - 1}' in policy (expected name, description, match, default, rules)`, 'p']]);
+    expect(brief(unknown.slice(-1))).toEqual([[keys + 2, 1, `unknown key 'k${keys - 1}' in policy (expected name, description, mode, match, default, rules)`, 'p']]);
   });
 
   it('reports every duplicate key, in nested mappings and lists too, at the repeated key', () => {
@@ -336,7 +336,7 @@ describe('loadPolicyDocument', () => {
   it('rejects a policies file where one policy is expected', () => {
     expect(brief(loadErrors(() => loadPolicyDocument('policies: []', 'body')))).toEqual([
       [1, 1, "missing required field 'name'"],
-      [1, 1, "unknown key 'policies' in policy (expected name, description, match, default, rules)"],
+      [1, 1, "unknown key 'policies' in policy (expected name, description, mode, match, default, rules)"],
       [1, 1, "missing required field 'rules'"],
     ]);
   });
@@ -410,7 +410,7 @@ describe('compilePolicies validation', () => {
         message: "unknown agent field 'colour' (expected agent.id, agent.name, agent.trust_tier, agent.tags, agent.org)",
       },
       { file: 'db', policy: 'a', line: 0, column: 0, message: "duplicate policy name 'a' (policy #0 has it)" },
-      { file: 'db', policy: 'b', rule: 'b#0', line: 0, column: 0, message: "'action' must be 'allow', 'deny', 'alert' or 'require_approval'" },
+      { file: 'db', policy: 'b', rule: 'b#0', line: 0, column: 0, message: "'action' must be 'allow', 'deny', 'alert', 'require_approval' or 'label'" },
     ]);
   });
 

@@ -138,11 +138,14 @@ class ConditionParser {
     }
     if (KEYWORDS.has(token.text)) throw this.error(`expected a value, found ${describe(token)}`, token);
     this.index++;
-    if (this.atPunct('(')) return this.parseCall(token);
-    return this.parsePath(token);
+    if (this.atPunct('(')) return this.parseCall(token, token.text);
+    const path = this.parsePath(token);
+    // A method of a path (`session.called("read:*")`, `session.labels.has("x")`) is a call named by the dotted path.
+    if (this.atPunct('(') && path.segments.length > 0) return this.parseCall(token, [path.root, ...path.segments].join('.'));
+    return path;
   }
 
-  private parseCall(name: Token): ConditionAst {
+  private parseCall(name: Token, callee: string): ConditionAst {
     this.enter(name);
     this.index++;
     const args: ConditionAst[] = [];
@@ -155,7 +158,7 @@ class ConditionParser {
     }
     this.expectPunct(')', "expected ',' or ')' in the argument list");
     this.depth--;
-    return withSpan({ kind: 'call', name: name.text, args }, { start: name.start, end: this.previousEnd() });
+    return withSpan({ kind: 'call', name: callee, args }, { start: name.start, end: this.previousEnd() });
   }
 
   private parsePath(root: Token): PathNode {

@@ -5,6 +5,8 @@ import type { DecisionInput } from './types';
 export type ValueReader = (input: DecisionInput) => unknown;
 
 const hasOwn = Object.prototype.hasOwnProperty;
+// An input without session facts has no labels: `session.labels.has(...)` is false, never missing.
+const NO_LABELS: readonly string[] = Object.freeze([]);
 
 /** An own property of an object, else undefined: `__proto__`, `constructor`, `toString` are just missing keys. */
 export function ownValue(container: unknown, key: string): unknown {
@@ -26,6 +28,10 @@ export function pathReader(path: PathRef): ValueReader {
       return orgReader(path.field);
     case 'tool':
       return toolReader(path.field);
+    case 'session':
+      return path.field === 'id' ? (input) => input.session?.id ?? '' : (input) => input.session?.labels ?? NO_LABELS;
+    case 'agent-labels':
+      return (input) => input.session?.agent_labels ?? NO_LABELS;
     case 'args':
       return path.segments.length === 1 ? argReader(path.segments[0]) : nestedReader((input) => input.args, path.segments);
     case 'context':

@@ -17,6 +17,8 @@ export function testAtPath(path: PathRef, test: ValueTest): SyncTest {
       return path.field === 'depth' ? (input) => test(input.delegation.depth) : (input) => test(input.delegation.chain);
     case 'org':
     case 'tool':
+    case 'session':
+    case 'agent-labels':
       return readThenTest(path, test);
     case 'args':
     case 'context':

@@ -1,7 +1,8 @@
 import { CompiledPolicy, CompiledRule, decision } from './compiled-policy';
 import { EvaluationTracer, ExplanationTracer } from './evaluation-tracer';
 import { peekingLimiter, RateLimitRecorder, RateTest } from './rate-limit-call';
-import type { Decision, DecisionInput, EvaluationEnv, Explanation, FiredAlert, MatchTarget } from './types';
+import { peekingLedger } from './budget-call';
+import type { Decision, DecisionInput, EvaluationEnv, Explanation, FiredAlert, LabelGrant, MatchTarget, ShadowDecision } from './types';
 
 // Plugin names come from requests; past this many distinct names, candidates are computed uncached.
 const MAX_CACHED_PLUGINS = 1024;
@@ -19,6 +20,7 @@ interface Suspended {
   readonly first: CompiledPolicy | null;
   readonly policyAllowed: boolean;
   readonly alerts: FiredAlert[] | null;
+  readonly grants: LabelGrant[] | null;
 }
 
 /**
@@ -30,20 +32,48 @@ export class PolicySet {
   /** The decision when no policy applies. */
   readonly defaultDecision: Decision = decision('allow', 'default', null, 'allowed: no policy applies');
   readonly usesRateLimit: boolean;
+  /** The policies in force, in order: those `evaluate` decides on. */
+  readonly policies: readonly CompiledPolicy[];
+  /** `mode: shadow` policies: never part of the decision, each evaluated apart by `shadowDecisions`. */
+  readonly shadowPolicies: readonly CompiledPolicy[];
+  /** Some policy reads or adds what sessions remember: decisions need the session's facts. */
+  readonly usesSession: boolean;
+  /** Some policy reserves budgets: evaluations collect holds for the outcome to settle. */
+  readonly usesBudget: boolean;
   private readonly byName: ReadonlyMap<string, CompiledPolicy>;
   /** Policies whose plugin glob accepts a plugin name: most policies select on the plugin, so this prunes early. */
   private readonly candidatesByPlugin = new Map<string, readonly CompiledPolicy[]>();
 
   constructor(
-    readonly policies: readonly CompiledPolicy[],
+    compiled: readonly CompiledPolicy[],
     /** Organization id the rate-limit keys are prefixed with. */
     readonly namespace?: string,
   ) {
-    this.usesRateLimit = policies.some((policy) => policy.usesRateLimit);
-    this.byName = new Map(policies.map((policy) => [policy.name, policy]));
+    this.policies = compiled.filter((policy) => !policy.shadow);
+    this.shadowPolicies = compiled.filter((policy) => policy.shadow);
+    this.usesRateLimit = this.policies.some((policy) => policy.usesRateLimit);
+    this.usesSession = this.policies.some((policy) => policy.usesSession);
+    this.usesBudget = this.policies.some((policy) => policy.usesBudget);
+    this.byName = new Map(this.policies.map((policy) => [policy.name, policy]));
   }
 
-  /** The policy of that name, if the set has it. */
+  /**
+   * What each shadow policy whose `match` accepts the input would have decided on its own, in
+   * order; empty when none applies. Rate limits are peeked, never counted: a shadow policy
+   * spends no one's budget.
+   */
+  shadowDecisions(input: DecisionInput, env: EvaluationEnv): ShadowDecision[] | Promise<ShadowDecision[]> {
+    const peeking = dryRunOf(env);
+    const decided: Array<ShadowDecision | Promise<ShadowDecision>> = [];
+    for (const policy of this.shadowPolicies) {
+      if (!policy.matches(input)) continue;
+      const outcome = this.run(input, peeking, [policy], false, undefined, null);
+      decided.push(outcome instanceof Promise ? outcome.then(shadowDecision) : shadowDecision(outcome));
+    }
+    return decided.some((item) => item instanceof Promise) ? Promise.all(decided) : (decided as ShadowDecision[]);
+  }
+
+  /** The policy in force of that name, if the set has it. */
   get(name: string): CompiledPolicy | undefined {
     return this.byName.get(name);
   }
@@ -92,7 +122,7 @@ export class PolicySet {
   /** Dry run: the decision evaluate would make (limits peeked, nothing recorded) and every rule tried. */
   explain(input: DecisionInput, env: EvaluationEnv): Explanation | Promise<Explanation> {
     const tracer = new ExplanationTracer(this.policies, input);
-    const decided = this.evaluate(input, { limiter: peekingLimiter(env.limiter), nowMs: env.nowMs }, undefined, tracer);
+    const decided = this.evaluate(input, dryRunOf(env), undefined, tracer);
     return decided instanceof Promise ? decided.then((decision) => tracer.explanation(decision)) : tracer.explanation(decided);
   }
 
@@ -122,6 +152,7 @@ export class PolicySet {
     let allowed = start === null ? null : start.allowed;
     let first = start === null ? null : start.first;
     let alerts = start === null ? null : start.alerts;
+    let grants = start === null ? null : start.grants;
     for (let p = start === null ? 0 : start.policy; p < list.length; p++) {
       const policy = list[p];
       if (filter && policy.matchesRest !== null && !policy.matchesRest(input)) continue;
@@ -140,28 +171,32 @@ export class PolicySet {
           const recorder = new RateLimitRecorder(env);
           const answer = (rule.rated as RateTest)(input, recorder);
           if (typeof answer !== 'boolean') {
-            const at: Suspended = { input, env, list, filter, tracer, policy: p, rule: r, allowed, first, policyAllowed, alerts };
+            const at: Suspended = { input, env, list, filter, tracer, policy: p, rule: r, allowed, first, policyAllowed, alerts, grants };
             return this.suspend(answer, recorder, at);
           }
           fired = answer;
           const denied = settleRated(rule, fired, recorder, tracer);
-          if (denied !== null) return withAlerts(denied, alerts);
+          if (denied !== null) return withAlerts(denied, alerts, grants);
         }
         if (!fired) continue;
         if (rule.alert !== null) {
           (alerts ??= []).push(rule.alert);
           continue;
         }
-        if (rule.effect === 'deny' || rule.effect === 'require_approval') return withAlerts(rule.decision, alerts);
+        if (rule.grant !== null) {
+          (grants ??= []).push(rule.grant);
+          continue;
+        }
+        if (rule.effect === 'deny' || rule.effect === 'require_approval') return withAlerts(rule.decision, alerts, grants);
         if (!policyAllowed) {
           policyAllowed = true;
           if (allowed === null) allowed = rule.decision;
         }
       }
-      if (policy.defaultDeny && !policyAllowed) return withAlerts(policy.defaultDecision, alerts);
+      if (policy.defaultDeny && !policyAllowed) return withAlerts(policy.defaultDecision, alerts, grants);
     }
-    if (allowed !== null) return withAlerts(allowed, alerts);
-    return withAlerts(first === null ? this.defaultDecision : first.allowDecision, alerts);
+    if (allowed !== null) return withAlerts(allowed, alerts, grants);
+    return withAlerts(first === null ? this.defaultDecision : first.allowDecision, alerts, grants);
   }
 
   // Apart from run: a closure there (over `this` and the recorder) would allocate a context on every call.
@@ -173,18 +208,32 @@ export class PolicySet {
   private resume(fired: boolean, recorder: RateLimitRecorder, at: Suspended): Decision | Promise<Decision> {
     const rule = at.list[at.policy].rules[at.rule];
     const denied = settleRated(rule, fired, recorder, at.tracer);
-    if (denied !== null) return withAlerts(denied, at.alerts);
+    if (denied !== null) return withAlerts(denied, at.alerts, at.grants);
     const alerting = fired && rule.alert !== null;
-    const grants = fired && !alerting && !at.policyAllowed;
+    const labelling = fired && rule.grant !== null;
+    const allows = fired && !alerting && !labelling && !at.policyAllowed;
     const next: Suspended = {
       ...at,
       rule: at.rule + 1,
-      allowed: grants && at.allowed === null ? rule.decision : at.allowed,
-      policyAllowed: at.policyAllowed || (fired && !alerting),
+      allowed: allows && at.allowed === null ? rule.decision : at.allowed,
+      policyAllowed: at.policyAllowed || (fired && !alerting && !labelling),
       alerts: alerting ? [...(at.alerts ?? []), rule.alert!] : at.alerts,
+      grants: labelling ? [...(at.grants ?? []), rule.grant!] : at.grants,
     };
     return this.run(at.input, at.env, at.list, at.filter, at.tracer, next);
   }
+}
+
+function shadowDecision(decided: Decision): ShadowDecision {
+  const outcome = decided.effect === 'allow' ? 'allow' : decided.approval !== undefined ? 'require_approval' : 'deny';
+  return { policy: decided.policy, decision: outcome, rule: decided.rule, reason: decided.reason };
+}
+
+/** The environment of a dry run: rate limits and budgets peeked, nothing counted or reserved. */
+function dryRunOf(env: EvaluationEnv): EvaluationEnv {
+  const dryRun: EvaluationEnv = { limiter: peekingLimiter(env.limiter), nowMs: env.nowMs };
+  if (env.budgets !== undefined) dryRun.budgets = peekingLedger(env.budgets);
+  return dryRun;
 }
 
 /** Traces a rule with rate_limit; returns its deny (with the trip) when it fired, else null. */
@@ -193,12 +242,17 @@ function settleRated(rule: CompiledRule, fired: boolean, recorder: RateLimitReco
   return fired && (rule.effect === 'deny' || rule.effect === 'require_approval') ? rateLimitedDenial(rule, recorder) : null;
 }
 
-/** The decision with the alerts fired on the way to it; the shared decision itself when none did. */
-function withAlerts(decided: Decision, alerts: FiredAlert[] | null): Decision {
-  return alerts === null ? decided : { ...decided, alerts };
+/** The decision with the alerts and labels fired on the way to it; the shared decision itself when none did. */
+function withAlerts(decided: Decision, alerts: FiredAlert[] | null, grants: LabelGrant[] | null): Decision {
+  if (alerts === null && grants === null) return decided;
+  const extended: Decision = { ...decided };
+  if (alerts !== null) extended.alerts = alerts;
+  if (grants !== null) extended.labels = grants;
+  return extended;
 }
 
 function rateLimitedDenial(rule: CompiledRule, recorder: RateLimitRecorder): Decision {
   const trip = recorder.trip();
-  return trip === undefined ? rule.decision : { ...rule.decision, rateLimit: trip };
+  if (trip === undefined) return rule.decision;
+  return recorder.tripIsBudget ? { ...rule.decision, budget: trip } : { ...rule.decision, rateLimit: trip };
 }

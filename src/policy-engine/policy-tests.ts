@@ -1,9 +1,10 @@
+import { InMemoryBudgetLedger } from './budget-ledger';
 import { PolicyLoadError } from './errors';
 import { parseSource } from './loader';
 import { isRecord, SourcePath, ValidationContext } from './policy-validator';
 import type { PolicySet } from './policy-set';
 import { SlidingWindowLimiter } from './sliding-window-limiter';
-import type { AgentFacts, Decision, DecisionInput, DelegationFacts, OrgFacts, ToolFacts } from './types';
+import type { AgentFacts, Decision, DecisionInput, DelegationFacts, OrgFacts, SessionFacts, ToolFacts } from './types';
 
 /** What a test expects: `require_approval` is a deny that a person may lift (docs/policies.md "Tests in files"). */
 export type ExpectedDecision = 'allow' | 'deny' | 'require_approval';
@@ -46,7 +47,8 @@ export interface PolicyTestResult {
 
 const SUITE_KEYS = ['policies', 'tests'];
 const TEST_KEYS = ['name', 'input', 'expect'];
-const INPUT_KEYS = ['agent', 'action', 'resource', 'plugin', 'function', 'args', 'context', 'delegation', 'org', 'tool'];
+const INPUT_KEYS = ['agent', 'action', 'resource', 'plugin', 'function', 'args', 'context', 'delegation', 'org', 'tool', 'session'];
+const SESSION_KEYS = ['id', 'labels', 'agent_labels', 'calls'];
 const AGENT_KEYS = ['id', 'name', 'trust_tier', 'tags', 'org'];
 const EXPECT_KEYS = ['decision', 'policy', 'rule'];
 const DECISIONS: readonly ExpectedDecision[] = ['allow', 'deny', 'require_approval'];
@@ -89,7 +91,7 @@ export function loadPolicyTests(source: string, file: string): PolicyTestSuite {
 export async function runPolicyTests(tests: readonly PolicyTestCase[], set: PolicySet, nowMs = Date.now()): Promise<PolicyTestResult[]> {
   const results: PolicyTestResult[] = [];
   for (const test of tests) {
-    const decided = await set.evaluate(test.input, { limiter: new SlidingWindowLimiter({ maxKeys: 1000 }), nowMs });
+    const decided = await set.evaluate(test.input, { limiter: new SlidingWindowLimiter({ maxKeys: 1000 }), nowMs, budgets: new InMemoryBudgetLedger({ maxKeys: 1000 }) });
     results.push(judge(test, decided));
   }
   return results;
@@ -157,7 +159,28 @@ function decisionInput(value: unknown, context: ValidationContext, path: SourceP
   // org and tool are checked by what conditions read of them; a test states them as a request would carry them.
   if (value.org !== undefined) input.org = mapping(value, 'org', context, path) as unknown as OrgFacts;
   if (value.tool !== undefined) input.tool = mapping(value, 'tool', context, path) as unknown as ToolFacts;
+  if (value.session !== undefined) input.session = sessionFacts(value.session, context, [...path, 'session']);
   return input;
+}
+
+/** `session: {id, labels, agent_labels, calls}`: what the session remembers, as the decision core supplies it (docs/policies.md "Sessions"). */
+function sessionFacts(value: unknown, context: ValidationContext, path: SourcePath): SessionFacts {
+  const facts: SessionFacts = { id: '', labels: [], agent_labels: [], calls: {} };
+  if (!isRecord(value)) {
+    context.report(path, "'session' must be a mapping (id, labels, agent_labels, calls)", {});
+    return facts;
+  }
+  unknownKeys(value, SESSION_KEYS, 'session', context, path);
+  facts.id = text(value, 'id', context, path);
+  for (const key of ['labels', 'agent_labels'] as const) {
+    const labels = value[key] ?? [];
+    if (Array.isArray(labels) && labels.every((label) => typeof label === 'string')) facts[key] = labels as string[];
+    else context.report([...path, key], `'${key}' must be a list of label names`, {});
+  }
+  const calls = value.calls ?? {};
+  if (isRecord(calls) && Object.values(calls).every((count) => typeof count === 'number' && Number.isSafeInteger(count) && count > 0)) facts.calls = calls as Record<string, number>;
+  else context.report([...path, 'calls'], "'calls' must map actions to how often the session made them", {});
+  return facts;
 }
 
 function agentFacts(value: unknown, context: ValidationContext, path: SourcePath): AgentFacts {

@@ -2,7 +2,7 @@ import { analyzeCondition, CheckedCondition } from './checker';
 import type { ValidatedPolicy } from './compiled-policy';
 import { globProblem } from './glob';
 import { parseDuration } from './duration';
-import type { Effect, MatchDefinition, PolicyDefinition, PolicyError, RuleAction, RuleDefinition } from './types';
+import type { Effect, MatchDefinition, PolicyDefinition, PolicyError, PolicyMode, RuleAction, RuleDefinition } from './types';
 
 /** Keys and indexes from the document root to a value. */
 export type SourcePath = readonly (string | number)[];
@@ -37,8 +37,16 @@ export class ValidationContext {
   }
 }
 
-const POLICY_KEYS = ['name', 'description', 'match', 'default', 'rules'];
-const RULE_KEYS = ['name', 'condition', 'action', 'reason', 'approvers', 'timeout'];
+const POLICY_KEYS = ['name', 'description', 'mode', 'match', 'default', 'rules'];
+const RULE_KEYS = ['name', 'condition', 'action', 'reason', 'approvers', 'timeout', 'labels', 'scope', 'ttl', 'cost'];
+/** The longest a `label` rule with `scope: agent` may keep its labels on the agent. */
+const MAX_LABEL_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+/** Most labels one rule adds. */
+const MAX_RULE_LABELS = 16;
+/** A label is a plain word: a lower-case letter, then lower-case letters, digits or `_` (up to 64). */
+const LABEL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+/** Largest `cost` one call may declare. */
+export const MAX_CALL_COST = 1_000_000_000;
 /** The longest a `require_approval` rule may make a request wait. */
 const MAX_APPROVAL_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 const MATCH_KEYS = ['plugin', 'function', 'action'] as const;
@@ -93,11 +101,13 @@ export function validatePolicy(value: unknown, context: ValidationContext, path:
   const description = optionalString(value, 'description', context, path, owner);
   const match = validateMatch(field(value, 'match'), context, [...path, 'match'], owner);
   const defaultEffect = optionalEffect(value, 'default', context, path, owner);
+  const mode = optionalMode(value, context, path, owner);
   const rules = validateRules(value, name, context, path);
   if (context.errors.length > before || name === undefined || rules === undefined) return undefined;
   const definition: PolicyDefinition = {
     name,
     ...(description === undefined ? {} : { description }),
+    ...(mode === 'shadow' ? { mode } : {}),
     ...(match === undefined ? {} : { match }),
     ...(defaultEffect === undefined ? {} : { default: defaultEffect }),
     rules: rules.map((rule) => rule.definition),
@@ -180,6 +190,13 @@ function optionalEffect(
   return undefined;
 }
 
+function optionalMode(value: Record<string, unknown>, context: ValidationContext, path: SourcePath, owner: Owner): PolicyMode | undefined {
+  const mode = field(value, 'mode');
+  if (mode === undefined || mode === 'enforce' || mode === 'shadow') return mode;
+  context.report([...path, 'mode'], "'mode' must be 'enforce' or 'shadow'", owner);
+  return undefined;
+}
+
 function validateMatch(value: unknown, context: ValidationContext, path: SourcePath, owner: Owner): MatchDefinition | undefined {
   if (value === undefined) return undefined;
   if (!isRecord(value)) {
@@ -248,8 +265,10 @@ function validateRule(
   const reason = requiredReason(value, context, path, owner);
   const condition = validateCondition(value, context, path, owner);
   const approval = approvalFields(value, action, context, path, owner);
+  const labelling = labelFields(value, action, context, path, owner);
+  const cost = costField(value, action, condition?.checked, context, path, owner);
   if (context.errors.length > before || action === undefined || reason === undefined || condition === undefined) return undefined;
-  const definition: RuleDefinition = { ...(name === undefined ? {} : { name }), condition: condition.text, action, reason, ...approval };
+  const definition: RuleDefinition = { ...(name === undefined ? {} : { name }), condition: condition.text, action, reason, ...approval, ...labelling, ...cost };
   return { definition, condition: condition.checked };
 }
 
@@ -276,12 +295,79 @@ function ruleName(
 function requiredAction(value: Record<string, unknown>, context: ValidationContext, path: SourcePath, owner: Owner): RuleAction | undefined {
   const action = field(value, 'action');
   if (action === undefined) {
-    context.report(path, "missing required field 'action' (allow, deny, alert or require_approval)", owner);
+    context.report(path, "missing required field 'action' (allow, deny, alert, require_approval or label)", owner);
     return undefined;
   }
-  if (action === 'allow' || action === 'deny' || action === 'alert' || action === 'require_approval') return action;
-  context.report([...path, 'action'], "'action' must be 'allow', 'deny', 'alert' or 'require_approval'", owner);
+  if (action === 'allow' || action === 'deny' || action === 'alert' || action === 'require_approval' || action === 'label') return action;
+  context.report([...path, 'action'], "'action' must be 'allow', 'deny', 'alert', 'require_approval' or 'label'", owner);
   return undefined;
+}
+
+/** `labels` (plain words), `scope` (session or agent) and `ttl` (agent scope, 1s to 30d): `label` rules only. */
+function labelFields(
+  value: Record<string, unknown>,
+  action: RuleAction | undefined,
+  context: ValidationContext,
+  path: SourcePath,
+  owner: Owner,
+): Pick<RuleDefinition, 'labels' | 'scope' | 'ttl'> {
+  const labels = field(value, 'labels');
+  const scope = field(value, 'scope');
+  const ttl = field(value, 'ttl');
+  if (action !== 'label') {
+    for (const [key, given] of [['labels', labels], ['scope', scope], ['ttl', ttl]] as const) {
+      if (given !== undefined) context.report([...path, key], `'${key}' belongs to rules with action label`, owner);
+    }
+    return {};
+  }
+  const fields: Pick<RuleDefinition, 'labels' | 'scope' | 'ttl'> = {};
+  if (labels === undefined) context.report(path, "missing required field 'labels' (a list of label names) for action label", owner);
+  else if (!Array.isArray(labels) || labels.length === 0 || labels.length > MAX_RULE_LABELS) context.report([...path, 'labels'], `'labels' must be a list of 1 to ${MAX_RULE_LABELS} label names`, owner);
+  else {
+    labels.forEach((label, index) => {
+      if (typeof label !== 'string' || !LABEL_NAME.test(label)) {
+        context.report([...path, 'labels', index], `bad label ${JSON.stringify(label)}: a label is a plain word (a lower-case letter, then lower-case letters, digits or _; up to 64)`, owner);
+      }
+    });
+    fields.labels = labels as string[];
+  }
+  if (scope !== undefined && scope !== 'session' && scope !== 'agent') context.report([...path, 'scope'], "'scope' must be 'session' or 'agent'", owner);
+  else if (scope !== undefined) fields.scope = scope;
+  if (scope === 'agent') {
+    const ms = typeof ttl === 'string' ? safeDuration(ttl) : undefined;
+    if (ttl === undefined) context.report([...path, 'scope'], "a label rule with scope agent needs a 'ttl' (1s to 30d): how long the agent keeps the labels", owner);
+    else if (ms === undefined || ms < 1000 || ms > MAX_LABEL_TTL_MS) context.report([...path, 'ttl'], "'ttl' must be a duration from 1s to 30d, like 24h", owner);
+    else fields.ttl = ttl as string;
+  } else if (ttl !== undefined) {
+    context.report([...path, 'ttl'], "'ttl' belongs to label rules with scope agent (session labels last as long as the session)", owner);
+  }
+  return fields;
+}
+
+/** `cost`: what one call reserves of the budgets of a deny rule that calls budget(...). */
+function costField(
+  value: Record<string, unknown>,
+  action: RuleAction | undefined,
+  condition: CheckedCondition | undefined,
+  context: ValidationContext,
+  path: SourcePath,
+  owner: Owner,
+): Pick<RuleDefinition, 'cost'> {
+  const cost = field(value, 'cost');
+  const budgets = condition?.budgets.length ?? 0;
+  if (budgets > 0 && action !== undefined && action !== 'deny') {
+    context.report([...path, 'action'], `a rule calling budget(...) must deny (it holds when the budget cannot take the call), not ${action}`, owner);
+  }
+  if (cost === undefined) return {};
+  if (condition !== undefined && budgets === 0) {
+    context.report([...path, 'cost'], "'cost' belongs to rules whose condition calls budget(...)", owner);
+    return {};
+  }
+  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0 || cost > MAX_CALL_COST) {
+    context.report([...path, 'cost'], `'cost' must be a number above 0 and at most ${MAX_CALL_COST}`, owner);
+    return {};
+  }
+  return { cost };
 }
 
 /** `approvers` (a list of tags) and `timeout` (a duration up to 7d): `require_approval` rules only. */

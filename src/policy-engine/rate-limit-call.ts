@@ -9,16 +9,19 @@ export class RateLimitRecorder {
   private tripLimit: string | null = null;
   private tripMs = 0;
   private consulted: string | null = null;
+  /** True when the trip kept is a budget's (`budget_exceeded`), not a rate limit's. */
+  tripIsBudget = false;
 
   constructor(readonly env: EvaluationEnv) {}
 
-  /** Notes a limiter answer; true when the window was full. Several trips keep the soonest retry. */
-  record(limit: string, ms: number): boolean {
+  /** Notes a limiter (or budget) answer; true when the window was full. Several trips keep the soonest retry. */
+  record(limit: string, ms: number, budget = false): boolean {
     if (this.consulted === null) this.consulted = limit;
     if (!(ms > 0)) return false;
     if (this.tripLimit === null || ms < this.tripMs) {
       this.tripLimit = limit;
       this.tripMs = ms;
+      this.tripIsBudget = budget;
     }
     return true;
   }
@@ -44,6 +47,8 @@ export interface RateLimitSite {
   readonly ruleIndex: number;
   /** Organization id; prefixes every key except `global` ones. */
   readonly namespace?: string;
+  /** What one call of the rule costs its budgets (the rule's `cost`, 1 by default). */
+  readonly cost?: number;
 }
 
 /** `10/1m per_agent`. */

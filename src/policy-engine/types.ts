@@ -6,7 +6,10 @@
 export type Effect = 'allow' | 'deny';
 
 /** What a rule does when its condition holds: decide (`allow`, `deny`) or raise an alert and let evaluation go on (`alert`). */
-export type RuleAction = Effect | 'alert' | 'require_approval';
+export type RuleAction = Effect | 'alert' | 'require_approval' | 'label';
+
+/** Where a `label` rule puts its labels: the session, or the agent itself (then with a ttl). */
+export type LabelScope = 'session' | 'agent';
 
 /** What a policy condition can read (docs/policies.md "What a condition can read"). */
 export interface DecisionInput {
@@ -22,6 +25,26 @@ export interface DecisionInput {
   org?: OrgFacts;
   /** The MCP tool a call names: absent for other requests (then `tool.*` reads as missing). */
   tool?: ToolFacts;
+  /**
+   * What the decision remembers of the session and the agent (docs/policies.md "Sessions"):
+   * absent where nothing is remembered, then labels read as empty and no call as made.
+   */
+  session?: SessionFacts;
+}
+
+/**
+ * A session's facts as policies read them: a plain structure, so a test file can write one.
+ * `session.labels`, `agent.labels`, `session.called(glob)` and `session.count(glob)` read it.
+ */
+export interface SessionFacts {
+  /** The session id the caller declared (or the MCP session); `` for the agent's own scope. */
+  id: string;
+  /** Labels `label` rules put on this session. */
+  labels: readonly string[];
+  /** Labels put on the agent (`scope: agent`) and not yet expired: every session of the agent has them. */
+  agent_labels: readonly string[];
+  /** Actions let through earlier in the session, and how often each. */
+  calls: Readonly<Record<string, number>>;
 }
 
 /** What policies read of an MCP tool (`tool.pinned == false`). */
@@ -86,7 +109,51 @@ export interface Decision {
    * approves this very request (docs/policies.md "Approvals").
    */
   approval?: ApprovalRequirement;
+  /** The `label` rules that fired (present only when one did): what to remember once the call is let through. */
+  labels?: readonly LabelGrant[];
+  /** Set when the deciding deny rule fired because a budget could not take the call's cost. */
+  budget?: RateLimitTrip;
 }
+
+/** A `label` rule whose condition held: its labels go on the session or the agent. */
+export interface LabelGrant {
+  policy: string;
+  rule: string;
+  labels: readonly string[];
+  scope: LabelScope;
+  /** `scope: agent`: how long the labels stay on the agent, ms; 0 for session labels (they last as the session does). */
+  ttlMs: number;
+}
+
+/** A budget's part of a call's cost, held until the call's outcome settles it (docs/policies.md "Budgets"). */
+export interface BudgetHold {
+  /** The budget's counter key (organization, policy, rule, call and partition). */
+  key: string;
+  /** The reservation within that counter. */
+  id: string;
+  /** What was reserved. */
+  cost: number;
+  /** The budget's limit and window, to settle against. */
+  limit: number;
+  windowMs: number;
+}
+
+/**
+ * Running totals behind `budget(...)`: in process (engine) or Redis (gateway), or a lease (the
+ * sidecar). A reservation counts at once; `settle` replaces its cost with the actual one (0
+ * releases it). Sync answers keep evaluation sync.
+ */
+export interface BudgetLedger {
+  /** Reserves `cost` unless the window's total would pass `limit`: the reservation id, else ms until enough frees (at least 1). */
+  reserve(key: string, cost: number, limit: number, windowMs: number, nowMs: number): BudgetAnswer | Promise<BudgetAnswer>;
+  /** What reserve would answer, reserving nothing (simulation). */
+  peek(key: string, cost: number, limit: number, windowMs: number, nowMs: number): BudgetAnswer | Promise<BudgetAnswer>;
+  /** Sets a reservation to its actual cost (0: released); false when it is unknown or expired. */
+  settle(hold: BudgetHold, actualCost: number, nowMs: number): boolean | Promise<boolean>;
+}
+
+/** A reservation made, or the wait until the budget could take the cost. */
+export type BudgetAnswer = { readonly id: string } | { readonly retryAfterMs: number };
 
 /** What a `require_approval` rule asks of an approval. */
 export interface ApprovalRequirement {
@@ -125,6 +192,10 @@ export interface RateLimiter {
 export interface EvaluationEnv {
   limiter: RateLimiter;
   nowMs: number;
+  /** Behind `budget(...)`; without one every budget reads as spent (fail closed: nothing to count against). */
+  budgets?: BudgetLedger;
+  /** Where the reservations this evaluation made are collected, for the outcome to settle. */
+  holds?: BudgetHold[];
 }
 
 /** A load-time error, positioned in the YAML source. Lines and columns are 1-based. */
@@ -152,15 +223,37 @@ export interface RuleDefinition {
   approvers?: string[];
   /** `require_approval`: how long a pending approval waits (`5m` by default). */
   timeout?: string;
+  /** `label`: the labels the rule adds (plain words). */
+  labels?: string[];
+  /** `label`: where the labels go (`session` by default). */
+  scope?: LabelScope;
+  /** `label` with `scope: agent`: how long the labels stay (`1s` to `30d`). */
+  ttl?: string;
+  /** A rule calling `budget(...)`: what one call costs, reserved before the call (1 by default). */
+  cost?: number;
 }
+
+/** `shadow`: evaluated and recorded on every decision, never enforced (docs/policies.md "Shadow policies"). */
+export type PolicyMode = 'enforce' | 'shadow';
 
 /** A policy as written in YAML or JSON. */
 export interface PolicyDefinition {
   name: string;
   description?: string;
+  /** `enforce` when absent. */
+  mode?: PolicyMode;
   match?: MatchDefinition;
   default?: Effect;
   rules: RuleDefinition[];
+}
+
+/** What a shadow policy would have decided on its own, had it been in force. */
+export interface ShadowDecision {
+  policy: string;
+  /** `require_approval`: it would have held the request for a person. */
+  decision: 'allow' | 'deny' | 'require_approval';
+  rule: string | null;
+  reason: string;
 }
 
 /** One rule as tried by `explain` (simulation). */

@@ -1,3 +1,5 @@
+import { limitTripOf } from '../decisions/limit-trip';
+import { checkedSessionId } from '../decisions/session-id';
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -128,6 +130,7 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
       path: `/${target.path}`,
       fullArgs: hasBody(request) ? this.bodyReader(request, target, method, body) : undefined,
       approvalId: header(request, 'x-service-approval'),
+      sessionId: checkedSessionId(header(request, 'x-service-session'), ServiceHeader.Session),
       fingerprint: () => this.fingerprint(request, target, method, body),
     };
   }
@@ -191,9 +194,10 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
   private deny(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>): void {
     const { decision, request: asked } = exchange.verdict;
     request.resume();
-    if (decision.rateLimit) {
-      const retryAfter = decision.rateLimit.retryAfterSeconds;
-      const body = { error: ErrorCode.RateLimited, message: `Rate limit exceeded: ${decision.reason}`, retry_after: retryAfter, limit: decision.rateLimit.limit };
+    const limited = limitTripOf(decision);
+    if (limited !== undefined) {
+      const retryAfter = limited.trip.retryAfterSeconds;
+      const body = { error: limited.code, message: limited.message, retry_after: retryAfter, limit: limited.trip.limit };
       atTurnEnd(() => sendJson(response, 429, body, { ...headers, [ServiceHeader.RetryAfter]: String(retryAfter) }));
       return this.record(exchange, 429, null);
     }

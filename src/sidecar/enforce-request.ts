@@ -1,4 +1,5 @@
 import { AppError } from '../common/app-error';
+import { checkedSessionId } from '../decisions/session-id';
 import type { DecisionRequest } from '../decisions/decision.service';
 
 /** Most actions one `/enforce/batch` may ask about. */
@@ -11,6 +12,8 @@ export interface EnforceItem {
   context: Record<string, unknown>;
   /** The approval a retry presents (docs/approvals.md): the id a pending answer gave. */
   approvalId?: string;
+  /** The session the call belongs to (docs/policies.md "Sessions"). */
+  sessionId?: string;
 }
 
 /** The agent id a body names, if it names one. */
@@ -38,6 +41,7 @@ export function enforceItem(value: unknown, field = ''): EnforceItem {
     resource: (item.resource as string | undefined) ?? '',
     context: (item.context as Record<string, unknown> | undefined) ?? {},
     approvalId: item.approvalId as string | undefined,
+    sessionId: checkedSessionId(item.sessionId, `${field}sessionId`),
   };
 }
 
@@ -83,5 +87,6 @@ export function decisionRequestOf(item: EnforceItem, traceId: string): DecisionR
     args,
     context,
     approvalId: item.approvalId,
+    sessionId: item.sessionId,
   };
 }

@@ -1,3 +1,4 @@
+import { limitTripOf } from '../decisions/limit-trip';
 import { Inject, Injectable } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -110,11 +111,11 @@ export class SidecarHandler implements LeanRoute {
     const verdict = await this.decisions.check(agent, decisionRequestOf(enforceItem(body), traceId));
     await this.wal.durable();
     // A tripped rate limit is a "try again later" on every transport (docs/pdp.md): 429, as at the proxy and the PDP.
-    const { rateLimit } = verdict.decision;
-    if (rateLimit !== undefined && verdict.enforced) {
-      throw new AppError(ErrorCode.RateLimited, `Rate limit exceeded: ${verdict.decision.reason}`, {
-        retry_after: rateLimit.retryAfterSeconds,
-        limit: rateLimit.limit,
+    const limited = limitTripOf(verdict.decision);
+    if (limited !== undefined && verdict.enforced) {
+      throw new AppError(limited.code, limited.message, {
+        retry_after: limited.trip.retryAfterSeconds,
+        limit: limited.trip.limit,
         policy: verdict.decision.policy,
         decisionId: verdict.id,
       });

@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { OrganizationsModule } from '../organizations/organizations.module';
+import { PoliciesModule } from './policies.module';
+import { PolicyFileLoader } from './policy-file-loader';
+
+/**
+ * Where the gateway's policies come from besides the admin API: the policies file. Apart from
+ * PoliciesModule so that the CLI, which uses the policies without being their source, does not
+ * load the file.
+ */
+@Module({
+  imports: [PoliciesModule, OrganizationsModule],
+  providers: [PolicyFileLoader],
+})
+export class PolicySourcesModule {}

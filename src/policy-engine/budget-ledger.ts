@@ -1,0 +1,125 @@
+import type { BudgetAnswer, BudgetHold, BudgetLedger } from './types';
+
+/** Options of the in-process ledger. */
+export interface InMemoryBudgetLedgerOptions {
+  /** Most budget totals kept; the least recently used beyond this are dropped. Default 100 000. */
+  readonly maxKeys?: number;
+  /** Most reservations one total keeps in its window; past it the budget reads as spent. Default 100 000. */
+  readonly maxEntriesPerKey?: number;
+  /** How long a reservation can be settled, ms; after that its reserved cost stands. Default 5 minutes. */
+  readonly settleWithinMs?: number;
+}
+
+interface Entry {
+  readonly id: string;
+  readonly ts: number;
+  cost: number;
+  readonly openUntil: number;
+}
+
+/** One budget's reservations in its window, oldest first, and their running total. */
+class Totals {
+  readonly entries: Entry[] = [];
+  head = 0;
+  total = 0;
+  readonly byId = new Map<string, Entry>();
+
+  /** Drops what left the window: amortised O(1) per reservation, each leaves once. */
+  expire(nowMs: number, windowMs: number): void {
+    while (this.head < this.entries.length && nowMs - this.entries[this.head].ts >= windowMs) {
+      const entry = this.entries[this.head++];
+      this.total -= entry.cost;
+      this.byId.delete(entry.id);
+    }
+    if (this.head === this.entries.length) {
+      this.entries.length = 0;
+      this.head = 0;
+      this.total = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.entries.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+
+  get size(): number {
+    return this.entries.length - this.head;
+  }
+
+  oldest(): Entry | undefined {
+    return this.entries[this.head];
+  }
+}
+
+/**
+ * Exact sliding-window budgets in this process: each total is the sum of the reservations made
+ * in the window, each at its settled (or still reserved) cost. Reserve, settle and expiry cost
+ * O(1) amortised; memory is bounded by maxKeys totals of at most maxEntriesPerKey reservations.
+ */
+export class InMemoryBudgetLedger implements BudgetLedger {
+  private readonly totals = new Map<string, Totals>();
+  private readonly maxKeys: number;
+  private readonly maxEntriesPerKey: number;
+  private readonly settleWithinMs: number;
+  private sequence = 0;
+
+  constructor(options: InMemoryBudgetLedgerOptions = {}) {
+    this.maxKeys = options.maxKeys ?? 100_000;
+    this.maxEntriesPerKey = options.maxEntriesPerKey ?? 100_000;
+    this.settleWithinMs = options.settleWithinMs ?? 300_000;
+  }
+
+  reserve(key: string, cost: number, limit: number, windowMs: number, nowMs: number): BudgetAnswer {
+    const totals = this.touch(key, nowMs, windowMs);
+    const wait = this.waitFor(totals, cost, limit, windowMs, nowMs);
+    if (wait > 0) return { retryAfterMs: wait };
+    const entry: Entry = { id: `${nowMs.toString(36)}.${(++this.sequence).toString(36)}`, ts: nowMs, cost, openUntil: nowMs + this.settleWithinMs };
+    totals.entries.push(entry);
+    totals.byId.set(entry.id, entry);
+    totals.total += cost;
+    return { id: entry.id };
+  }
+
+  peek(key: string, cost: number, limit: number, windowMs: number, nowMs: number): BudgetAnswer {
+    const totals = this.totals.get(key);
+    if (totals === undefined) return cost <= limit ? { id: '' } : { retryAfterMs: windowMs };
+    totals.expire(nowMs, windowMs);
+    const wait = this.waitFor(totals, cost, limit, windowMs, nowMs);
+    return wait > 0 ? { retryAfterMs: wait } : { id: '' };
+  }
+
+  settle(hold: BudgetHold, actualCost: number, nowMs: number): boolean {
+    const entry = this.totals.get(hold.key)?.byId.get(hold.id);
+    if (entry === undefined || nowMs > entry.openUntil) return false;
+    this.totals.get(hold.key)!.total += actualCost - entry.cost;
+    entry.cost = actualCost;
+    return true;
+  }
+
+  /** The window's total of a budget (tests, the sidecar's lease). */
+  spent(key: string, windowMs: number, nowMs: number): number {
+    const totals = this.totals.get(key);
+    if (totals === undefined) return 0;
+    totals.expire(nowMs, windowMs);
+    return totals.total;
+  }
+
+  // A total that cannot take the cost waits for its oldest reservation to leave the window.
+  private waitFor(totals: Totals, cost: number, limit: number, windowMs: number, nowMs: number): number {
+    if (totals.total + cost <= limit + 1e-9 && totals.size < this.maxEntriesPerKey) return 0;
+    const oldest = totals.oldest();
+    return oldest === undefined ? windowMs : Math.max(1, oldest.ts + windowMs - nowMs);
+  }
+
+  private touch(key: string, nowMs: number, windowMs: number): Totals {
+    let totals = this.totals.get(key);
+    if (totals !== undefined) {
+      this.totals.delete(key);
+    } else {
+      totals = new Totals();
+      if (this.totals.size >= this.maxKeys) this.totals.delete(this.totals.keys().next().value as string);
+    }
+    this.totals.set(key, totals);
+    totals.expire(nowMs, windowMs);
+    return totals;
+  }
+}
