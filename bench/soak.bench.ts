@@ -155,7 +155,7 @@ export async function runSoakBench(): Promise<BenchReport> {
     targets: results.flatMap(targetsOf),
     notes: [
       `Node ${process.version}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}); loopback; each entry point ${WARMUP_SECONDS} s warm-up then ${MINUTES} min at saturation ` +
-        `(${CONNECTIONS} autocannon connections for HTTP, ${CONNECTIONS} unary calls in flight on one channel, ${CONNECTIONS} requests outstanding on one stream, ${MCP_CLIENTS} MCP SDK clients), ` +
+        `(${CONNECTIONS} autocannon connections for /proxy/* and /enforce; for the PDP parts pdp.bench.ts's load, BENCH_PDP_IN_FLIGHT (100) connections, calls in flight on one channel or requests outstanding on one stream; ${MCP_CLIENTS} MCP SDK clients), ` +
         `throughput per ${INTERVAL_SECONDS} s, memory and event-loop delay sampled inside the subject every ${SAMPLE_SECONDS} s.`,
       `The load generator (this process) shares the cores with the subject, PostgreSQL and every other user of the machine; load average at each entry point's end: ${results.map((result) => `${result.name} ${result.loadAverage.map((value) => value.toFixed(1)).join('/')}`).join(', ')}.`,
       `Chart: ${path.relative(process.cwd(), chart)}.`,

@@ -85,6 +85,13 @@ describe('ags policy test', () => {
     expect(cases[2].failure?.[0].message).toContain('expected deny; got require_approval');
   });
 
+  it('decides on the session facts a test gives (labels, calls made earlier)', async () => {
+    const result = await ags('policy', 'test', `${FIXTURES}/session`);
+    expect(result.stdout).toContain(`PASS ${FIXTURES}/session/mail.test.yaml:2:5 mail after reading customer data is denied`);
+    expect(result.stdout).toContain('3 tests, 3 passed, 0 failed (1 file)');
+    expect(result.code).toBe(0);
+  });
+
   it('runs the policy files a test file names, relative to it', async () => {
     const result = await ags('policy', 'test', `${FIXTURES}/named/refunds.test.yaml`);
     expect(result.code).toBe(0);

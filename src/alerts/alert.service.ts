@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { DecisionEvent, DecisionEvents, QuotaRefusal } from '../decisions/decision-events';
 import { RequestFailure, RequestFailures } from '../decisions/request-failures';
 import { LOGGER } from '../logging/logging.module';
+import type { Alert } from './alert';
 import { ApprovalLinks } from '../approvals/approval-links';
 import { approvalAlert, openedApproval } from './approval-alert';
 import { AlertDelivery, DeliveryCounts } from './alert-delivery';
@@ -50,6 +51,15 @@ export class AlertService implements OnModuleInit, OnApplicationShutdown {
   get enabled(): boolean {
     const alerts = this.config.alerts;
     return alerts.webhookUrl !== undefined || alerts.chatWebhook !== undefined || alerts.email.enabled;
+  }
+
+  /**
+   * Sends an alert about the gateway's own policy lifecycle (a policy source that fails, a
+   * rollout step: docs/policies.md): always, when a provider is configured, whatever ALERT_ON
+   * says, as approvals are; rate-limited by ALERT_RATE_LIMIT like every alert.
+   */
+  notify(alert: Alert): void {
+    void this.delivery?.deliver([alert]);
   }
 
   /** What delivery has done since start (the gateway's metrics); null without a provider. */

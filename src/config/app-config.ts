@@ -79,8 +79,10 @@ export class AppConfig {
     maxBodyBytes: number;
   };
   readonly policies: {
-    /** POLICIES_FILE: loaded into the bootstrap organization at start and on SIGHUP. */
+    /** POLICIES_FILE: loaded into the bootstrap organization at start and on SIGHUP (not while POLICIES_GIT_URL is set). */
     file: string;
+    /** POLICIES_GIT_*: the bootstrap organization's policies kept in step with a git repository (docs/policies.md "Policies from git"). */
+    git?: PoliciesGitSettings;
   };
   readonly redis: {
     /** REDIS_URL: shared rate-limit counters and cross-instance events when set. */
@@ -166,7 +168,7 @@ export class AppConfig {
       proxy: {
         ...readProxyVariables(read),
       },
-      policies: { file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')) },
+      policies: { file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')), git: readPoliciesGit(read) },
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
       audit: {
         redact: readAuditRedact(read),
@@ -310,4 +312,32 @@ function readAlertsConfig(read: EnvReader): AlertsConfig {
   if (email.apiKey !== undefined && /[\r\n]/.test(email.apiKey)) read.errors.push('ALERT_EMAIL_API_KEY: must not contain line breaks');
   if (email.smtpUser !== undefined && email.smtpPass === undefined) read.errors.push('ALERT_SMTP_PASS: required with ALERT_SMTP_USER');
   return alerts;
+}
+
+/** Where an organization's policies come from when they are kept in git. */
+export interface PoliciesGitSettings {
+  /** POLICIES_GIT_URL: any URL git fetches from (`git://`, `https://`, `file://`), or a local path. */
+  url: string;
+  /** POLICIES_GIT_BRANCH (default main). */
+  branch: string;
+  /** POLICIES_GIT_PATH: the folder of the repository holding the policy and test files (default: the whole repository). */
+  path: string;
+  /** POLICIES_GIT_POLL_INTERVAL (default 60s): how often the branch is fetched, and a failed fetch retried. */
+  pollMs: number;
+  /** POLICIES_GIT_ALLOWED_SIGNERS: an SSH allowed-signers file; when set, a commit not signed by one of them is refused. */
+  allowedSigners?: string;
+}
+
+function readPoliciesGit(read: EnvReader): PoliciesGitSettings | undefined {
+  const url = read.optionalString('POLICIES_GIT_URL');
+  if (url === undefined) return undefined;
+  const signers = read.optionalString('POLICIES_GIT_ALLOWED_SIGNERS');
+  const folder = read.string('POLICIES_GIT_PATH', '.').replace(/^\/+|\/+$/g, '') || '.';
+  return {
+    url: /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url : path.resolve(url),
+    branch: read.string('POLICIES_GIT_BRANCH', 'main'),
+    path: folder,
+    pollMs: read.durationMs('POLICIES_GIT_POLL_INTERVAL', '60s', 1000),
+    ...(signers === undefined ? {} : { allowedSigners: path.resolve(signers) }),
+  };
 }

@@ -7,6 +7,7 @@ import { AppConfig } from '../config/app-config';
 import { Public } from '../common/auth-decorators';
 import { DatabaseConnection } from '../database/database-connection';
 import { AuditLag, AuditWriter } from '../audit/audit-writer';
+import { GitPolicySync } from '../policies/git-policy-sync';
 import { ShutdownState } from '../common/shutdown-state';
 import { MIGRATIONS } from '../database/migration-list';
 import { HealthReport, ReadinessReport, ServiceInfo } from './health.dto';
@@ -25,6 +26,7 @@ export class HealthController {
     private readonly connection: DatabaseConnection,
     private readonly audit: AuditWriter,
     private readonly shutdown: ShutdownState,
+    private readonly git: GitPolicySync,
   ) {}
 
   @Get('json')
@@ -85,7 +87,11 @@ export class HealthController {
     const lagReason = this.lagReason(this.audit.lag());
     if (lagReason !== null) reasons.push(lagReason);
     if (reasons.length > 0) response.status(503);
-    return { status: reasons.length > 0 ? 'not_ready' : 'ready', reasons, timestamp: new Date().toISOString() };
+    const git = this.git.status;
+    const report: ReadinessReport = { status: reasons.length > 0 ? 'not_ready' : 'ready', reasons, timestamp: new Date().toISOString() };
+    // Not a reason: the last good commit stays in force, so the instance still decides as it should.
+    if (git !== null) report.details = { policiesGit: git };
+    return report;
   }
 
   /** Decisions answered but not yet in the trail would be lost by a crash: past the bound, a load balancer or an operator must hear of it. */

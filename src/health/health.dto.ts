@@ -1,4 +1,5 @@
-import { ApiProperty } from '@nestjs/swagger';
+import type { GitSourceStatus } from '../policies/git-policy-sync';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 export class ServiceInfo {
   @ApiProperty({ example: 'Agent Governance Service' }) name: string;
@@ -49,4 +50,9 @@ export class ReadinessReport {
   })
   reasons: string[];
   @ApiProperty({ example: '2026-11-21T10:15:30.123Z' }) timestamp: string;
+  @ApiPropertyOptional({
+    description:
+      'With POLICIES_GIT_URL: `policiesGit`, the repository (`url` without credentials, `branch`), the `commit` in force, when it was applied and the branch last checked, and `error` (the commit refused or the fetch that failed, why, when) while the last good commit stays in force',
+  })
+  details?: { policiesGit: GitSourceStatus };
 }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { PolicySourcesModule } from '../policies/policy-sources.module';
 import { AlertsModule } from '../alerts/alerts.module';
 import { AuditModule } from '../audit/audit.module';
 import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
@@ -6,5 +7,5 @@ import { GatewayTelemetry } from './gateway-telemetry';
 import { HealthController } from './health.controller';
 
 /** How the gateway is doing: liveness and readiness (`/health`, `/health/ready`) and its metrics and spans. */
-@Module({ imports: [AuditModule, AlertsModule, GatewayDecisionsModule], controllers: [HealthController], providers: [GatewayTelemetry] })
+@Module({ imports: [AuditModule, AlertsModule, GatewayDecisionsModule, PolicySourcesModule], controllers: [HealthController], providers: [GatewayTelemetry] })
 export class HealthModule {}

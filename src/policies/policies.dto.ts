@@ -22,7 +22,7 @@ export class PolicyView {
   @ApiPropertyOptional({ enum: ['allow', 'deny'], description: 'Outcome when no allow rule of this policy fires' }) default?: string;
   @ApiProperty({ enum: ['enforce', 'shadow'], description: '`shadow`: evaluated and recorded on every decision, never enforced' }) mode: string;
   @ApiProperty({ type: [PolicyRuleView] }) rules: PolicyRuleView[];
-  @ApiProperty({ enum: ['api', 'file'] }) origin: string;
+  @ApiProperty({ enum: ['api', 'file', 'git'], description: '`git`: kept in the POLICIES_GIT_URL repository; the API refuses to change it' }) origin: string;
   @ApiProperty({ description: 'Organization policy version of this policy’s last change' }) version: number;
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;

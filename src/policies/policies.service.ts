@@ -20,7 +20,7 @@ import { forcedDetails, PolicyTestsService, testsFailed } from './policy-tests.s
 import { PolicyDetailView, PolicyListView, PolicyTestFailureView, PolicyVersionListView, PolicyView, ValidationResultView } from './policies.dto';
 
 /** Who changes policies: an admin token, the CLI, or the policies file. */
-export type PolicyActor = AdminPrincipal | { orgId: string; tokenId: 'cli' | 'file' };
+export type PolicyActor = AdminPrincipal | { orgId: string; tokenId: 'cli' | 'file' | `git:${string}` };
 
 interface Change {
   name: string;
@@ -68,6 +68,7 @@ export class PoliciesService {
     let created = false;
     await this.commit(actor, async (manager, version) => {
       const existing = await manager.getRepository(Policy).findOne({ where: { orgId: actor.orgId, name } });
+      refuseGitOwned(existing);
       if (existing === null) {
         await this.organizations.assertCanAdd(manager, actor.orgId, 'policies', () => manager.getRepository(Policy).count({ where: { orgId: actor.orgId } }));
         created = true;
@@ -89,6 +90,7 @@ export class PoliciesService {
     await this.commit(actor, async (manager, version) => {
       const existing = await manager.getRepository(Policy).findOne({ where: { orgId: actor.orgId, name } });
       if (existing === null) throw AppError.notFound('policy', name);
+      refuseGitOwned(existing);
       if (existing.definition.mode !== 'shadow') throw new AppError(ErrorCode.Conflict, `policy ${name} is already in force: only a shadow policy is promoted`);
       const { mode: _shadow, ...definition } = existing.definition;
       const source = stringify(definition);
@@ -100,6 +102,7 @@ export class PoliciesService {
 
   async remove(actor: PolicyActor, name: string, force = false): Promise<{ version: number }> {
     const version = await this.commit(actor, async (manager) => {
+      refuseGitOwned(await manager.getRepository(Policy).findOne({ where: { orgId: actor.orgId, name } }));
       const result = await manager.getRepository(Policy).delete({ orgId: actor.orgId, name });
       if (!result.affected) throw AppError.notFound('policy', name);
       return [{ name, kind: 'deleted', source: null }];
@@ -114,20 +117,34 @@ export class PoliciesService {
    * Returns the new version, or null when nothing changed.
    */
   async syncFromFile(orgId: string, definitions: PolicyDefinition[]): Promise<number | null> {
-    return this.commit({ orgId, tokenId: 'file' }, async (manager, version) => {
+    return this.syncOrigin({ orgId, tokenId: 'file' }, 'file', definitions);
+  }
+
+  /**
+   * Makes the organization's git-origin policies equal to a commit's (docs/policies.md "Policies
+   * from git"), as syncFromFile does for the file: one version, its history's actor naming the
+   * commit (`git:<sha>`). Null when the commit changes no policy.
+   */
+  async syncFromGit(orgId: string, definitions: PolicyDefinition[], commit: string): Promise<number | null> {
+    return this.syncOrigin({ orgId, tokenId: `git:${commit}` }, 'git', definitions);
+  }
+
+  private async syncOrigin(actor: { orgId: string; tokenId: 'file' | `git:${string}` }, origin: Exclude<PolicyOrigin, 'api'>, definitions: PolicyDefinition[]): Promise<number | null> {
+    const orgId = actor.orgId;
+    return this.commit(actor, async (manager, version) => {
       const repository = manager.getRepository(Policy);
       const current = new Map((await repository.find({ where: { orgId } })).map((policy) => [policy.name, policy]));
       const changes: Change[] = [];
       for (const definition of definitions) {
         const existing = current.get(definition.name) ?? null;
         const source = stringify(definition);
-        if (existing?.origin === 'file' && existing.source === source) continue;
-        await this.write(manager, orgId, definition, source, 'file', version, existing);
+        if (existing?.origin === origin && existing.source === source) continue;
+        await this.write(manager, orgId, definition, source, origin, version, existing);
         changes.push({ name: definition.name, kind: existing ? 'updated' : 'created', source });
       }
-      const inFile = new Set(definitions.map((definition) => definition.name));
+      const kept = new Set(definitions.map((definition) => definition.name));
       for (const policy of current.values()) {
-        if (policy.origin !== 'file' || inFile.has(policy.name)) continue;
+        if (policy.origin !== origin || kept.has(policy.name)) continue;
         await repository.delete({ orgId, name: policy.name });
         changes.push({ name: policy.name, kind: 'deleted', source: null });
       }
@@ -220,6 +237,11 @@ export class PoliciesService {
  */
 export function parseProposedSource(source: string): PolicyDefinition[] {
   return loadPolicyFileOrDocument(source, 'proposed');
+}
+
+/** A policy kept in git changes there, never through the API or the CLI: the next commit would undo the edit. */
+function refuseGitOwned(policy: Policy | null): void {
+  if (policy?.origin === 'git') throw new AppError(ErrorCode.Conflict, `policy ${policy.name} is kept in git (POLICIES_GIT_URL): change it in the repository`);
 }
 
 function toView(policy: Policy): PolicyView {

@@ -26,6 +26,8 @@ export class PolicyFileLoader implements OnApplicationBootstrap, OnApplicationSh
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
+    // A git repository, when configured, is where the bootstrap organization's policies come from instead.
+    if (this.config.policies.git !== undefined) return;
     await this.organizations.ensureBootstrapOrganization(this.config.auth.defaultPlan);
     await this.load();
     process.on('SIGHUP', this.onHangup);

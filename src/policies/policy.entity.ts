@@ -1,8 +1,8 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 import type { PolicyDefinition } from '../policy-engine/types';
 
-/** `file`: loaded from POLICIES_FILE (the file is authoritative for its names); `api`: made through the admin API. */
-export type PolicyOrigin = 'file' | 'api';
+/** `file`: loaded from POLICIES_FILE (the file is authoritative for its names); `git`: from POLICIES_GIT_URL (edited only there); `api`: made through the admin API. */
+export type PolicyOrigin = 'file' | 'git' | 'api';
 
 @Entity('policies')
 export class Policy {

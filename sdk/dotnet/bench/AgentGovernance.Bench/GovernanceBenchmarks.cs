@@ -26,8 +26,9 @@ public sealed record BenchSetup(Uri GatewayUrl, string GrpcAddress, string ApiKe
         Environment.GetEnvironmentVariable("AGENTGOV_BENCH_API_KEY")!,
         Environment.GetEnvironmentVariable("AGENTGOV_BENCH_AGENT_ID")!);
 
-    public AgentGovernanceOptions Options(bool cache, string walPath) => new()
+    public AgentGovernanceOptions Options(bool cache, string walPath, AuditDurability durability = AuditDurability.GroupCommit) => new()
     {
+        AuditDurability = durability,
         GatewayUrl = GatewayUrl,
         GrpcAddress = GrpcAddress,
         ApiKey = ApiKey,
@@ -65,10 +66,13 @@ public class GovernanceBenchmarks
     private GovernanceClient uncached = null!;
     private GovernanceClient cached = null!;
     private GovernanceClient governing = null!;
+    private GovernanceClient governingSync = null!;
     private Kernel bare = null!;
     private Kernel governed = null!;
     private KernelFunction bareRead = null!;
     private KernelFunction governedRead = null!;
+    private Kernel governedSync = null!;
+    private KernelFunction governedSyncRead = null!;
     private readonly KernelArguments kernelArguments = new() { ["path"] = "/tmp/bench.txt" };
 
     [GlobalSetup]
@@ -82,8 +86,12 @@ public class GovernanceBenchmarks
         bareRead = bare.Plugins.AddFromType<FilePlugin>("FilePlugin")["ReadFile"];
         governed = Kernel.CreateBuilder().Build().AddAgentGovernance(governing);
         governedRead = governed.Plugins.AddFromType<FilePlugin>("FilePlugin")["ReadFile"];
+        governingSync = new GovernanceClient(setup.Options(cache: true, Path.Combine(walDirectory, "governed-sync.wal"), AuditDurability.Sync));
+        governedSync = Kernel.CreateBuilder().Build().AddAgentGovernance(governingSync);
+        governedSyncRead = governedSync.Plugins.AddFromType<FilePlugin>("FilePlugin")["ReadFile"];
         WaitForCache(() => cached.CheckAsync("FilePlugin", "ReadFile", Arguments).GetAwaiter().GetResult());
         WaitForCache(() => governing.CheckAsync("FilePlugin", "ReadFile", Arguments).GetAwaiter().GetResult());
+        WaitForCache(() => governingSync.CheckAsync("FilePlugin", "ReadFile", Arguments).GetAwaiter().GetResult());
     }
 
     [GlobalCleanup]
@@ -92,6 +100,7 @@ public class GovernanceBenchmarks
         uncached.Dispose();
         cached.Dispose();
         governing.Dispose();
+        governingSync.Dispose();
         Directory.Delete(walDirectory, recursive: true);
     }
 
@@ -110,6 +119,10 @@ public class GovernanceBenchmarks
     [Benchmark(Description = "SK function call, governed (cached allow + audit)")]
     [BenchmarkCategory("filter")]
     public Task<FunctionResult> GovernedCall() => governedRead.InvokeAsync(governed, kernelArguments);
+
+    [Benchmark(Description = "SK function call, governed, AuditDurability.Sync (an fsync per call)")]
+    [BenchmarkCategory("filter")]
+    public Task<FunctionResult> GovernedSyncCall() => governedSyncRead.InvokeAsync(governedSync, kernelArguments);
 
     private static void WaitForCache(Func<PolicyDecision> check)
     {

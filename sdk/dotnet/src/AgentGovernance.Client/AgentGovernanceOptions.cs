@@ -32,7 +32,7 @@ public sealed class AgentGovernanceOptions
     /// </summary>
     public string DefaultTrustTier { get; set; } = "standard";
 
-    /// <summary>A denial throws <see cref="PolicyDeniedException"/> (default); when false it is a soft denial, and a timed-out check lets the call proceed.</summary>
+    /// <summary>A denial throws <see cref="PolicyDeniedException"/> (a timed-out check under fail-closed: <see cref="GatewayTimeoutException"/>) (default); when false it is a soft denial. Either way a denied call does not run.</summary>
     public bool ThrowOnDenied { get; set; } = true;
 
     /// <summary>How long a check may take, both transports together. Default 5.</summary>
@@ -56,8 +56,24 @@ public sealed class AgentGovernanceOptions
     /// <summary>The most decisions kept; the least recently used go first. Default 10,000.</summary>
     public int CacheMaxEntries { get; set; } = 10_000;
 
-    /// <summary>The audit write-ahead file. Default: <c>&lt;LocalApplicationData&gt;/agentgov/audit-&lt;AgentId&gt;.wal</c>. One live client per file.</summary>
+    /// <summary>
+    /// The audit write-ahead file; one live client per file. Default: one file per client and
+    /// process, <c>&lt;LocalApplicationData&gt;/agentgov/audit-&lt;AgentId&gt;-&lt;pid&gt;-&lt;n&gt;.wal</c>, so
+    /// replicas, a web garden, a CLI run beside the service and several clients in one app each
+    /// have their own; a client opening its default file first takes over what clients of
+    /// processes that are gone left unacknowledged in theirs.
+    /// </summary>
     public string? AuditWalPath { get; set; }
+
+    /// <summary>
+    /// When a recorded audit event is fsynced: <see cref="AuditDurability.GroupCommit"/> (default:
+    /// written to the file at once, fsynced with the others of its <see cref="AuditSyncInterval"/>)
+    /// or <see cref="AuditDurability.Sync"/> (fsynced before the call returns).
+    /// </summary>
+    public AuditDurability AuditDurability { get; set; } = AuditDurability.GroupCommit;
+
+    /// <summary>The group commit's window: at most this long between an event's write and its fsync. Default 100 ms, at most 10 s.</summary>
+    public TimeSpan AuditSyncInterval { get; set; } = TimeSpan.FromMilliseconds(100);
 
     /// <summary>Send queued audit events once this many wait. Default 50.</summary>
     public int AuditBatchSize { get; set; } = 50;
@@ -95,6 +111,8 @@ public sealed class AgentGovernanceOptions
             if (overrides.TrustTier is { } tier && string.IsNullOrWhiteSpace(tier)) problems.Add($"Plugins:{plugin}:TrustTier must not be empty");
         }
         if (!Enum.IsDefined(FailureMode)) problems.Add("FailureMode must be fail-closed or fail-open");
+        if (!Enum.IsDefined(AuditDurability)) problems.Add("AuditDurability must be GroupCommit or Sync");
+        if (AuditSyncInterval <= TimeSpan.Zero || AuditSyncInterval > TimeSpan.FromSeconds(10)) problems.Add("AuditSyncInterval must be more than 0 and at most 10 seconds");
         if (CacheMaxEntries < 0) problems.Add("CacheMaxEntries must be at least 0");
         if (AuditBatchSize < 1) problems.Add("AuditBatchSize must be at least 1");
         CheckSeconds(AuditFlushIntervalSeconds, nameof(AuditFlushIntervalSeconds), problems);
@@ -127,6 +145,21 @@ public sealed class PluginGovernanceOptions
 
     /// <summary>Whether a denial of this plugin's calls throws.</summary>
     public bool? ThrowOnDenied { get; set; }
+}
+
+/// <summary>When a recorded audit event is fsynced to the write-ahead file (README "Audit events").</summary>
+public enum AuditDurability
+{
+    /// <summary>
+    /// The default: written to the file before the call returns (a crash of the process loses
+    /// nothing), fsynced once per <see cref="AgentGovernanceOptions.AuditSyncInterval"/> for
+    /// every event of that window: a power loss or operating-system crash loses at most the
+    /// events of the last window.
+    /// </summary>
+    GroupCommit,
+
+    /// <summary>Fsynced before the call returns (events recorded together share one fsync): nothing recorded is lost, at about a millisecond per call.</summary>
+    Sync,
 }
 
 /// <summary>What a client does when the gateway cannot answer (README "What happens when").</summary>

@@ -26,4 +26,7 @@ public sealed record AuditRecord
 
     /// <summary>The trace id of the check.</summary>
     public string? TraceId { get; init; }
+
+    /// <summary>When the call happened; default: when the record is made. The gateway's entry is stamped with it, however late the event is delivered.</summary>
+    public DateTimeOffset? OccurredAt { get; init; }
 }

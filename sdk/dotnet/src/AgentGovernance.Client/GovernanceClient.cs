@@ -60,8 +60,10 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         follower = new PolicyChangeFollower(grpc, cache, TimeSpan.FromSeconds(options.TimeoutSeconds), logger);
         var auditTimeout = TimeSpan.FromSeconds(options.TimeoutSeconds);
         audits = new AuditBatcher(
-            WriteAheadLog.Open(options.AuditWalPath ?? DefaultWalPath(options.AgentId!)),
-            (auditEvent, token) => http.SendAuditAsync(auditEvent, auditTimeout, token),
+            options.AuditWalPath is { } walPath
+                ? WriteAheadLog.Open(walPath, options.AuditDurability, options.AuditSyncInterval)
+                : WriteAheadLog.OpenDefault(DefaultWalDirectory(), options.AgentId!, options.AuditDurability, options.AuditSyncInterval),
+            (batch, token) => http.SendAuditAsync(batch, auditTimeout, token),
             options.AuditBatchSize,
             TimeSpan.FromSeconds(options.AuditFlushIntervalSeconds),
             logger);
@@ -115,13 +117,20 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         var (request, call) = Prepare(pluginName, functionName, arguments, context);
         if (approvalId is not null) request = request with { ApprovalId = approvalId };
         var decision = await DecideAsync(request, call, cancellationToken).ConfigureAwait(false);
-        if (decision.Source is DecisionSource.Timeout or DecisionSource.FailOpen)
-        {
-            await RecordOutcomeAsync(request, arguments, decision, TimeSpan.Zero, FailureSummary(decision)).ConfigureAwait(false);
-        }
+        if (AppliedWithoutGateway(decision)) await RecordOutcomeAsync(request, arguments, decision, TimeSpan.Zero, AppliedSummary(decision)).ConfigureAwait(false);
         if (!decision.IsAllowed && call.ThrowOnDenied) throw DenialOf(pluginName, functionName, decision);
         return decision;
     }
+
+    /// <summary>
+    /// A decision the gateway's trail does not hold yet: one from the cache (recorded as a cached
+    /// decision naming the one it reused), or the client's own when the gateway did not answer.
+    /// </summary>
+    private static bool AppliedWithoutGateway(PolicyDecision decision) =>
+        decision.Source is DecisionSource.Cache or DecisionSource.Timeout or DecisionSource.FailOpen;
+
+    private static string AppliedSummary(PolicyDecision decision) =>
+        decision.Source == DecisionSource.Cache ? $"cached {decision.Decision}" : FailureSummary(decision);
 
     /// <summary>
     /// A pending call's outcome: its approval waited for, then, once approved, the identical call
@@ -137,8 +146,13 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         return pending with { IsPending = false, Reason = $"Approval {pending.ApprovalId} {why}: {pending.Reason}" };
     }
 
-    private static PolicyDeniedException DenialOf(string pluginName, string functionName, PolicyDecision decision) =>
-        decision.IsPending ? new ApprovalPendingException(pluginName, functionName, decision) : new PolicyDeniedException(pluginName, functionName, decision);
+    /// <summary>A timeout is thrown as what it is (naming what timed out); a policy's denial as a denial.</summary>
+    private static AgentGovernanceException DenialOf(string pluginName, string functionName, PolicyDecision decision) => decision switch
+    {
+        { Source: DecisionSource.Timeout } => new GatewayTimeoutException(decision.Reason),
+        { IsPending: true } => new ApprovalPendingException(pluginName, functionName, decision),
+        _ => new PolicyDeniedException(pluginName, functionName, decision),
+    };
 
     /// <inheritdoc />
     public async Task<string> AuditAsync(AuditRecord record, CancellationToken cancellationToken = default)
@@ -160,6 +174,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         if (decision.IsPending) decision = await AfterApprovalAsync(request, decision, call, cancellationToken).ConfigureAwait(false);
         if (!decision.IsAllowed)
         {
+            if (AppliedWithoutGateway(decision)) await RecordOutcomeAsync(request, arguments, decision, TimeSpan.Zero, AppliedSummary(decision)).ConfigureAwait(false);
             if (call.ThrowOnDenied) throw DenialOf(pluginName, functionName, decision);
             return new GuardResult<T>(decision, default);
         }
@@ -228,10 +243,11 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     }
 
     /// <summary>
-    /// The cache's answer, else the gateway's; without one, a timeout proceeds when ThrowOnDenied
-    /// is false, fail-open proceeds, and otherwise the failure is thrown. A refusal is always
-    /// thrown (it is an answer, not an outage), and so is the caller's cancellation: a cancelled
-    /// check never turns into an allow.
+    /// The cache's answer, else the gateway's; without one, fail-open proceeds, and fail-closed
+    /// denies a timeout (a denial with source Timeout, thrown as a GatewayTimeoutException when
+    /// ThrowOnDenied is true: how a denial is shown never changes whether the call runs) and
+    /// throws an outage. A refusal is always thrown (it is an answer, not an outage), and so is
+    /// the caller's cancellation: a cancelled check never turns into an allow.
     /// </summary>
     private async Task<PolicyDecision> DecideAsync(CheckRequest request, PluginCallOptions call, CancellationToken cancellationToken)
     {
@@ -245,9 +261,9 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         }
         catch (GatewayTimeoutException error) when (!cancellationToken.IsCancellationRequested)
         {
-            if (!call.ThrowOnDenied) return Proceeding(DecisionSource.Timeout, error);
-            if (options.FailureMode == FailureMode.FailOpen) return Proceeding(DecisionSource.FailOpen, error);
-            throw;
+            var timedOut = new GatewayTimeoutException($"The check of {request.Plugin}.{request.Function} timed out: {error.Message}", error);
+            if (options.FailureMode == FailureMode.FailOpen) return Proceeding(DecisionSource.Timeout, timedOut);
+            return new PolicyDecision { IsAllowed = false, Reason = timedOut.Message, Enforced = true, Source = DecisionSource.Timeout };
         }
         catch (GatewayUnavailableException error) when (!cancellationToken.IsCancellationRequested && options.FailureMode == FailureMode.FailOpen)
         {
@@ -293,7 +309,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     }
 
     private static string FailureSummary(PolicyDecision decision) =>
-        $"{(decision.Source == DecisionSource.FailOpen ? "fail-open" : "timeout")}: allowed without a gateway decision ({decision.Reason})";
+        $"{(decision.Source == DecisionSource.FailOpen ? "fail-open" : "timeout")}: {(decision.IsAllowed ? "allowed" : "denied")} without a gateway decision ({decision.Reason})";
 
     /// <summary>A call that ran without a gateway decision says so in its audit event.</summary>
     private static string Flagged(PolicyDecision decision, string summary) =>
@@ -314,7 +330,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
             DecisionId = decision.DecisionId,
             TraceId = decision.TraceId,
         };
-        return audits.RecordAsync(new AuditEvent(eventId, AuditJson(eventId, record)));
+        return audits.RecordAsync(new AuditEvent(eventId, AuditJson(eventId, record, cached: decision.Source == DecisionSource.Cache && decision.DecisionId.Length > 0)));
     }
 
     /// <summary>
@@ -322,7 +338,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     /// summary or a duration out of range as malformed, and a refused event is dropped, so the
     /// caller would have been told an event was recorded that never reaches the trail.
     /// </summary>
-    private byte[] AuditJson(string eventId, AuditRecord record)
+    private byte[] AuditJson(string eventId, AuditRecord record, bool cached = false)
     {
         var milliseconds = record.Duration.TotalMilliseconds;
         milliseconds = double.IsNaN(milliseconds) ? 0 : Math.Round(Math.Clamp(milliseconds, 0, MaxDurationMs), 3);
@@ -344,6 +360,9 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
             if (!string.IsNullOrEmpty(record.ResultSummary)) writer.WriteString("resultSummary", record.ResultSummary.Length > MaxSummaryLength ? record.ResultSummary[..MaxSummaryLength] : record.ResultSummary);
             if (!string.IsNullOrEmpty(record.DecisionId)) writer.WriteString("decisionId", record.DecisionId);
             if (!string.IsNullOrEmpty(record.TraceId)) writer.WriteString("traceId", record.TraceId);
+            // When the call happened: an event delivered late (offline, retried) is stamped with it, not with its delivery.
+            writer.WriteString("occurredAt", (record.OccurredAt ?? DateTimeOffset.UtcNow).UtcDateTime.ToString("yyyy-MM-dd'T'HH:mm:ss.fff'Z'", CultureInfo.InvariantCulture));
+            if (cached) writer.WriteBoolean("cached", true);
             writer.WriteEndObject();
         }
         return body.ToArray();
@@ -370,8 +389,8 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         return options.GrpcAddress.Contains("://", StringComparison.Ordinal) ? new Uri(options.GrpcAddress) : new Uri($"{gateway.Scheme}://{options.GrpcAddress}");
     }
 
-    private static string DefaultWalPath(string agentId) =>
-        Path.Combine(Environment.GetFolderPath(Environment.SpecialFolder.LocalApplicationData, Environment.SpecialFolderOption.Create), "agentgov", $"audit-{agentId}.wal");
+    private static string DefaultWalDirectory() =>
+        Path.Combine(Environment.GetFolderPath(Environment.SpecialFolder.LocalApplicationData, Environment.SpecialFolderOption.Create), "agentgov");
 
     [LoggerMessage(Level = LogLevel.Information, Message = "gRPC cannot connect; checks use HTTP for {Seconds} s: {Reason}")]
     private static partial void LogGrpcDown(ILogger logger, double seconds, string reason);

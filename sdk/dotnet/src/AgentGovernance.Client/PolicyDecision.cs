@@ -12,7 +12,7 @@ public enum DecisionSource
     /// <summary>The decision cache: an earlier cacheable answer on the current policy version.</summary>
     Cache,
 
-    /// <summary>No answer within the timeout and ThrowOnDenied was false: the call proceeds without a decision.</summary>
+    /// <summary>No answer within the timeout: denied under fail-closed (whatever ThrowOnDenied says), allowed under fail-open.</summary>
     Timeout,
 
     /// <summary>The gateway could not answer and the failure mode is fail-open: the call proceeds without a decision.</summary>

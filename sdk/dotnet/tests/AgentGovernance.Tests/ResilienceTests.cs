@@ -41,7 +41,7 @@ public sealed class ResilienceTests(GatewayFixture fixture) : IAsyncLifetime
     }
 
     [Fact]
-    public async Task A_stalled_gateway_lets_the_call_proceed_when_ThrowOnDenied_is_false_and_says_so_in_the_audit()
+    public async Task A_stalled_gateway_denies_under_fail_closed_when_ThrowOnDenied_is_false_and_says_so_in_the_audit()
     {
         await using var stalled = new StalledServer();
         var client = Client(options =>
@@ -52,15 +52,21 @@ public sealed class ResilienceTests(GatewayFixture fixture) : IAsyncLifetime
             options.Plugins["FilePlugin"] = new PluginGovernanceOptions { TimeoutSeconds = 0.3, ThrowOnDenied = false };
         });
         var started = Stopwatch.StartNew();
+        var ran = false;
 
-        var guarded = await client.GuardAsync("FilePlugin", "ReadFile", Path("/tmp/a"), _ => Task.FromResult("ran"));
+        var guarded = await client.GuardAsync("FilePlugin", "ReadFile", Path("/tmp/a"), _ =>
+        {
+            ran = true;
+            return Task.FromResult("ran");
+        });
         var decision = await client.CheckAsync("FilePlugin", "ReadFile", Path("/tmp/a"));
 
-        Assert.Equal("ran", guarded.Value);
-        Assert.Equal(DecisionSource.Timeout, guarded.Decision.Source);
-        Assert.True(decision.IsAllowed);
-        Assert.False(decision.Enforced);
-        Assert.Equal(DecisionSource.Timeout, decision.Source);
+        Assert.False(ran);
+        Assert.Null(guarded.Value);
+        Assert.Equal((false, DecisionSource.Timeout), (guarded.Decision.IsAllowed, guarded.Decision.Source));
+        Assert.Equal((false, DecisionSource.Timeout), (decision.IsAllowed, decision.Source));
+        Assert.StartsWith("The check of FilePlugin.ReadFile timed out: ", decision.Reason, StringComparison.Ordinal);
+        Assert.EndsWith("no answer within 0.3 s", decision.Reason, StringComparison.Ordinal);
         Assert.True(started.Elapsed < TimeSpan.FromSeconds(5));
         Assert.Equal(2, client.PendingAuditCount);
         // Another plugin keeps the client-wide timeout and ThrowOnDenied.

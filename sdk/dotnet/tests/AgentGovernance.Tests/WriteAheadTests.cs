@@ -133,15 +133,76 @@ public sealed class WriteAheadTests(GatewayFixture fixture) : IAsyncLifetime
 
     private static AuditRecord Record(string summary) => new() { PluginName = "FilePlugin", FunctionName = "ReadFile", Allowed = true, Duration = TimeSpan.FromMilliseconds(1), ResultSummary = summary };
 
-    private Process StartAuditWriter(string walPath)
+    [Fact]
+    public async Task Two_processes_of_one_app_run_at_once_each_on_its_own_default_file()
+    {
+        var dataHome = Path.Combine(clients.WalDirectory, "data-home");
+        using var first = StartAuditWriter("-", "send", dataHome);
+        using var second = StartAuditWriter("-", "send", dataHome);
+
+        var answers = await Task.WhenAll(first.StandardOutput.ReadToEndAsync(), second.StandardOutput.ReadToEndAsync(), first.StandardError.ReadToEndAsync(), second.StandardError.ReadToEndAsync()).WaitAsync(TimeSpan.FromSeconds(60));
+        await Task.WhenAll(first.WaitForExitAsync(), second.WaitForExitAsync());
+
+        Assert.True(first.ExitCode == 0 && second.ExitCode == 0, $"{first.ExitCode} {answers[2]} / {second.ExitCode} {answers[3]}");
+        Assert.Equal(("sent\n", "sent\n"), (answers[0], answers[1]));
+        Assert.Equal(2 * Events, (await fixture.Gateway.WaitForOutcomesAsync(agentId, 2 * Events)).Count);
+        var files = Directory.GetFiles(Path.Combine(dataHome, "agentgov"), "*.wal").Select(Path.GetFileName).Order().ToList();
+        Assert.Equal([$"audit-{agentId}-{first.Id}-0.wal", $"audit-{agentId}-{second.Id}-0.wal"], files.Order());
+    }
+
+    [Fact]
+    public async Task A_process_takes_over_what_a_dead_process_of_the_app_left_in_its_default_file()
+    {
+        var dataHome = Path.Combine(clients.WalDirectory, "data-home");
+        int deadId;
+        using (var dead = StartAuditWriter("-", "kill", dataHome, gatewayUrl: new Uri($"http://127.0.0.1:{GatewayProcess.FreePort()}")))
+        {
+            deadId = dead.Id;
+            Assert.Equal("written", await dead.StandardOutput.ReadLineAsync().WaitAsync(TimeSpan.FromSeconds(60)));
+            dead.Kill();
+            await dead.WaitForExitAsync();
+        }
+        var left = Path.Combine(dataHome, "agentgov", $"audit-{agentId}-{deadId}-0.wal");
+        Assert.Equal(Events, File.ReadAllLines(left).Length);
+
+        using var next = StartAuditWriter("-", "send", dataHome, count: 0);
+        Assert.Equal("sent", await next.StandardOutput.ReadLineAsync().WaitAsync(TimeSpan.FromSeconds(60)));
+        await next.WaitForExitAsync();
+
+        Assert.Equal(Events, (await fixture.Gateway.WaitForOutcomesAsync(agentId, Events)).Count);
+        Assert.False(File.Exists(left));
+    }
+
+    [Fact]
+    public async Task Several_keyed_clients_of_one_agent_in_one_app_each_have_their_own_default_file()
+    {
+        var dataHome = Path.Combine(clients.WalDirectory, "data-home");
+        using var app = StartAuditWriter("-", "keyed", dataHome);
+
+        Assert.Equal("sent", await app.StandardOutput.ReadLineAsync().WaitAsync(TimeSpan.FromSeconds(60)));
+        await app.WaitForExitAsync();
+
+        Assert.Equal(0, app.ExitCode);
+        var outcomes = await fixture.Gateway.WaitForOutcomesAsync(agentId, 2 * Events);
+        Assert.Equal(Events, outcomes.Count(entry => entry.GetProperty("details").GetProperty("resultSummary").GetString()!.StartsWith("a ", StringComparison.Ordinal)));
+        Assert.Equal(Events, outcomes.Count(entry => entry.GetProperty("details").GetProperty("resultSummary").GetString()!.StartsWith("b ", StringComparison.Ordinal)));
+    }
+
+    /// <summary>
+    /// A process of an app on this agent (AgentGovernance.AuditWriter): <paramref name="walPath"/>
+    /// "-" for the default file, under <paramref name="dataHome"/> as its LocalApplicationData.
+    /// </summary>
+    private Process StartAuditWriter(string walPath, string mode = "kill", string? dataHome = null, Uri? gatewayUrl = null, int count = Events)
     {
         var writer = Path.Combine(AppContext.BaseDirectory.Replace("AgentGovernance.Tests", "AgentGovernance.AuditWriter", StringComparison.Ordinal), "AgentGovernance.AuditWriter.dll");
         Assert.True(File.Exists(writer), $"{writer} is missing (built with the tests)");
-        var start = new ProcessStartInfo("dotnet", [writer, fixture.Gateway.Url.ToString(), fixture.ApiKey, agentId, walPath, Events.ToString(System.Globalization.CultureInfo.InvariantCulture)])
+        var start = new ProcessStartInfo("dotnet", [writer, (gatewayUrl ?? fixture.Gateway.Url).ToString(), fixture.ApiKey, agentId, walPath, count.ToString(System.Globalization.CultureInfo.InvariantCulture), mode])
         {
             RedirectStandardOutput = true,
+            RedirectStandardError = true,
             UseShellExecute = false,
         };
+        if (dataHome is not null) start.Environment["XDG_DATA_HOME"] = dataHome;
         return Process.Start(start)!;
     }
 }

@@ -1,21 +1,24 @@
+using System.Globalization;
+using System.Text.RegularExpressions;
 using Microsoft.Extensions.Logging;
 
 namespace AgentGovernance.Internal;
 
 /// <summary>
 /// Audit events on their way to the gateway: each is written ahead before <see cref="RecordAsync"/>
-/// completes, then sent (every <c>batchSize</c> events or <c>interval</c>) and acknowledged in the
-/// file once the gateway has it. What a crash left unacknowledged is sent again on the next
-/// start; its eventId makes the gateway record it once. An event the gateway refuses as
-/// malformed or for an unknown agent is dropped (a resend cannot fix it); any other failure
-/// keeps it for the next round, backing off.
+/// completes, then sent in batches (one <c>POST /v1/audit</c> of up to <c>batchSize</c> events,
+/// every <c>batchSize</c> events or <c>interval</c>) and acknowledged in the file once the gateway
+/// has them. What a crash left unacknowledged is sent again on the next start; its eventId makes
+/// the gateway record it once. An event the gateway refuses (it names it by index) is dropped, a
+/// resend cannot fix it, and the rest of its batch goes again at once; any other failure keeps
+/// the batch for the next round, backing off.
 /// </summary>
 internal sealed partial class AuditBatcher : IAsyncDisposable
 {
     private static readonly TimeSpan MaxBackoff = TimeSpan.FromSeconds(30);
 
     private readonly WriteAheadLog log;
-    private readonly Func<AuditEvent, CancellationToken, Task> send;
+    private readonly Func<IReadOnlyList<AuditEvent>, CancellationToken, Task> send;
     private readonly int batchSize;
     private readonly TimeSpan interval;
     private readonly ILogger logger;
@@ -27,14 +30,14 @@ internal sealed partial class AuditBatcher : IAsyncDisposable
     private readonly Task loop;
     private TimeSpan backoff = TimeSpan.Zero;
 
-    public AuditBatcher(WriteAheadLog log, Func<AuditEvent, CancellationToken, Task> send, int batchSize, TimeSpan interval, ILogger logger)
+    public AuditBatcher(WriteAheadLog log, Func<IReadOnlyList<AuditEvent>, CancellationToken, Task> send, int batchSize, TimeSpan interval, ILogger logger)
     {
         this.log = log;
         this.send = send;
         this.batchSize = batchSize;
         this.interval = interval;
         this.logger = logger;
-        pending = [.. log.Unacknowledged];
+        pending = [.. log.Unacknowledged, .. log.Adopted];
         loop = Task.Run(RunAsync);
         if (pending.Count > 0) wake.Release();
     }
@@ -136,36 +139,46 @@ internal sealed partial class AuditBatcher : IAsyncDisposable
         while (!failed && !stopping.IsCancellationRequested)
         {
             List<AuditEvent> batch;
-            lock (sync) batch = pending.Take(batchSize).ToList();
+            lock (sync) batch = pending.Count <= batchSize ? [.. pending] : pending.GetRange(0, batchSize);
             if (batch.Count == 0) break;
-            var done = new List<string>(batch.Count);
-            foreach (var auditEvent in batch)
+            try
             {
-                try
-                {
-                    await send(auditEvent, stopping.Token).ConfigureAwait(false);
-                }
-                catch (GatewayRejectedException error) when (error.Code is GatewayRejection.InvalidArgument or GatewayRejection.NotFound)
-                {
-                    LogDropped(logger, auditEvent.EventId, error.Message);
-                }
-                catch (Exception error) when (error is AgentGovernanceException or OperationCanceledException)
-                {
-                    failed = true;
-                    backoff = TimeSpan.FromTicks(Math.Min(MaxBackoff.Ticks, Math.Max(interval.Ticks, backoff.Ticks * 2)));
-                    LogRetry(logger, backoff.TotalSeconds, error.Message);
-                    break;
-                }
-                done.Add(auditEvent.EventId);
+                await send(batch, stopping.Token).ConfigureAwait(false);
+                await AcknowledgeAsync(batch).ConfigureAwait(false);
             }
-            if (done.Count > 0) await AcknowledgeAsync(done).ConfigureAwait(false);
+            catch (GatewayRejectedException error) when (error.Code is GatewayRejection.InvalidArgument or GatewayRejection.NotFound)
+            {
+                await AcknowledgeAsync(Refused(batch, error)).ConfigureAwait(false);
+            }
+            catch (Exception error) when (error is AgentGovernanceException or OperationCanceledException)
+            {
+                failed = true;
+                backoff = TimeSpan.FromTicks(Math.Min(MaxBackoff.Ticks, Math.Max(interval.Ticks, backoff.Ticks * 2)));
+                LogRetry(logger, backoff.TotalSeconds, error.Message);
+            }
         }
         if (!failed) backoff = TimeSpan.Zero;
         AnswerFlushes(failed);
     }
 
-    private async Task AcknowledgeAsync(List<string> eventIds)
+    /// <summary>
+    /// The events of a refused batch that the gateway named (<c>events.&lt;index&gt;.</c>), dropped
+    /// with a warning; when it named none, the whole batch: the body itself was refused.
+    /// </summary>
+    private List<AuditEvent> Refused(List<AuditEvent> batch, GatewayRejectedException error)
     {
+        var named = RefusedIndex().Matches(error.Message).Select(match => int.Parse(match.Groups[1].ValueSpan, CultureInfo.InvariantCulture)).Where(index => index < batch.Count).ToHashSet();
+        var refused = named.Count == 0 ? batch : [.. named.Order().Select(index => batch[index])];
+        foreach (var auditEvent in refused) LogDropped(logger, auditEvent.EventId, error.Message);
+        return refused;
+    }
+
+    [GeneratedRegex(@"\bevents\.(\d{1,3})\.")]
+    private static partial Regex RefusedIndex();
+
+    private async Task AcknowledgeAsync(List<AuditEvent> events)
+    {
+        var eventIds = events.ConvertAll(auditEvent => auditEvent.EventId);
         var acknowledged = eventIds.ToHashSet(StringComparer.Ordinal);
         lock (sync) pending.RemoveAll(auditEvent => acknowledged.Contains(auditEvent.EventId));
         try

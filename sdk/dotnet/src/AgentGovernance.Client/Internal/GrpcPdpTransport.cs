@@ -14,9 +14,11 @@ internal sealed class GrpcPdpTransport : IDisposable
     private readonly GrpcChannel channel;
     private readonly PolicyDecisionPoint.PolicyDecisionPointClient client;
     private readonly Metadata headers;
+    private readonly Uri address;
 
     public GrpcPdpTransport(Uri address, string apiKey, TimeSpan maxReconnectBackoff)
     {
+        this.address = address;
         channel = GrpcChannel.ForAddress(address, new GrpcChannelOptions
         {
             HttpHandler = new SocketsHttpHandler
@@ -52,6 +54,11 @@ internal sealed class GrpcPdpTransport : IDisposable
             var answer = await client.EvaluateAsync(message, new Grpc.Core.CallOptions(headers, DateTime.UtcNow + timeout, cancellationToken)).ConfigureAwait(false);
             return DecisionOf(answer);
         }
+        catch (RpcException error) when (error.StatusCode == StatusCode.DeadlineExceeded)
+        {
+            cancellationToken.ThrowIfCancellationRequested();
+            throw new GatewayTimeoutException(string.Create(CultureInfo.InvariantCulture, $"gRPC Evaluate at {address.Authority}: no answer within {timeout.TotalSeconds:0.###} s"), error);
+        }
         catch (RpcException error)
         {
             cancellationToken.ThrowIfCancellationRequested();
@@ -81,7 +88,7 @@ internal sealed class GrpcPdpTransport : IDisposable
             _ => (GatewayRejection?)null,
         };
         if (rejection is { } code) return new GatewayRejectedException(code, error.Status.Detail, RetryAfterOf(error.Trailers.GetValue("retry-after")));
-        if (error.StatusCode == StatusCode.DeadlineExceeded) return new GatewayTimeoutException($"gRPC: {error.Status.Detail}", error);
+        if (error.StatusCode == StatusCode.DeadlineExceeded) return new GatewayTimeoutException($"gRPC: no answer within the deadline ({error.Status.Detail})", error);
         return new GatewayUnavailableException($"gRPC {error.StatusCode}: {error.Status.Detail}", cannotConnect: error.StatusCode == StatusCode.Unavailable, error);
     }
 

@@ -1,17 +1,23 @@
 using System.Runtime.InteropServices;
 using System.Text;
 using System.Text.Json;
-using System.Threading.Channels;
+using System.Globalization;
+using Microsoft.Win32.SafeHandles;
 
 namespace AgentGovernance.Internal;
 
 /// <summary>
 /// The audit events' write-ahead file, in the format the Python and TypeScript SDKs write: one
-/// JSON line <c>{"event": {...}}</c> per event, appended and fsynced before the caller hears
-/// back (events appended together share one fsync), and one line <c>{"ack": [ids]}</c> per
-/// batch the gateway took. Emptied when nothing is left unacknowledged, rewritten with only the
-/// unacknowledged events when it grows. One live client per file: <c>&lt;file&gt;.lock</c> is held
-/// exclusively (an OS lock, so a crashed process leaves no stale lock).
+/// JSON line <c>{"event": {...}}</c> per event, and one line <c>{"ack": [ids]}</c> per batch the
+/// gateway took. Each event is written to the file (the operating system has it: a crash of the
+/// process loses nothing) before <see cref="AppendAsync"/> completes; it is fsynced
+/// (<see cref="AuditDurability"/>) either with the next group commit, at most
+/// <c>syncInterval</c> later, one fsync for every event of that window (a power loss or an
+/// operating-system crash loses at most that window's events), or before AppendAsync completes
+/// (<c>Sync</c>: events appended together still share one fsync). Emptied when nothing is left
+/// unacknowledged, rewritten with only the unacknowledged events when it grows. One live client
+/// per file: <c>&lt;file&gt;.lock</c> is held exclusively (an OS lock, so a crashed process leaves
+/// no stale lock).
 /// </summary>
 internal sealed partial class WriteAheadLog : IAsyncDisposable
 {
@@ -20,35 +26,72 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
 
     private readonly string path;
     private readonly FileStream lockFile;
-    private readonly SemaphoreSlim gate = new(1, 1);
+    private readonly AuditDurability durability;
+    private readonly TimeSpan syncInterval;
+    private readonly object sync = new();
     private readonly OrderedDictionary<string, byte[]> open = new(StringComparer.Ordinal);
-    private readonly Channel<PendingAppend> appends = Channel.CreateUnbounded<PendingAppend>(new UnboundedChannelOptions { SingleReader = true });
-    private readonly Task writer;
+    private readonly SemaphoreSlim syncRequested = new(0);
+    private readonly CancellationTokenSource closing = new();
+    private readonly Task syncer;
+    private List<TaskCompletionSource> syncWaiters = [];
     private FileStream file;
     private long appendedBytes;
+    private bool dirty;
+    private bool closed;
 
-    private WriteAheadLog(string path, FileStream lockFile, IReadOnlyList<AuditEvent> unacknowledged)
+    private WriteAheadLog(string path, FileStream lockFile, IReadOnlyList<AuditEvent> unacknowledged, AuditDurability durability, TimeSpan syncInterval)
     {
         this.path = path;
         this.lockFile = lockFile;
+        this.durability = durability;
+        this.syncInterval = syncInterval;
         foreach (var auditEvent in unacknowledged) open[auditEvent.EventId] = auditEvent.Json;
         Unacknowledged = unacknowledged;
         file = Rewrite(previous: null);
-        writer = Task.Run(WriteAppendsAsync);
+        syncer = Task.Run(SyncLoopAsync);
     }
 
     /// <summary>The events the file held unacknowledged when it was opened, in the order written.</summary>
     public IReadOnlyList<AuditEvent> Unacknowledged { get; }
 
+    /// <summary>The file's path.</summary>
+    public string FilePath => path;
+
     /// <summary>Opens (creating) the file, taking its lock, or throws when another live client holds it.</summary>
-    public static WriteAheadLog Open(string path)
+    public static WriteAheadLog Open(string path, AuditDurability durability, TimeSpan syncInterval)
     {
         var fullPath = Path.GetFullPath(path);
         Directory.CreateDirectory(Path.GetDirectoryName(fullPath)!);
-        var lockFile = TakeLock(fullPath);
+        var lockFile = TakeLock(fullPath) ?? throw new InvalidOperationException($"the audit write-ahead file {fullPath} is in use by another client; give each client its own AuditWalPath");
+        return Opened(fullPath, lockFile, durability, syncInterval);
+    }
+
+    /// <summary>
+    /// The default file of one client of <paramref name="agentId"/> in this process
+    /// (<c>audit-&lt;agent&gt;-&lt;pid&gt;-&lt;n&gt;.wal</c> in <paramref name="directory"/>, the first
+    /// <c>n</c> no live client holds), having first taken over what clients of processes that
+    /// are gone left unacknowledged in theirs (their files are removed once their events are in this one).
+    /// </summary>
+    public static WriteAheadLog OpenDefault(string directory, string agentId, AuditDurability durability, TimeSpan syncInterval)
+    {
+        Directory.CreateDirectory(directory);
+        var prefix = $"audit-{FileNameOf(agentId)}-";
+        var own = $"{prefix}{Environment.ProcessId.ToString(CultureInfo.InvariantCulture)}-";
+        for (var slot = 0; ; slot++)
+        {
+            var candidate = Path.Combine(directory, $"{own}{slot.ToString(CultureInfo.InvariantCulture)}.wal");
+            if (TakeLock(candidate) is not { } lockFile) continue;
+            var log = Opened(candidate, lockFile, durability, syncInterval);
+            log.AdoptOrphans(directory, prefix);
+            return log;
+        }
+    }
+
+    private static WriteAheadLog Opened(string fullPath, FileStream lockFile, AuditDurability durability, TimeSpan syncInterval)
+    {
         try
         {
-            return new WriteAheadLog(fullPath, lockFile, ReadUnacknowledged(fullPath));
+            return new WriteAheadLog(fullPath, lockFile, ReadUnacknowledged(fullPath), durability, syncInterval);
         }
         catch
         {
@@ -57,25 +100,70 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
         }
     }
 
-    /// <summary>Appends the event; completes once it is on disk.</summary>
+    /// <summary>Events taken over from files of clients that are gone, in the order they were written.</summary>
+    public List<AuditEvent> Adopted { get; } = [];
+
+    /// <summary>
+    /// Takes over the unacknowledged events of every other file of this agent whose lock no live
+    /// client holds: written (fsynced) into this file first, then the orphan removed, so a crash
+    /// in between only means a resend, which the gateway records once.
+    /// </summary>
+    private void AdoptOrphans(string directory, string prefix)
+    {
+        // audit-<agent>.wal: the one default file of earlier versions.
+        var legacy = Path.Combine(directory, $"{prefix[..^1]}.wal");
+        foreach (var orphan in Directory.EnumerateFiles(directory, $"{prefix}*.wal").Append(legacy).Where(File.Exists))
+        {
+            if (string.Equals(orphan, path, StringComparison.Ordinal)) continue;
+            using var orphanLock = TakeLock(orphan);
+            if (orphanLock is null) continue;
+            var events = ReadUnacknowledged(orphan).Where(auditEvent => !open.ContainsKey(auditEvent.EventId)).ToList();
+            if (events.Count > 0)
+            {
+                lock (sync)
+                {
+                    foreach (var auditEvent in events) Write(auditEvent);
+                    file.Flush(flushToDisk: true);
+                    dirty = false;
+                }
+                Adopted.AddRange(events);
+            }
+            File.Delete(orphan);
+            File.Delete(orphan + ".lock");
+        }
+    }
+
+    /// <summary>Writes the event; completes once it is in the file, or fsynced too under <see cref="AuditDurability.Sync"/>.</summary>
     public Task AppendAsync(AuditEvent auditEvent)
     {
-        var pending = new PendingAppend(auditEvent, new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
-        if (!appends.Writer.TryWrite(pending)) throw new ObjectDisposedException(nameof(WriteAheadLog), "the audit write-ahead file is closed");
-        return pending.Written.Task;
+        TaskCompletionSource? waiter = null;
+        lock (sync)
+        {
+            ObjectDisposedException.ThrowIf(closed, this);
+            Write(auditEvent);
+            if (durability == AuditDurability.Sync)
+            {
+                waiter = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+                syncWaiters.Add(waiter);
+            }
+        }
+        if (waiter is null) return Task.CompletedTask;
+        syncRequested.Release();
+        return waiter.Task;
     }
 
     /// <summary>Records that the gateway has these events; empties or compacts the file when it can.</summary>
-    public async Task AcknowledgeAsync(IReadOnlyCollection<string> eventIds)
+    public Task AcknowledgeAsync(IReadOnlyCollection<string> eventIds)
     {
-        await gate.WaitAsync().ConfigureAwait(false);
-        try
+        lock (sync)
         {
+            if (closed) return Task.CompletedTask;
             foreach (var id in eventIds) open.Remove(id);
             if (open.Count == 0 || appendedBytes > CompactAfterBytes)
             {
                 file = Rewrite(file);
-                return;
+                dirty = false;
+                return Task.CompletedTask;
             }
             // Not fsynced: a lost acknowledgement only means a resend, which the gateway records once.
             var line = new MemoryStream();
@@ -88,59 +176,115 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
                 json.WriteEndObject();
             }
             line.WriteByte((byte)'\n');
-            await file.WriteAsync(line.ToArray()).ConfigureAwait(false);
+            file.Write(line.GetBuffer().AsSpan(0, (int)line.Length));
+        }
+        return Task.CompletedTask;
+    }
+
+    /// <summary>Fsyncs what was written, closes the file and releases its lock.</summary>
+    public async ValueTask DisposeAsync()
+    {
+        lock (sync)
+        {
+            if (closed) return;
+            closed = true;
+        }
+        await closing.CancelAsync().ConfigureAwait(false);
+        await syncer.ConfigureAwait(false);
+        lock (sync)
+        {
+            SyncNow();
+            file.Dispose();
+        }
+        await lockFile.DisposeAsync().ConfigureAwait(false);
+        closing.Dispose();
+        syncRequested.Dispose();
+    }
+
+    /// <summary>Under <c>sync</c>: the event's line appended (one write), and the event kept as unacknowledged.</summary>
+    private void Write(AuditEvent auditEvent)
+    {
+        var line = LineOf(auditEvent);
+        file.Write(line);
+        open[auditEvent.EventId] = auditEvent.Json;
+        appendedBytes += line.Length;
+        dirty = true;
+    }
+
+    /// <summary>
+    /// The group commit: one fsync per window for what was written in it, at once when a
+    /// <c>Sync</c> append waits for it (appends that arrive meanwhile share it).
+    /// </summary>
+    private async Task SyncLoopAsync()
+    {
+        while (!closing.IsCancellationRequested)
+        {
+            try
+            {
+                await syncRequested.WaitAsync(syncInterval, closing.Token).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException)
+            {
+                return;
+            }
+            SyncWritten();
+        }
+    }
+
+    /// <summary>
+    /// Fsyncs what was written and answers the appends waiting for it. On POSIX the fsync runs
+    /// outside the lock (the file's handle held by a reference), so appends never wait for the
+    /// disk: what they write meanwhile goes with the next window.
+    /// </summary>
+    private void SyncWritten()
+    {
+        List<TaskCompletionSource> waiting;
+        SafeFileHandle handle;
+        lock (sync)
+        {
+            waiting = syncWaiters;
+            if (waiting.Count > 0) syncWaiters = [];
+            if (!dirty || OperatingSystem.IsWindows() || closed)
+            {
+                SyncNow(waiting);
+                return;
+            }
+            dirty = false;
+            handle = file.SafeFileHandle;
+        }
+        var added = false;
+        try
+        {
+            handle.DangerousAddRef(ref added);
+            if (NativeMethods.Fsync((int)handle.DangerousGetHandle()) != 0) throw new IOException($"fsync of {path} failed: errno {Marshal.GetLastPInvokeError()}");
+            foreach (var waiter in waiting) waiter.TrySetResult();
+        }
+        catch (Exception error) when (error is IOException or ObjectDisposedException)
+        {
+            // The file was replaced meanwhile (a compaction, which fsyncs what it writes) or the fsync failed.
+            if (error is IOException) foreach (var waiter in waiting) waiter.TrySetException(error);
+            else foreach (var waiter in waiting) waiter.TrySetResult();
         }
         finally
         {
-            gate.Release();
+            if (added) handle.DangerousRelease();
         }
     }
 
-    /// <summary>Finishes the appends asked for, closes the file and releases its lock.</summary>
-    public async ValueTask DisposeAsync()
+    /// <summary>Under <c>sync</c>: fsyncs what was written and answers <paramref name="waiting"/>.</summary>
+    private void SyncNow(List<TaskCompletionSource>? waiting = null)
     {
-        appends.Writer.TryComplete();
-        await writer.ConfigureAwait(false);
-        await gate.WaitAsync().ConfigureAwait(false);
-        await file.DisposeAsync().ConfigureAwait(false);
-        await lockFile.DisposeAsync().ConfigureAwait(false);
-        gate.Dispose();
-    }
-
-    private async Task WriteAppendsAsync()
-    {
-        var reader = appends.Reader;
-        var batch = new List<PendingAppend>();
-        while (await reader.WaitToReadAsync().ConfigureAwait(false))
+        waiting ??= syncWaiters;
+        if (ReferenceEquals(waiting, syncWaiters) && waiting.Count > 0) syncWaiters = [];
+        try
         {
-            batch.Clear();
-            while (reader.TryRead(out var pending)) batch.Add(pending);
-            await gate.WaitAsync().ConfigureAwait(false);
-            try
-            {
-                var bytes = new MemoryStream();
-                foreach (var pending in batch)
-                {
-                    bytes.Write(LineOf(pending.Event));
-                    open[pending.Event.EventId] = pending.Event.Json;
-                }
-                await file.WriteAsync(bytes.GetBuffer().AsMemory(0, (int)bytes.Length)).ConfigureAwait(false);
-                file.Flush(flushToDisk: true);
-                appendedBytes += bytes.Length;
-                foreach (var pending in batch) pending.Written.TrySetResult();
-            }
-            catch (Exception error) when (error is IOException or UnauthorizedAccessException)
-            {
-                foreach (var pending in batch)
-                {
-                    open.Remove(pending.Event.EventId);
-                    pending.Written.TrySetException(error);
-                }
-            }
-            finally
-            {
-                gate.Release();
-            }
+            if (dirty) file.Flush(flushToDisk: true);
+            dirty = false;
+            foreach (var waiter in waiting) waiter.TrySetResult();
+        }
+        catch (Exception error) when (error is IOException or UnauthorizedAccessException)
+        {
+            foreach (var waiter in waiting) waiter.TrySetException(error);
         }
     }
 
@@ -222,25 +366,32 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
     }
 
     /// <summary>
-    /// Holds <c>&lt;file&gt;.lock</c> exclusively for the client's life. Two clients on one file each
-    /// resent the other's events and, emptying the file when their own were acknowledged, dropped
-    /// the other's unacknowledged ones.
+    /// Holds <c>&lt;file&gt;.lock</c> exclusively for the client's life, or null when a live client
+    /// holds it. Two clients on one file each resent the other's events and, emptying the file
+    /// when their own were acknowledged, dropped the other's unacknowledged ones.
     /// </summary>
-    private static FileStream TakeLock(string path)
+    private static FileStream? TakeLock(string path)
     {
         var lockPath = path + ".lock";
         try
         {
             var lockFile = new FileStream(lockPath, FileMode.OpenOrCreate, FileAccess.ReadWrite, FileShare.None, bufferSize: 0);
             lockFile.SetLength(0);
-            lockFile.Write(Encoding.ASCII.GetBytes(Environment.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture)));
+            lockFile.Write(Encoding.ASCII.GetBytes(Environment.ProcessId.ToString(CultureInfo.InvariantCulture)));
             return lockFile;
         }
-        catch (IOException error)
+        catch (IOException)
         {
-            throw new InvalidOperationException($"the audit write-ahead file {path} is in use by another client; give each client its own AuditWalPath", error);
+            return null;
         }
     }
+
+    /// <summary>An agent id as part of a file name: anything but letters, digits, '-' and '_' becomes '_'.</summary>
+    private static string FileNameOf(string agentId) =>
+        string.Create(agentId.Length, agentId, (chars, id) =>
+        {
+            for (var i = 0; i < id.Length; i++) chars[i] = char.IsAsciiLetterOrDigit(id[i]) || id[i] is '-' or '_' ? id[i] : '_';
+        });
 
     /// <summary>Makes a rename in <paramref name="directory"/> durable (POSIX: fsync of the directory; Windows renames durably).</summary>
     private static void SyncDirectory(string directory)
@@ -258,14 +409,12 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
         }
     }
 
-    private sealed record PendingAppend(AuditEvent Event, TaskCompletionSource Written);
-
     private static partial class NativeMethods
     {
         [LibraryImport("libc", EntryPoint = "open", StringMarshalling = StringMarshalling.Utf8)]
         public static partial int Open(string path, int flags);
 
-        [LibraryImport("libc", EntryPoint = "fsync")]
+        [LibraryImport("libc", EntryPoint = "fsync", SetLastError = true)]
         public static partial int Fsync(int descriptor);
 
         [LibraryImport("libc", EntryPoint = "close")]

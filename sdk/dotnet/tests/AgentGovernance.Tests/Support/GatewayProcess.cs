@@ -19,6 +19,7 @@ namespace AgentGovernance.Tests.Support;
 public sealed class GatewayProcess : IAsyncDisposable
 {
     public const string AdminToken = "sdk-dotnet-test-admin-token-0123456789";
+    private const string MetricsToken = "sdk-dotnet-test-metrics-token-0123456789";
 
     private readonly string repositoryRoot;
     private readonly string dataDirectory;
@@ -95,6 +96,7 @@ public sealed class GatewayProcess : IAsyncDisposable
         start.Environment["DATA_DIR"] = dataDirectory;
         start.Environment["AUDIT_FLUSH_MS"] = "10";
         start.Environment["LOG_LEVEL"] = "error";
+        start.Environment["METRICS_TOKEN"] = MetricsToken;
         if (scratchDatabase is not null) start.Environment["DATABASE_URL"] = scratchDatabase;
         var output = new StringBuilder();
         process = new Process { StartInfo = start };
@@ -223,6 +225,42 @@ public sealed class GatewayProcess : IAsyncDisposable
         return [.. body.GetProperty("entries").EnumerateArray().Where(entry => entry.GetProperty("kind").GetString() == "outcome")];
     }
 
+    /// <summary>The agent's decision entries of <paramref name="action"/> (<c>Plugin.Function</c>), newest first: the gateway's own and those of decisions an SDK applied from its cache.</summary>
+    public async Task<IReadOnlyList<JsonElement>> DecisionsAsync(string agentId, string action)
+    {
+        using var response = await admin.GetAsync($"admin/audit?limit=1000&agentId={agentId}&action={Uri.EscapeDataString(action)}");
+        var body = await response.Content.ReadFromJsonAsync<JsonElement>();
+        if (response.StatusCode != HttpStatusCode.OK) throw new InvalidOperationException($"GET /admin/audit: {(int)response.StatusCode} {body}");
+        return [.. body.GetProperty("entries").EnumerateArray().Where(entry => entry.GetProperty("kind").GetString() == "decision")];
+    }
+
+    /// <summary>The decision entries once at least <paramref name="count"/> arrived, then a moment more (to see any extra).</summary>
+    public async Task<IReadOnlyList<JsonElement>> WaitForDecisionsAsync(string agentId, string action, int count)
+    {
+        var deadline = Stopwatch.StartNew();
+        IReadOnlyList<JsonElement> found;
+        while ((found = await DecisionsAsync(agentId, action)).Count < count)
+        {
+            if (deadline.Elapsed > TimeSpan.FromSeconds(15)) throw new InvalidOperationException($"{found.Count} of {count} decision entries arrived");
+            await Task.Delay(50);
+        }
+        await Task.Delay(300);
+        return await DecisionsAsync(agentId, action);
+    }
+
+    /// <summary>How many <c>POST /v1/audit</c> requests the gateway has answered (its <c>agentgov_http_requests_total</c>).</summary>
+    public async Task<double> AuditRequestsAsync()
+    {
+        using var request = new HttpRequestMessage(HttpMethod.Get, "metrics");
+        request.Headers.Authorization = new System.Net.Http.Headers.AuthenticationHeaderValue("Bearer", MetricsToken);
+        using var response = await admin.SendAsync(request);
+        var text = await response.Content.ReadAsStringAsync();
+        if (response.StatusCode != HttpStatusCode.OK) throw new InvalidOperationException($"GET /metrics: {(int)response.StatusCode}");
+        return text.Split('\n')
+            .Where(line => line.StartsWith("agentgov_http_requests_total{", StringComparison.Ordinal) && line.Contains("route=\"/v1/audit\"", StringComparison.Ordinal))
+            .Sum(line => double.Parse(line[(line.LastIndexOf(' ') + 1)..], System.Globalization.CultureInfo.InvariantCulture));
+    }
+
     /// <summary>The agent's outcomes once at least <paramref name="count"/> arrived, then a moment more (to see any extra).</summary>
     public async Task<IReadOnlyList<JsonElement>> WaitForOutcomesAsync(string agentId, int count, TimeSpan? timeout = null)
     {
@@ -287,7 +325,7 @@ public static class RepositoryRoot
 }
 
 /// <summary>sdk/fixtures/decision-cases.json: the policies, agents and cases every SDK runs.</summary>
-public sealed record DecisionCases(string Policies, IReadOnlyList<DecisionCases.Agent> Agents, IReadOnlyList<DecisionCases.SharedCase> Cases)
+public sealed record DecisionCases(string Policies, IReadOnlyList<DecisionCases.Agent> Agents, IReadOnlyList<DecisionCases.SharedCase> Cases, IReadOnlyList<DecisionCases.CachedCase> CachedDenials, IReadOnlyList<DecisionCases.TimeoutCase> Timeouts)
 {
     public static DecisionCases Load(string repositoryRoot)
     {
@@ -296,7 +334,37 @@ public sealed record DecisionCases(string Policies, IReadOnlyList<DecisionCases.
         return new DecisionCases(
             root.GetProperty("policies").GetString()!,
             [.. root.GetProperty("agents").EnumerateArray().Select(agent => new Agent(agent.GetProperty("name").GetString()!, agent.GetProperty("trustTier").GetString()!, [.. agent.GetProperty("tags").EnumerateArray().Select(tag => tag.GetString()!)]))],
-            [.. root.GetProperty("cases").EnumerateArray().Select(SharedCase.Of)]);
+            [.. root.GetProperty("cases").EnumerateArray().Select(SharedCase.Of)],
+            [.. root.GetProperty("cachedDenials").EnumerateArray().Select(CachedCase.Of)],
+            [.. root.GetProperty("timeouts").EnumerateArray().Select(TimeoutCase.Of)]);
+    }
+
+    /// <summary>The same check made <see cref="Calls"/> times by one client, its cache on: every application of the decision on the trail.</summary>
+    public sealed record CachedCase(SharedCase Check, int Calls, int FromGateway, int FromCache, int DecisionEntries, int CachedEntries)
+    {
+        public static CachedCase Of(JsonElement element)
+        {
+            var expect = element.GetProperty("expect");
+            var trail = expect.GetProperty("trail");
+            return new(SharedCase.Of(element), element.GetProperty("calls").GetInt32(), expect.GetProperty("fromGateway").GetInt32(), expect.GetProperty("fromCache").GetInt32(), trail.GetProperty("decisionEntries").GetInt32(), trail.GetProperty("cachedEntries").GetInt32());
+        }
+    }
+
+    /// <summary>A check against a gateway that never answers, under a failure mode and ThrowOnDenied setting.</summary>
+    public sealed record TimeoutCase(SharedCase Check, string FailureMode, bool ThrowOnDenied, double TimeoutSeconds, bool Runs, bool Throws, string AuditedDecision)
+    {
+        public static TimeoutCase Of(JsonElement element)
+        {
+            var expect = element.GetProperty("expect");
+            return new(
+                SharedCase.Of(element),
+                element.GetProperty("failureMode").GetString()!,
+                element.GetProperty("throwOnDenied").GetBoolean(),
+                element.GetProperty("timeoutSeconds").GetDouble(),
+                expect.GetProperty("runs").GetBoolean(),
+                expect.GetProperty("throws").GetBoolean(),
+                expect.GetProperty("auditedDecision").GetString()!);
+        }
     }
 
     public sealed record Agent(string Name, string TrustTier, string[] Tags);
@@ -311,7 +379,7 @@ public sealed record DecisionCases(string Policies, IReadOnlyList<DecisionCases.
             ValuesOf(element.GetProperty("args")),
             ValuesOf(element.GetProperty("context")),
             element.GetProperty("expect").GetProperty("decision").GetString()!,
-            element.GetProperty("expect").GetProperty("policy").GetString()!);
+            element.GetProperty("expect").TryGetProperty("policy", out var policy) ? policy.GetString()! : "");
 
         /// <summary>The JSON values as a caller would pass them (JsonElement is taken as it is).</summary>
         private static Dictionary<string, object?> ValuesOf(JsonElement element) =>
