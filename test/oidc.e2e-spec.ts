@@ -191,7 +191,7 @@ describe('/admin/oidc-clients', () => {
       body: { clientId: AZURE_APP, description: 'Azure MI', proofToken: await proofOf(AZURE_APP) },
     });
     expect(created.status).toBe(201);
-    expect(created.body).toEqual({ clientId: AZURE_APP, description: 'Azure MI', createdAt: expect.stringMatching(/Z$/) });
+    expect(created.body).toEqual({ clientId: AZURE_APP, agentId: null, description: 'Azure MI', createdAt: expect.stringMatching(/Z$/) });
 
     const listed = await call(gateway.url, 'GET', '/admin/oidc-clients', { adminToken: owner.adminToken });
     expect(listed.body).toEqual({ clients: [created.body] });

@@ -17,6 +17,8 @@ import { DeploymentSettings1764720000000 } from '../../migrations/1764720000000-
 import { McpToolPins1764806400000 } from '../../migrations/1764806400000-mcp-tool-pins';
 import { Approvals1764892800000 } from '../../migrations/1764892800000-approvals';
 import { PolicyTests1764979200046 } from '../../migrations/1764979200046-policy-tests';
+import { OidcClientAgent1765065600000 } from '../../migrations/1765065600000-oidc-client-agent';
+import { UpstreamCredentials1765065600100 } from '../../migrations/1765065600100-upstream-credentials';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -39,4 +41,6 @@ export const MIGRATIONS = [
   McpToolPins1764806400000,
   Approvals1764892800000,
   PolicyTests1764979200046,
+  OidcClientAgent1765065600000,
+  UpstreamCredentials1765065600100,
 ];

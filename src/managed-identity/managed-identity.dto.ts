@@ -17,6 +17,12 @@ export class RegisterOidcClientDto {
   @MaxLength(16_384)
   proofToken: string;
 
+  @ApiPropertyOptional({ description: 'An agent of the organization this client acts as at `/mcp/<name>`, with a token whose audience is that MCP server’s URL (docs/mcp.md)', maxLength: 64 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  agentId?: string;
+
   @ApiPropertyOptional({ maxLength: 500, example: 'billing worker (Azure managed identity)' })
   @IsOptional()
   @IsString()
@@ -26,6 +32,7 @@ export class RegisterOidcClientDto {
 
 export class OidcClientView {
   @ApiProperty() clientId: string;
+  @ApiProperty({ nullable: true, type: String, description: 'The agent it acts as at /mcp/<name>' }) agentId: string | null;
   @ApiProperty() description: string;
   @ApiProperty({ example: '2026-11-21T10:15:30.123Z' }) createdAt: string;
 }

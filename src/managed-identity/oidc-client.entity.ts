@@ -16,6 +16,10 @@ export class OidcClient {
   @Column('text')
   description: string;
 
+  /** The agent of the organization its tokens for an MCP server's URL act as (docs/mcp.md, "Authorization"); null: none. */
+  @Column('text', { name: 'agent_id', nullable: true })
+  agentId: string | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

@@ -26,15 +26,22 @@ export class OidcClientsService {
 
   async register(admin: AdminPrincipal, dto: RegisterOidcClientDto): Promise<OidcClientView> {
     await this.checkProof(dto);
-    const saved = this.clients.create({ clientId: dto.clientId, orgId: admin.orgId, description: dto.description ?? '' });
+    if (dto.agentId !== undefined) await this.checkAgent(admin, dto.agentId);
+    const saved = this.clients.create({ clientId: dto.clientId, orgId: admin.orgId, description: dto.description ?? '', agentId: dto.agentId ?? null });
     // A plain INSERT, not save(): save() reads the row and then updates it when one is there, so
     // an organization registering the client id a moment after another took it over.
     await this.clients.insert(saved).catch((error: unknown) => {
       throw isUniqueViolation(error) ? new AppError(ErrorCode.Conflict, `managed identity client ${dto.clientId} is already registered`) : error;
     });
     this.verifier.forget(dto.clientId);
-    this.audit.recordAdminEvent(admin, { action: 'oidc-client.register', details: { next: { clientId: saved.clientId, description: saved.description } } });
+    this.audit.recordAdminEvent(admin, { action: 'oidc-client.register', details: { next: { clientId: saved.clientId, description: saved.description, agentId: saved.agentId } } });
     return toView(saved);
+  }
+
+  /** The agent must be one of the organization's own: a client never acts as another tenant's agent. */
+  private async checkAgent(admin: AdminPrincipal, agentId: string): Promise<void> {
+    const rows: unknown[] = await this.clients.manager.query('SELECT 1 FROM agents WHERE id = $1 AND org_id = $2', [agentId, admin.orgId]);
+    if (rows.length === 0) throw AppError.invalid(`agentId: no agent ${agentId} in this organization`);
   }
 
   /** The proof token must be a valid token of the identity provider for this very client. */
@@ -66,5 +73,5 @@ export class OidcClientsService {
 }
 
 function toView(row: OidcClient): OidcClientView {
-  return { clientId: row.clientId, description: row.description, createdAt: row.createdAt.toISOString() };
+  return { clientId: row.clientId, agentId: row.agentId ?? null, description: row.description, createdAt: row.createdAt.toISOString() };
 }

@@ -42,7 +42,7 @@ const MAX_CACHED_CLIENTS = 10_000;
 @Injectable()
 export class OidcVerifier {
   private provider: Promise<Provider> | undefined;
-  private readonly clients = new LRUCache<string, { orgId: string | null; expiresMs: number }>({ max: MAX_CACHED_CLIENTS });
+  private readonly clients = new LRUCache<string, { orgId: string | null; agentId: string | null; expiresMs: number }>({ max: MAX_CACHED_CLIENTS });
 
   constructor(
     private readonly config: AppConfig,
@@ -57,7 +57,7 @@ export class OidcVerifier {
   /** The organization and subject of a valid token (with or without `Bearer `), else a 401 AppError (503 if the provider is unreachable). */
   async verify(bearerToken: string): Promise<ManagedIdentity> {
     const { subject, clientId, expiresMs } = await this.verifyToken(bearerToken);
-    const orgId = await this.organizationOf(clientId);
+    const { orgId } = await this.registrationOf(clientId);
     if (orgId === null) {
       throw new AppError(ErrorCode.Unauthorized, `Managed identity client ${clientId} is not registered with an organization (POST /admin/oidc-clients)`);
     }
@@ -68,8 +68,8 @@ export class OidcVerifier {
    * The client and subject of a valid token of the identity provider, whatever organization it
    * is registered with (none yet, at registration), else a 401 AppError (503 if unreachable).
    */
-  async verifyToken(bearerToken: string): Promise<Omit<ManagedIdentity, 'orgId'>> {
-    const { issuer, audience } = this.config.oidc;
+  async verifyToken(bearerToken: string, audience = this.config.oidc.audience): Promise<Omit<ManagedIdentity, 'orgId'>> {
+    const { issuer } = this.config.oidc;
     if (issuer === undefined || audience === undefined) {
       throw new AppError(ErrorCode.Unauthorized, 'Managed identity is not configured on this gateway (OIDC_ISSUER and OIDC_AUDIENCE)');
     }
@@ -82,6 +82,20 @@ export class OidcVerifier {
       throw rejection(error, token, provider.issuer, audience);
     }
     return { subject: payload.sub!, clientId: clientIdOf(payload), expiresMs: payload.exp! * 1000 };
+  }
+
+  /**
+   * The agent a token of the identity provider acts as at an MCP server (docs/mcp.md,
+   * "Authorization"): its audience must be that server's URL (RFC 8707), and its client
+   * registered with an agent; a token for any other audience is refused (401).
+   */
+  async verifyForResource(bearerToken: string, resourceUrl: string): Promise<{ orgId: string; agentId: string; clientId: string }> {
+    const { clientId } = await this.verifyToken(bearerToken, resourceUrl);
+    const { orgId, agentId } = await this.registrationOf(clientId);
+    if (orgId === null || agentId === null) {
+      throw new AppError(ErrorCode.Unauthorized, `Managed identity client ${clientId} is not registered with an agent (POST /admin/oidc-clients with agentId)`);
+    }
+    return { orgId, agentId, clientId };
   }
 
   /** Drops a cached client mapping at once (registration or removal on this instance). */
@@ -125,12 +139,13 @@ export class OidcVerifier {
   }
 
   /** The registering organization, cached briefly (a removal elsewhere holds within 30 s). */
-  private async organizationOf(clientId: string): Promise<string | null> {
+  private async registrationOf(clientId: string): Promise<{ orgId: string | null; agentId: string | null }> {
     const cached = this.clients.get(clientId);
-    if (cached !== undefined && cached.expiresMs > Date.now()) return cached.orgId;
-    const row = await this.registrations.findOne({ where: { clientId }, select: { clientId: true, orgId: true } });
-    this.clients.set(clientId, { orgId: row?.orgId ?? null, expiresMs: Date.now() + CLIENT_CACHE_MS });
-    return row?.orgId ?? null;
+    if (cached !== undefined && cached.expiresMs > Date.now()) return cached;
+    const row = await this.registrations.findOne({ where: { clientId }, select: { clientId: true, orgId: true, agentId: true } });
+    const registration = { orgId: row?.orgId ?? null, agentId: row?.agentId ?? null, expiresMs: Date.now() + CLIENT_CACHE_MS };
+    this.clients.set(clientId, registration);
+    return registration;
   }
 }
 

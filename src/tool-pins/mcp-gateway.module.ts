@@ -2,7 +2,9 @@ import { Module } from '@nestjs/common';
 import { AuditModule } from '../audit/audit.module';
 import { AppConfig } from '../config/app-config';
 import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
-import { AgentTokenMcpAuthentication, MCP_AUTHENTICATION } from '../mcp/mcp-authentication';
+import { MCP_AUTHENTICATION } from '../mcp/mcp-authentication';
+import { ManagedIdentityModule } from '../managed-identity/managed-identity.module';
+import { GatewayMcpAuthentication } from './gateway-mcp-authentication';
 import { McpGovernor } from '../mcp/mcp-governor';
 import { MCP_SETTINGS, McpHandler, McpSettings } from '../mcp/mcp.handler';
 import { readMcpServers } from '../mcp/mcp-server-list';
@@ -17,14 +19,14 @@ import { ToolPinsService } from './tool-pins.service';
  * `/mcp/<name>` (a lean route, gateway.ts), pins in PostgreSQL (MCP_PIN) and their admin API.
  */
 @Module({
-  imports: [GatewayDecisionsModule, AuditModule],
+  imports: [GatewayDecisionsModule, AuditModule, ManagedIdentityModule],
   controllers: [ToolPinsController, EdgeToolPinsController],
   providers: [
     McpHandler,
     McpGovernor,
     StoredToolPins,
     ToolPinsService,
-    { provide: MCP_AUTHENTICATION, useClass: AgentTokenMcpAuthentication },
+    { provide: MCP_AUTHENTICATION, useClass: GatewayMcpAuthentication },
     { provide: STORED_PIN_SETTINGS, inject: [AppConfig], useFactory: (config: AppConfig): StoredPinSettings => ({ holdNewcomers: config.mcp.holdNewcomers }) },
     { provide: TOOL_PINS, inject: [AppConfig, StoredToolPins], useFactory: (config: AppConfig, stored: StoredToolPins) => (config.mcp.pin ? stored : NO_PINNING) },
     {
