@@ -10,6 +10,7 @@ import { FleetModule } from './fleet/fleet.module';
 import { AuthModule } from './auth/auth.module';
 import { BillingModule } from './billing/billing.module';
 import { ClusterModule } from './cluster/cluster.module';
+import { CredentialsModule } from './credentials/credentials.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
@@ -19,6 +20,7 @@ import { PoliciesModule } from './policies/policies.module';
 import { PolicySourcesModule } from './policies/policy-sources.module';
 import { ProxyModule } from './proxy/proxy.module';
 import { KeysModule } from './keys/keys.module';
+import { DecisionTokensModule } from './keys/decision-tokens.module';
 import { ManagedIdentityModule } from './managed-identity/managed-identity.module';
 import { McpGatewayModule } from './tool-pins/mcp-gateway.module';
 import { ApprovalsModule } from './approvals/approvals.module';
@@ -49,9 +51,11 @@ export class AppModule {
         AnalyticsModule,
         OrganizationsModule,
         KeysModule,
+        DecisionTokensModule,
         ManagedIdentityModule,
         AgentsModule,
         ApiKeysModule,
+        CredentialsModule,
         AuthModule,
         HealthModule,
         PoliciesModule,

@@ -1,5 +1,6 @@
 import { call } from './support/http-client';
 import { auditEntries, createAgent, proxy, TestAgent } from './support/org-fixtures';
+import { evaluate, freePort, PdpClient, pdpClient } from './support/pdp-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';
 
@@ -50,10 +51,12 @@ async function putPolicy(gateway: TestGateway, org: TestOrganization, yaml: stri
 
 let upstream: TestUpstream;
 let gateway: TestGateway;
+let grpcPort: number;
 
 beforeAll(async () => {
   upstream = await startUpstream();
-  gateway = await startGateway({ UPSTREAM_URL: upstream.url });
+  grpcPort = await freePort();
+  gateway = await startGateway({ UPSTREAM_URL: upstream.url, PDP_GRPC_PORT: String(grpcPort) });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -115,6 +118,25 @@ describe('the three-step attack through /proxy', () => {
     const odd = await proxy(gateway, agent.token, 'GET', '/customers/1', session('a b'));
     expect(odd.status).toBe(400);
     expect(odd.body.message).toBe('X-Service-Session must be characters of A-Z a-z 0-9 . _ : -');
+  });
+});
+
+describe('the three-step attack through gRPC Evaluate', () => {
+  let client: PdpClient;
+  afterAll(() => client?.close());
+
+  it('remembers the session a PolicyRequest names in session_id', async () => {
+    const org = await createOrganization(gateway, 'enterprise', 'gRPC session org');
+    await putPolicy(gateway, org, THREE_STEP);
+    const agent = await createAgent(gateway, org, { name: 'grpc-mailer' });
+    const key = (await call<{ key: string }>(gateway.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'grpc' } })).body.key;
+    client = pdpClient(grpcPort);
+    const ask = (action: string, sessionId: string) => evaluate(client, key, { agentId: agent.id, action, sessionId });
+    expect((await ask('read:customers/1', 'g-1')).decision).toBe('DECISION_ALLOW');
+    expect((await ask('read:web/page', 'g-1')).decision).toBe('DECISION_ALLOW');
+    expect((await ask('write:mail/send', 'g-2')).decision).toBe('DECISION_ALLOW');
+    const third = await ask('write:mail/send', 'g-1');
+    expect(third).toMatchObject({ decision: 'DECISION_DENY', policy: 'exfiltration', rule: 'no-way-out', cacheable: false });
   });
 });
 
@@ -212,5 +234,33 @@ describe('budgets through /v1/check and /v1/audit', () => {
     });
     expect(response.status).toBe(400);
     expect(response.body.errors.map(({ line, column, message }) => `${line}:${column} ${message.split(':')[0]}`)).toEqual(['3:23 bad budget scope', '3:35 bad budget limit']);
+  });
+});
+
+describe('a budget shared by two gateway instances on Redis', () => {
+  let second: TestGateway;
+  let third: TestGateway;
+
+  beforeAll(async () => {
+    second = await startGateway({ REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+    third = await startGateway({ REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+  });
+  afterAll(async () => {
+    await second?.close();
+    await third?.close();
+  });
+
+  it('never admits past its limit under concurrent calls to both', async () => {
+    const org = await createOrganization(second, 'enterprise', 'Shared budget org');
+    const key = (await call<{ key: string }>(second.url, 'POST', '/admin/api-keys', { adminToken: org.adminToken, body: { name: 'shared' } })).body.key;
+    await putPolicy(second, org, 'name: shared\nrules:\n  - name: org-wide\n    condition: budget(per_org, 30, 1h)\n    action: deny\n    cost: 3\n    reason: The shared budget is spent\n');
+    const agent = await createAgent(second, org, { name: 'racer' });
+    // Both instances have the policy (the second one reads it on its first decision).
+    const ask = (on: TestGateway) => call<{ decision: string }>(on.url, 'POST', '/v1/check', { body: { agentId: agent.id, plugin: 'Llm', function: 'Complete' }, headers: { 'x-api-key': key } });
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => ask(i % 2 === 0 ? second : third)));
+    const admitted = answers.filter((answer) => answer.status === 200 && answer.body.decision === 'allow').length;
+    const refused = answers.filter((answer) => answer.status === 429).length;
+    expect(admitted).toBe(10);
+    expect(refused).toBe(30);
   });
 });

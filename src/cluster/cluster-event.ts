@@ -5,6 +5,8 @@ export type ClusterEvent =
   | { type: 'policies.changed'; orgId: string; version: number; changed: string[]; kind: PolicyChangeKind }
   | { type: 'organization.changed'; orgId: string }
   | { type: 'apikey.revoked'; orgId: string; keyId: string }
+  /** An upstream credential was created, rotated or revoked: instances reload it. */
+  | { type: 'credential.changed'; orgId: string; credentialId: string }
   /** Admin tokens were adopted (ADMIN_TOKEN), reactivated or replaced: instances forget the admin tokens they refused. */
   | { type: 'admintokens.changed' }
   /** Emitted locally after the cross-instance channel reconnects: events may have been missed. */

@@ -10,6 +10,8 @@ export enum ServiceHeader {
   Approval = 'X-Service-Approval',
   /** The session a call belongs to (docs/policies.md "Sessions"). */
   Session = 'X-Service-Session',
+  /** The gateway's signed proof of an allow, on forwarded requests (docs/security.md "Decision tokens"). */
+  DecisionToken = 'X-Service-Decision-Token',
   TraceParent = 'traceparent',
   AdminToken = 'X-Admin-Token',
   ApiKey = 'X-Api-Key',

@@ -313,3 +313,23 @@ describe('metrics, request logs and traces (shared with the sidecar)', () => {
     );
   });
 });
+
+describe('the credential store keys', () => {
+  it('take 32 bytes as base64 or hex, from the variable or its file, and default to none with decision tokens on', () => {
+    const none = AppConfig.fromEnv({}, '9.9.9');
+    expect(none.credentialKeys).toEqual({ current: undefined, previous: undefined });
+    expect(none.decisionTokens).toBe(true);
+    const base64 = Buffer.alloc(32, 7).toString('base64');
+    const config = AppConfig.fromEnv({ CREDENTIALS_KEY: base64, CREDENTIALS_PREVIOUS_KEY: 'ab'.repeat(32), DECISION_TOKENS: 'false' }, '9.9.9');
+    expect(config.credentialKeys.current?.bytes).toEqual(Buffer.alloc(32, 7));
+    expect(config.credentialKeys.previous?.bytes).toEqual(Buffer.alloc(32, 0xab));
+    expect(config.credentialKeys.current?.id).not.toBe(config.credentialKeys.previous?.id);
+    expect(config.decisionTokens).toBe(false);
+  });
+
+  it('refuse a key of another length, or an unreadable file, naming the variable and never the value', () => {
+    const error = configError({ CREDENTIALS_KEY: 'short-secret-value', CREDENTIALS_PREVIOUS_KEY_FILE: '/nonexistent/key' });
+    expect(error.problems).toEqual([expect.stringMatching(/^CREDENTIALS_KEY: expected a 32-byte key/), expect.stringMatching(/^CREDENTIALS_PREVIOUS_KEY_FILE: cannot read \/nonexistent\/key/)]);
+    expect(error.message).not.toContain('short-secret-value');
+  });
+});

@@ -5,6 +5,7 @@ import { PLAN_IDS, PlanId } from '../plans/plans';
 
 export type GatewayMode = 'enforce' | 'audit';
 import type { LogLevel } from '../logging/logger';
+import { CredentialKeys, readCredentialKeys } from './credential-keys';
 import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs, readTelemetrySettings, TelemetrySettings } from './shared-settings';
 
 export type { LogLevel };
@@ -124,6 +125,10 @@ export class AppConfig {
   readonly telemetry: TelemetrySettings;
   /** MCP_SERVERS, MCP_PIN (docs/mcp.md). */
   readonly mcp: McpVariables;
+  /** CREDENTIALS_KEY_FILE / CREDENTIALS_KEY and CREDENTIALS_PREVIOUS_KEY(_FILE): the upstream credential store's keys (docs/security.md). */
+  readonly credentialKeys: CredentialKeys;
+  /** DECISION_TOKENS: `true` adds X-Service-Decision-Token to every request forwarded after an allow (docs/security.md). */
+  readonly decisionTokens: boolean;
 
   private constructor(values: Omit<AppConfig, 'embeddedDatabase'>) {
     Object.assign(this, values);
@@ -196,6 +201,8 @@ export class AppConfig {
       },
       telemetry: readTelemetrySettings(read, port, 'agentgov-gateway'),
       mcp: readMcpVariables(read),
+      credentialKeys: readCredentialKeys(read),
+      decisionTokens: read.bool('DECISION_TOKENS', true),
     };
     if (read.errors.length > 0) throw new ConfigError(read.errors);
     return new AppConfig(values);

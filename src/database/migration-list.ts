@@ -18,6 +18,7 @@ import { McpToolPins1764806400000 } from '../../migrations/1764806400000-mcp-too
 import { Approvals1764892800000 } from '../../migrations/1764892800000-approvals';
 import { PolicyTests1764979200046 } from '../../migrations/1764979200046-policy-tests';
 import { OidcClientAgent1765065600000 } from '../../migrations/1765065600000-oidc-client-agent';
+import { UpstreamCredentials1765065600100 } from '../../migrations/1765065600100-upstream-credentials';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   Approvals1764892800000,
   PolicyTests1764979200046,
   OidcClientAgent1765065600000,
+  UpstreamCredentials1765065600100,
 ];

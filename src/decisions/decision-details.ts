@@ -27,6 +27,8 @@ export interface DecisionDetails {
   reserved?: number;
   /** What each shadow policy that applied would have decided (docs/policies.md "Shadow policies"). */
   shadow?: readonly ShadowDecision[];
+  /** The upstream credential injected into the forwarded request (docs/security.md "Upstream credentials"). */
+  credentialId?: string;
 }
 
 /** What an audit entry says of the session a decision read (docs/policies.md "Sessions"). */
@@ -41,8 +43,8 @@ export interface SessionDetails {
 export type MemoryDetails = Pick<DecisionDetails, 'session' | 'reserved'>;
 
 /** A decision's `details`, or null when it has none. */
-export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string, shadow?: readonly ShadowDecision[], memory?: MemoryDetails): DecisionDetails | null {
-  const details = detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId, shadow ?? []);
+export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string, shadow?: readonly ShadowDecision[], memory?: MemoryDetails, credentialId?: string): DecisionDetails | null {
+  const details = detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId, shadow ?? [], credentialId);
   if (decision.budget === undefined && memory === undefined) return details;
   return { ...details, ...(decision.budget === undefined ? {} : { budget: decision.budget }), ...memory };
 }
@@ -51,7 +53,15 @@ export function decisionDetails(decision: Decision, derivedAction?: string, appr
 export function ingestedDetails(details: unknown): DecisionDetails | null {
   const derived = typeof details === 'object' && details !== null ? (details as { derivedAction?: unknown }).derivedAction : undefined;
   const approvalId = typeof details === 'object' && details !== null ? (details as { approvalId?: unknown }).approvalId : undefined;
-  return detailsOf(firedAlertsIn(details), rateLimitIn(details), typeof derived === 'string' ? bounded(derived) : undefined, typeof approvalId === 'string' ? bounded(approvalId) : undefined, shadowIn(details));
+  const credentialId = typeof details === 'object' && details !== null ? (details as { credentialId?: unknown }).credentialId : undefined;
+  return detailsOf(
+    firedAlertsIn(details),
+    rateLimitIn(details),
+    typeof derived === 'string' ? bounded(derived) : undefined,
+    typeof approvalId === 'string' ? bounded(approvalId) : undefined,
+    shadowIn(details),
+    typeof credentialId === 'string' ? bounded(credentialId) : undefined,
+  );
 }
 
 /** Details naming only what there is; null when there is nothing. */
@@ -61,14 +71,16 @@ function detailsOf(
   derivedAction: string | undefined,
   approvalId: string | undefined,
   shadow: readonly ShadowDecision[],
+  credentialId?: string,
 ): DecisionDetails | null {
-  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined && shadow.length === 0) return null;
+  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined && shadow.length === 0 && credentialId === undefined) return null;
   const details: DecisionDetails = {};
   if (alerts.length > 0) details.alerts = alerts;
   if (rateLimit !== undefined) details.rateLimit = rateLimit;
   if (derivedAction !== undefined) details.derivedAction = derivedAction;
   if (approvalId !== undefined) details.approvalId = approvalId;
   if (shadow.length > 0) details.shadow = shadow;
+  if (credentialId !== undefined) details.credentialId = credentialId;
   return details;
 }
 

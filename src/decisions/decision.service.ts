@@ -109,6 +109,8 @@ export interface DecisionOutcome {
   upstreamStatus?: number | null;
   /** Time of the whole request as the entry point saw it. */
   latencyMs: number;
+  /** The upstream credential the forwarded request carried (its id: never its value). */
+  credentialId?: string;
 }
 
 /**
@@ -375,7 +377,7 @@ export class DecisionService {
       upstreamStatus: outcome.upstreamStatus ?? null,
       delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
       input: verdict.input,
-      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId, verdict.shadow, memoryDetails(verdict)),
+      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId, verdict.shadow, memoryDetails(verdict), outcome.credentialId),
     };
     if (verdict.holds !== undefined) this.memory.afterOutcome(verdict.id, principal, verdict.holds, outcome, verdict.nowMs);
     this.log.record(entry);

@@ -18,6 +18,8 @@ export interface McpCaller {
   context: Readonly<Record<string, unknown>>;
   /** X-Service-Approval, for a retry that names its approval in a header instead of `_meta`. */
   approvalHeader?: string;
+  /** The MCP session (Mcp-Session-Id) the message belongs to; absent for a client that keeps no session (then the agent's own scope). */
+  sessionId?: string;
   /** What was decided of the governed requests the HTTP request carries, by JSON-RPC id (McpRelay.rule). */
   rulings?: ReadonlyMap<RequestId, Ruling>;
 }
@@ -154,6 +156,7 @@ export class McpGovernor {
       method: 'POST',
       path: `/mcp/${caller.server.name}`,
     };
+    if (caller.sessionId !== undefined) request.sessionId = caller.sessionId;
     if (subject.kind === 'tool') request.tool = { server: caller.server.name, name: subject.name!, pinned: true } satisfies ToolFacts;
     return request;
   }

@@ -73,6 +73,11 @@ export class McpRelay implements TableSession {
     return this.agent.sessionId ?? '';
   }
 
+  /** The caller, deciding in this session: an MCP session is the policy session its calls remember (docs/policies.md "Sessions"). */
+  private inSession(caller: McpCaller): McpCaller {
+    return this.id === '' ? caller : { ...caller, sessionId: this.id };
+  }
+
   /** The agent that opened the session, and its organization: the only ones it ever answers. */
   readonly agentId: string;
   readonly orgId: string;
@@ -113,7 +118,7 @@ export class McpRelay implements TableSession {
 
   private async ruleOne(caller: McpCaller, message: JSONRPCRequest): Promise<Ruling> {
     try {
-      return await this.deps.governor.rule(caller, message.method, (message.params ?? {}) as Record<string, unknown>, this.listings);
+      return await this.deps.governor.rule(this.inSession(caller), message.method, (message.params ?? {}) as Record<string, unknown>, this.listings);
     } catch (error) {
       if (error instanceof McpError) return { refused: error, decision: { effect: 'deny', policy: 'mcp', rule: 'upstream', reason: error.message } };
       throw error;
@@ -193,7 +198,7 @@ export class McpRelay implements TableSession {
   private async filtered(id: RequestId, kind: ListingKind, result: Record<string, unknown>): Promise<void> {
     try {
       const items = listedItems(kind, result, this.server.name);
-      const offered = await this.deps.governor.filter(this.caller, kind, items);
+      const offered = await this.deps.governor.filter(this.inSession(this.caller), kind, items);
       if (result.nextCursor === undefined) this.listings.learn(kind, items);
       this.toAgent({ jsonrpc: '2.0', id, result: { ...result, [LISTINGS[kind].field]: items.filter((item) => offered.has(item)).map((item) => item.item) } });
     } catch (error) {
@@ -205,7 +210,7 @@ export class McpRelay implements TableSession {
   private async serverRequest(message: JSONRPCRequest): Promise<void> {
     let refusal: McpError | undefined;
     try {
-      refusal = await this.deps.governor.ruleServerRequest(this.caller, message.method, (message.params ?? {}) as Record<string, unknown>);
+      refusal = await this.deps.governor.ruleServerRequest(this.inSession(this.caller), message.method, (message.params ?? {}) as Record<string, unknown>);
     } catch (error) {
       refusal = new McpError(McpErrorCode.InvalidRequest, `The gateway could not decide ${message.method}: ${(error as Error).message}`);
     }

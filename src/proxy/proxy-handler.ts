@@ -1,7 +1,7 @@
 import { limitTripOf } from '../decisions/limit-trip';
 import { checkedSessionId } from '../decisions/session-id';
 import { createHash } from 'node:crypto';
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger } from 'pino';
 import { AppError } from '../common/app-error';
@@ -29,12 +29,17 @@ import { PROXY_SETTINGS, ProxySettings } from './proxy-settings';
 import { UpstreamClient, UpstreamOutcome } from './upstream-client';
 import { header, requestTraceId } from '../common/raw-request';
 import { atTurnEnd } from '../common/turn-end';
+import { NO_CREDENTIALS, UPSTREAM_CREDENTIALS, UpstreamCredentials } from '../decisions/upstream-credentials';
+import { DECISION_TOKENS, DecisionTokenSigner, requestHash } from '../decisions/decision-token';
+import { ForwardedRequest, forwardedRequest } from './forwarded-request';
 
 /** One proxied request: its decision and what the proxy needs to finish it. */
 interface Exchange {
   started: number;
   verdict: Verdict;
   target: ProxyTarget;
+  /** The upstream credential injected, for the audit entry. */
+  credentialId?: string;
 }
 
 /** Thrown by the body reader when the client went away: nothing to answer, nothing decided. */
@@ -57,6 +62,8 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
     private readonly decisions: DecisionService,
     private readonly failures: RequestFailures,
     @Inject(LOGGER) private readonly logger: Logger,
+    @Optional() @Inject(UPSTREAM_CREDENTIALS) private readonly credentials: UpstreamCredentials = NO_CREDENTIALS,
+    @Optional() @Inject(DECISION_TOKENS) private readonly tokens: DecisionTokenSigner | null = null,
   ) {
     this.upstream = settings.upstreamUrl ? new UpstreamClient(settings.upstreamUrl, settings.timeoutMs, settings.trustedProxies) : null;
   }
@@ -228,16 +235,63 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
       return this.record(exchange, 413, null);
     }
     const streamed = body ?? (declared !== undefined ? (declared === '0' ? undefined : request) : request.headers['transfer-encoding'] ? limitedBody(request, this.settings.maxBodyBytes, limit) : undefined);
-    this.upstream.forward(
+    const { verdict, target } = exchange;
+    const credential = this.credentials.forProxy(verdict.principal.agent.orgId, target.path);
+    exchange.credentialId = credential?.id;
+    const forwarded = forwardedRequest(target, credential);
+    if (this.tokens === null || verdict.decision.effect !== 'allow') return this.dispatch(request, response, exchange, headers, forwarded, streamed, undefined, limit);
+    // A token binds the body's bytes: a body streamed through unread is read first (bounded by PROXY_MAX_BODY_BYTES).
+    if (body !== undefined || !hasBody(request)) return this.withToken(request, response, exchange, headers, forwarded, body, limit);
+    readBody(request, this.settings.maxBodyBytes).then(
+      (read) => {
+        if (read === 'aborted') return this.record(exchange, CLIENT_CLOSED_REQUEST, null);
+        if (read === 'too_large') {
+          sendJson(response, 413, errorBody(tooLarge(this.settings.maxBodyBytes, 'proxied'), traceId).body, headers);
+          return this.record(exchange, 413, null);
+        }
+        this.withToken(request, response, exchange, headers, forwarded, read, limit);
+      },
+      (error: unknown) => this.logger.error({ err: error, traceId }, 'proxy request failed reading its body'),
+    );
+  }
+
+  /** Forwards once the decision token is signed (at the end of the turn, DecisionTokenSigner). */
+  private withToken(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>, forwarded: ForwardedRequest, body: Buffer | undefined, limit: { tooLarge: boolean }): void {
+    const { verdict } = exchange;
+    const claims = DecisionTokenSigner.claims({
+      jti: verdict.id,
+      sub: verdict.principal.agent.id,
+      org: verdict.principal.agent.orgId,
+      act: verdict.request.action,
+      req: requestHash(verdict.request.method!, this.upstream!.targetOf(forwarded.hashed), body),
+      ...(verdict.approvalId !== undefined ? { apr: verdict.approvalId } : {}),
+      ...(forwarded.queryCredential !== undefined ? { cq: forwarded.queryCredential } : {}),
+    });
+    this.tokens!.issue(claims, (token) => this.dispatch(request, response, exchange, headers, forwarded, body, token, limit));
+  }
+
+  private dispatch(
+    request: IncomingMessage,
+    response: ServerResponse,
+    exchange: Exchange,
+    headers: Record<string, string>,
+    forwarded: ForwardedRequest,
+    body: ForwardBody,
+    token: string | undefined,
+    limit: { tooLarge: boolean },
+  ): void {
+    const { traceId } = exchange.verdict.request;
+    this.upstream!.forward(
       {
         method: exchange.verdict.request.method!,
-        pathAndQuery: `/${exchange.target.path}${exchange.target.query === '' ? '' : `?${exchange.target.query}`}`,
+        pathAndQuery: forwarded.sent,
         incoming: request,
-        body: streamed,
+        body,
         traceId,
         // The proxy's span of the call (src/telemetry/decision-spans.ts) is named after the decision.
         traceparent: traceparentFor(traceId, decisionSpanId(exchange.verdict.id)),
         responseHeaders: headers,
+        addedHeaders: forwarded.headersWith(token),
       },
       response,
       (outcome) => {
@@ -294,9 +348,12 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
   }
 
   private record(exchange: Exchange, status: number, upstreamStatus: number | null): void {
-    this.decisions.record(exchange.verdict, { status, upstreamStatus, latencyMs: performance.now() - exchange.started });
+    this.decisions.record(exchange.verdict, { status, upstreamStatus, latencyMs: performance.now() - exchange.started, credentialId: exchange.credentialId });
   }
 }
+
+/** A forwarded body: read whole, streamed, or none. */
+type ForwardBody = Buffer | IncomingMessage | AsyncIterable<Buffer> | undefined;
 
 /** True when the request has a body to read (a declared non-zero length, or chunks). */
 function hasBody(request: IncomingMessage): boolean {

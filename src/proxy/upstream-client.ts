@@ -25,6 +25,8 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'x-admin-token',
   'x-api-key',
   'x-service-approval',
+  // The gateway's own proof of its decision; an agent's would let it vouch for itself.
+  'x-service-decision-token',
   'cookie',
   'x-forwarded-for',
   'x-forwarded-proto',
@@ -61,6 +63,8 @@ export interface ForwardRequest {
   traceparent: string;
   /** Headers added to the response (the decision headers). */
   responseHeaders: Record<string, string>;
+  /** Headers added to the forwarded request (an injected credential, the decision token), replacing the agent's. */
+  addedHeaders?: Record<string, string>;
 }
 
 /**
@@ -106,14 +110,21 @@ export class UpstreamClient {
     await this.pool.close();
   }
 
+  /** The request target the upstream receives for `pathAndQuery` (UPSTREAM_URL's path first). */
+  targetOf(pathAndQuery: string): string {
+    return this.basePath + pathAndQuery;
+  }
+
   private requestHeaders(request: ForwardRequest): Record<string, string | string[]> {
     const incoming = request.incoming;
     const headers: Record<string, string | string[]> = {};
     const hopHeaders = connectionTokens(incoming.headers.connection);
+    const added = request.addedHeaders;
     for (const name in incoming.headers) {
-      if (DROPPED_REQUEST_HEADERS.has(name) || (hopHeaders !== null && hopHeaders.has(name))) continue;
+      if (DROPPED_REQUEST_HEADERS.has(name) || (hopHeaders !== null && hopHeaders.has(name)) || (added !== undefined && name in added)) continue;
       headers[name] = incoming.headers[name]!;
     }
+    if (added !== undefined) for (const name in added) headers[name] = added[name];
     if (request.body !== undefined && Buffer.isBuffer(request.body)) headers['content-length'] = String(request.body.length);
     const client = incoming.socket.remoteAddress ?? '';
     // A client's own X-Forwarded-* would let it name any address to the upstream: only a

@@ -1,3 +1,4 @@
+import { EDGE_BUDGET_LEDGER } from './edge-budget-ledger';
 import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import type { Logger } from 'pino';
@@ -10,6 +11,7 @@ import {
   DecisionSettings,
   POLICY_SOURCE,
   RATE_LIMITER,
+  BUDGET_LEDGER,
   USAGE_GATE,
   VERIFICATION_KEYS,
 } from '../decisions/decision-sources';
@@ -83,6 +85,7 @@ export class SidecarModule {
             { provide: DECISION_LOG, useExisting: AuditWal },
             { provide: APPROVAL_DESK, useClass: GatewayApprovals },
             { provide: RATE_LIMITER, useFactory: () => new SlidingWindowLimiter() },
+            { provide: BUDGET_LEDGER, useValue: EDGE_BUDGET_LEDGER },
             {
               provide: DECISION_SETTINGS,
               inject: [BundleStore],

@@ -13,4 +13,8 @@ export const {
   PolicyDeniedError,
   ApprovalPendingError,
   summaryOf,
+  DecisionTokenError,
+  DecisionTokenVerifier,
+  requestHash,
+  decisionTokenMiddleware,
 } = sdk;

@@ -40,6 +40,17 @@ export interface AgentStat {
   lastActive: string;
 }
 
+/** GET /admin/analytics/shadow: what a shadow policy (mode: shadow) would have done. */
+export interface ShadowPolicyStat {
+  name: string;
+  evaluated: number;
+  wouldDeny: number;
+  wouldDenyRate: number;
+  wouldFlip: number;
+  topAgents: Array<{ key: string; name?: string; count: number }>;
+  topActions: Array<{ key: string; count: number }>;
+}
+
 export interface PolicyStat {
   name: string;
   triggered: number;
@@ -149,7 +160,8 @@ export interface Policy {
   match?: { plugin?: string; function?: string; action?: string };
   default?: 'allow' | 'deny';
   rules: PolicyRule[];
-  origin: 'api' | 'file';
+  origin: 'api' | 'file' | 'git';
+  mode?: 'enforce' | 'shadow';
   version: number;
   createdAt: string;
   updatedAt: string;

@@ -7,7 +7,7 @@ import { useDashboard } from '../context';
 import { count, dateTime, percent, relative } from '../format';
 import { useLoad } from '../load';
 import { Link, useRoute } from '../router';
-import type { Agent, Backtest, Decision, PolicyDetail, PolicyList, PolicyStat, Simulation, ValidationResult } from '../types';
+import type { Agent, Backtest, Decision, PolicyDetail, PolicyList, PolicyStat, ShadowPolicyStat, Simulation, ValidationResult } from '../types';
 
 const DRAFT_EXAMPLE = `name: orders-need-trust
 match: { action: "write:orders*" }
@@ -57,6 +57,7 @@ export function PoliciesPage() {
                       .join(', ') || 'every request',
                 },
                 { key: 'rules', label: 'Rules', numeric: true, sortBy: (policy) => policy.rules.length, render: (policy) => policy.rules.length },
+                { key: 'mode', label: 'Mode', sortBy: (policy) => policy.mode ?? 'enforce', render: (policy) => policy.mode ?? 'enforce' },
                 { key: 'origin', label: 'Origin', sortBy: (policy) => policy.origin, render: (policy) => policy.origin },
                 { key: 'updated', label: 'Changed', sortBy: (policy) => policy.updatedAt, render: (policy) => <time title={dateTime(policy.updatedAt)}>{relative(policy.updatedAt)}</time> },
                 { key: 'decided', label: `Decisions (${period})`, numeric: true, sortBy: (policy) => decided.get(policy.name)?.triggered ?? 0, render: (policy) => count(decided.get(policy.name)?.triggered ?? 0) },
@@ -66,8 +67,41 @@ export function PoliciesPage() {
           )}
         </LoadedView>
       </section>
+      <ShadowPolicies />
       <PolicyLab startFrom={route.query.get('draft')} />
     </>
+  );
+}
+
+/** Shadow policies (mode: shadow) on live traffic: what they would deny, and whom (GET /admin/analytics/shadow; docs/policies.md "Shadow policies"). */
+function ShadowPolicies() {
+  const { api, period } = useDashboard();
+  const shadow = useLoad((signal) => api.get<{ policies: ShadowPolicyStat[] }>('/admin/analytics/shadow', { period }, signal), [api, period]);
+  return (
+    <section className="card" aria-labelledby="shadow-title">
+      <h2 id="shadow-title">Shadow policies</h2>
+      <p className="muted">Evaluated on every decision they apply to and recorded, never enforced; `ags policy promote` puts one in force.</p>
+      <LoadedView loaded={shadow} what="the shadow policies' results">
+        {(data) => (
+          <SortableTable
+            caption={`What shadow policies would have done over the last ${period}`}
+            testId="shadow-policies"
+            rows={data.policies}
+            rowKey={(policy) => policy.name}
+            initialSort={{ key: 'rate', descending: true }}
+            empty="No shadow policy applied to a decision in this period."
+            columns={[
+              { key: 'name', label: 'Policy', sortBy: (policy) => policy.name, render: (policy) => policy.name },
+              { key: 'evaluated', label: 'Evaluated', numeric: true, sortBy: (policy) => policy.evaluated, render: (policy) => count(policy.evaluated) },
+              { key: 'rate', label: 'Would deny', numeric: true, sortBy: (policy) => policy.wouldDenyRate, render: (policy) => percent(policy.wouldDenyRate) },
+              { key: 'flip', label: 'Allowed now, would deny', numeric: true, sortBy: (policy) => policy.wouldFlip, render: (policy) => count(policy.wouldFlip) },
+              { key: 'agents', label: 'Agents it would hit', render: (policy) => policy.topAgents.map((agent) => `${agent.name ?? agent.key} (${count(agent.count)})`).join(', ') || '—' },
+              { key: 'actions', label: 'Actions it would hit', render: (policy) => policy.topActions.map((action) => `${action.key} (${count(action.count)})`).join(', ') || '—' },
+            ]}
+          />
+        )}
+      </LoadedView>
+    </section>
   );
 }
 

@@ -1,0 +1,74 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { DecisionTokenSigner, requestHash as gatewayHash } from '../../../src/decisions/decision-token';
+import { DecisionTokenError, DecisionTokenVerifier, requestHash } from '../src';
+
+/** The gateway's signer (src/decisions/decision-token.ts) against the SDK's verifier, offline, with a static JWKS. */
+
+const ISSUER = 'http://gateway.test';
+
+function keyPair(kind: 'ed25519' | 'p256', kid: string) {
+  const pair = kind === 'ed25519' ? generateKeyPairSync('ed25519') : generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwk = { ...pair.publicKey.export({ format: 'jwk' }), kid };
+  return { signing: { privateKey: pair.privateKey, kid, alg: kind === 'ed25519' ? ('EdDSA' as const) : ('ES256' as const) }, jwk };
+}
+
+/** Signs `count` tokens in one turn, each for `GET /orders/<i>`. */
+function signTurn(signer: DecisionTokenSigner, count: number): Promise<string[]> {
+  return Promise.all(
+    Array.from({ length: count }, (_, index) => {
+      const claims = DecisionTokenSigner.claims({ jti: `aud_${index}`, sub: 'agent_a', org: 'org_a', act: `read:orders/${index}`, req: gatewayHash('GET', `/orders/${index}`, undefined) });
+      return new Promise<string>((resolve) => signer.issue(claims, resolve));
+    }),
+  );
+}
+
+describe('decision tokens', () => {
+  for (const kind of ['ed25519', 'p256'] as const) {
+    it(`verifies every token of a turn, whatever its size (${kind})`, async () => {
+      const { signing, jwk } = keyPair(kind, `k-${kind}`);
+      const signer = new DecisionTokenSigner(() => signing, () => ISSUER);
+      const verifier = new DecisionTokenVerifier({ jwks: { keys: [jwk] }, issuer: ISSUER });
+      for (const count of [1, 2, 3, 7, 300]) {
+        const tokens = await signTurn(signer, count);
+        const signatures = new Set(tokens.map((token) => token.split('~')[0]));
+        expect(signatures.size).toBe(Math.ceil(count / 256));
+        for (const [index, token] of tokens.entries()) {
+          await expect(verifier.verify(token, { method: 'GET', target: `/orders/${index}` })).resolves.toMatchObject({ decisionId: `aud_${index}`, action: `read:orders/${index}` });
+        }
+      }
+    });
+  }
+
+  it('refuses a token for another request, another key, a swapped proof, or past its minute', async () => {
+    const { signing, jwk } = keyPair('ed25519', 'k1');
+    const other = keyPair('ed25519', 'k1');
+    const signer = new DecisionTokenSigner(() => signing, () => ISSUER);
+    const [first, second] = await signTurn(signer, 2);
+    const verifier = new DecisionTokenVerifier({ jwks: { keys: [jwk] }, issuer: ISSUER });
+    const problem = (token: string | undefined, target = '/orders/0', nowMs?: number) =>
+      verifier.verify(token, { method: 'GET', target }, nowMs).then(
+        () => 'accepted',
+        (error: DecisionTokenError) => error.problem,
+      );
+    expect(await problem(first)).toBe('accepted');
+    expect(await problem(first, '/orders/1')).toBe('wrong_request');
+    expect(await problem(undefined)).toBe('missing');
+    expect(await problem('a.b.c')).toBe('malformed');
+    expect(await problem(first, '/orders/0', Date.now() + 70_000)).toBe('expired');
+    // Claims of one token under the proof of the other: not what was signed.
+    const [jws, , proof] = first.split('~');
+    expect(await problem(`${jws}~${second.split('~')[1]}~${proof}`, '/orders/1')).toBe('bad_signature');
+    const forged = await signTurn(new DecisionTokenSigner(() => other.signing, () => ISSUER), 1);
+    expect(await problem(forged[0])).toBe('bad_signature');
+    const elsewhere = new DecisionTokenVerifier({ jwks: { keys: [jwk] }, issuer: 'http://other.test' });
+    await expect(elsewhere.verify(first, { method: 'GET', target: '/orders/0' })).rejects.toMatchObject({ problem: 'wrong_issuer' });
+  });
+
+  it('leaves the credential’s query parameter out of the hash, however it is escaped', () => {
+    const bare = requestHash({ method: 'get', target: '/search?q=1' }, undefined);
+    expect(requestHash({ method: 'GET', target: '/search?q=1&api_key=secret' }, 'api_key')).toBe(bare);
+    expect(requestHash({ method: 'GET', target: '/search?%61pi_key=secret&q=1' }, 'api_key')).toBe(bare);
+    expect(requestHash({ method: 'GET', target: '/search?q=2&api_key=secret' }, 'api_key')).not.toBe(bare);
+    expect(gatewayHash('GET', '/search?q=1', undefined)).toBe(bare);
+  });
+});

@@ -1,0 +1,162 @@
+import { createHash, KeyObject, sign } from 'node:crypto';
+import { atTurnEnd } from '../common/turn-end';
+
+/*
+ * Decision tokens (docs/security.md "Decision tokens"): after an allow the gateway and the sidecar
+ * add `X-Service-Decision-Token` to the forwarded request, so an upstream can refuse calls that
+ * went around them. A token is `<JWS>~<claims>~<proof>`:
+ *
+ * - `<JWS>`: a compact JWT (`typ: decision-batch+jwt`) of the signer's key whose payload is
+ *   `{iss, iat, exp, dtr}`, `dtr` the root of a Merkle tree over the tokens signed together;
+ * - `<claims>`: base64url of this decision's claims (DecisionTokenClaims) as JSON;
+ * - `<proof>`: base64url of 33-byte steps from its leaf to the root (a side byte, 0 when the
+ *   sibling is on the left, then the sibling's SHA-256).
+ *
+ * Why a tree: one Ed25519 signature costs about a third of a proxied request's own work, and the
+ * proxy signs every request; signed once per turn of the event loop, a turn's decisions share it.
+ * A leaf is SHA-256(0x00 ‖ claims bytes), a node SHA-256(0x01 ‖ left ‖ right), a last node without
+ * a sibling goes up unchanged. Sibling hashes say nothing of other decisions: their claims hold
+ * the decision id's 64 random bits.
+ */
+
+/** The host's DecisionTokenSigner (gateway or sidecar); absent or null when DECISION_TOKENS=false. */
+export const DECISION_TOKENS = Symbol('DecisionTokens');
+
+/** How long a decision token is good for. */
+export const DECISION_TOKEN_TTL_SECONDS = 60;
+/** Most tokens under one signature; a turn with more signs more often. Bounds a proof at 8 steps. */
+export const MAX_TOKENS_PER_SIGNATURE = 256;
+/** The JWS `typ` of a batch; the sidecar's key certificate is `sidecar-key+jwt`. */
+export const DECISION_BATCH_TYPE = 'decision-batch+jwt';
+export const SIDECAR_KEY_TYPE = 'sidecar-key+jwt';
+
+/** What one token says of its decision. */
+export interface DecisionTokenClaims {
+  /** The decision id (its audit entry's id). */
+  jti: string;
+  /** The agent. */
+  sub: string;
+  org: string;
+  /** The action decided. */
+  act: string;
+  /** requestHash() of what was forwarded. */
+  req: string;
+  /** The approval the request presented, when one lifted a hold. */
+  apr?: string;
+  /** The query parameter of an injected credential, left out of `req` (its value is a secret). */
+  cq?: string;
+  iat: number;
+  exp: number;
+}
+
+/** A key that signs tokens: the gateway's signing key, or a sidecar's own with the certificate the bundle gave it. */
+export interface TokenSigningKey {
+  privateKey: KeyObject;
+  kid: string;
+  alg: 'EdDSA' | 'ES256';
+  /** The gateway's certificate of this key (a sidecar's), carried in the JWS header as `sck`. */
+  certificate?: string;
+}
+
+/**
+ * The hash a token binds: SHA-256 over the method, a line feed, the request target as the upstream
+ * receives it (path and query; an injected query credential left out), a line feed and the body's
+ * bytes; base64url.
+ */
+export function requestHash(method: string, target: string, body: Buffer | undefined): string {
+  const hash = createHash('sha256').update(`${method.toUpperCase()}\n${target}\n`);
+  if (body !== undefined) hash.update(body);
+  return hash.digest('base64url');
+}
+
+/** Called with the token once it is signed, at the end of the turn. */
+export type TokenReady = (token: string) => void;
+
+/**
+ * Signs the decision tokens asked for in a turn together, at its end: cost per token is one leaf
+ * hash and log2(n) node hashes, plus one signature per MAX_TOKENS_PER_SIGNATURE tokens. Holds
+ * only the turn's requests (cleared at every flush).
+ */
+export class DecisionTokenSigner {
+  private pending: Array<{ claims: Buffer; ready: TokenReady }> = [];
+
+  constructor(
+    private readonly key: () => TokenSigningKey,
+    private readonly issuer: () => string,
+  ) {}
+
+  /** Claims for a decision made now, with the token's lifetime. */
+  static claims(fields: Omit<DecisionTokenClaims, 'iat' | 'exp'>, nowMs = Date.now()): DecisionTokenClaims {
+    const iat = Math.floor(nowMs / 1000);
+    return { ...fields, iat, exp: iat + DECISION_TOKEN_TTL_SECONDS };
+  }
+
+  issue(claims: DecisionTokenClaims, ready: TokenReady): void {
+    this.pending.push({ claims: Buffer.from(JSON.stringify(claims)), ready });
+    if (this.pending.length === 1) atTurnEnd(() => this.flush());
+  }
+
+  private flush(): void {
+    const batch = this.pending;
+    this.pending = [];
+    for (let start = 0; start < batch.length; start += MAX_TOKENS_PER_SIGNATURE) {
+      this.signBatch(batch.slice(start, start + MAX_TOKENS_PER_SIGNATURE));
+    }
+  }
+
+  private signBatch(batch: Array<{ claims: Buffer; ready: TokenReady }>): void {
+    const levels = merkleLevels(batch.map(({ claims }) => leafHash(claims)));
+    const root = levels[levels.length - 1][0];
+    const key = this.key();
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    const header: Record<string, string> = { alg: key.alg, kid: key.kid, typ: DECISION_BATCH_TYPE };
+    if (key.certificate !== undefined) header.sck = key.certificate;
+    const payload = { iss: this.issuer(), iat: nowSeconds, exp: nowSeconds + DECISION_TOKEN_TTL_SECONDS, dtr: root.toString('base64url') };
+    const signingInput = `${base64url(JSON.stringify(header))}.${base64url(JSON.stringify(payload))}`;
+    const signature = key.alg === 'EdDSA' ? sign(null, Buffer.from(signingInput), key.privateKey) : sign('sha256', Buffer.from(signingInput), { key: key.privateKey, dsaEncoding: 'ieee-p1363' });
+    const jws = `${signingInput}.${signature.toString('base64url')}`;
+    for (let index = 0; index < batch.length; index++) {
+      const token = `${jws}~${batch[index].claims.toString('base64url')}~${proofOf(levels, index).toString('base64url')}`;
+      batch[index].ready(token);
+    }
+  }
+}
+
+function base64url(text: string): string {
+  return Buffer.from(text).toString('base64url');
+}
+
+const LEAF = Buffer.from([0]);
+const NODE = Buffer.from([1]);
+
+function leafHash(claims: Buffer): Buffer {
+  return createHash('sha256').update(LEAF).update(claims).digest();
+}
+
+/** Every level of the tree, leaves first, the root alone last. */
+function merkleLevels(leaves: Buffer[]): Buffer[][] {
+  const levels = [leaves];
+  let level = leaves;
+  while (level.length > 1) {
+    const next: Buffer[] = [];
+    for (let index = 0; index < level.length; index += 2) {
+      next.push(index + 1 < level.length ? createHash('sha256').update(NODE).update(level[index]).update(level[index + 1]).digest() : level[index]);
+    }
+    levels.push(next);
+    level = next;
+  }
+  return levels;
+}
+
+/** The steps from leaf `index` to the root: side byte (0: sibling on the left) and sibling hash. */
+function proofOf(levels: Buffer[][], index: number): Buffer {
+  const steps: Buffer[] = [];
+  let position = index;
+  for (let depth = 0; depth < levels.length - 1; depth++) {
+    const level = levels[depth];
+    const sibling = position ^ 1;
+    if (sibling < level.length) steps.push(Buffer.from([sibling < position ? 0 : 1]), level[sibling]);
+    position >>= 1;
+  }
+  return Buffer.concat(steps);
+}
