@@ -19,7 +19,7 @@ need() { missing+=("$1"); packages+=("$2"); }
 if [ -z "$PYTHON" ]; then
   need "python3" python3
 else
-  for pair in grpc:python3-grpcio google.protobuf:python3-protobuf pytest:python3-pytest mypy:python3-mypy; do
+  for pair in grpc:python3-grpcio google.protobuf:python3-protobuf pytest:python3-pytest mypy:python3-mypy cryptography:python3-cryptography uvicorn:python3-uvicorn; do
     "$PYTHON" -c "import ${pair%%:*}" >/dev/null 2>&1 || need "python module ${pair%%:*} (for $PYTHON)" "${pair#*:}"
   done
 fi

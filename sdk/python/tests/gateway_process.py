@@ -99,7 +99,7 @@ class Gateway:
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
-def start_gateway(policies_file: str = os.path.join(FIXTURES, "policies.yaml")) -> Gateway:
+def start_gateway(policies_file: str = os.path.join(FIXTURES, "policies.yaml"), extra_env: Optional[Dict[str, str]] = None) -> Gateway:
     """Starts the gateway on free ports: PostgreSQL at DATABASE_URL when set, else embedded PGlite
     in a temporary DATA_DIR; waits for GET /health to answer 200."""
     if not os.path.exists(GATEWAY_MAIN):
@@ -109,7 +109,7 @@ def start_gateway(policies_file: str = os.path.join(FIXTURES, "policies.yaml")) 
     env = {
         "PATH": os.environ.get("PATH", ""), "PORT": str(port), "HOST": "127.0.0.1", "PDP_GRPC_PORT": str(grpc_port),
         "ADMIN_TOKEN": ADMIN_TOKEN, "POLICIES_FILE": policies_file, "DATA_DIR": data_dir,
-        "AUDIT_FLUSH_MS": "10", "LOG_LEVEL": "error",
+        "AUDIT_FLUSH_MS": "10", "LOG_LEVEL": "error", **(extra_env or {}),
     }
     scratch = create_database(os.environ["DATABASE_URL"]) if os.environ.get("DATABASE_URL") else None
     if scratch is not None:
