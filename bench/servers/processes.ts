@@ -107,8 +107,9 @@ export function ask(child: Child, message: ParentMessage, timeoutMs = 5000): Pro
 export function baseEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'TZ']) if (process.env[name] !== undefined) env[name] = process.env[name];
-  // Tuning knobs of the gateway under test can be passed through (e.g. AUDIT_BATCH_SIZE=100).
-  for (const name of Object.keys(process.env)) if (name.startsWith('AUDIT_')) env[name] = process.env[name];
+  // Tuning knobs of the gateway under test can be passed through (e.g. AUDIT_BATCH_SIZE=100,
+  // DECISION_TOKENS=false to price the decision tokens).
+  for (const name of Object.keys(process.env)) if (name.startsWith('AUDIT_') || name === 'DECISION_TOKENS') env[name] = process.env[name];
   return env;
 }
 

@@ -115,18 +115,25 @@ export class AlertDelivery {
     return this.providers;
   }
 
-  /** Rate-limits the alerts and starts sending those allowed; resolves once they are under way. */
+  /**
+   * Rate-limits the alerts, each organization against its own ALERT_RATE_LIMIT, and starts
+   * sending those allowed; resolves once they are under way. Approval notifications are never
+   * dropped for the limit: they are how a person learns a request waits (docs/approvals.md).
+   */
   async deliver(alerts: readonly Alert[]): Promise<void> {
     if (this.providers.length === 0 || alerts.length === 0) return;
     this.starting++;
-    let allowed: number;
+    const sent: Alert[] = [];
     try {
-      allowed = await this.counter.take(alerts.length, Date.now());
+      for (const [orgKey, ofOrg] of byOrganization(alerts)) {
+        const allowed = orgKey === EXEMPT ? ofOrg.length : await this.counter.take(orgKey, ofOrg.length, Date.now());
+        if (allowed < ofOrg.length) this.drop(ofOrg.slice(allowed), 'rate_limit', `alert rate limit reached (ALERT_RATE_LIMIT=${this.limit} per minute and organization): alerts dropped`);
+        for (let index = 0; index < allowed; index++) sent.push(ofOrg[index]);
+      }
     } finally {
       this.starting--;
     }
-    if (allowed < alerts.length) this.drop(alerts.slice(allowed), 'rate_limit', `alert rate limit reached (ALERT_RATE_LIMIT=${this.limit} per minute): alerts dropped`);
-    for (let slot = 0; slot < this.providers.length; slot++) this.startAll(slot, alerts, allowed);
+    for (let slot = 0; slot < this.providers.length; slot++) this.startAll(slot, sent, sent.length);
     this.notifyIfIdle();
   }
 
@@ -284,4 +291,21 @@ class Delivery implements Retryable {
   retry(): void {
     this.attempt();
   }
+}
+
+/** The key of the alerts ALERT_RATE_LIMIT never drops (approval notifications). */
+const EXEMPT = '';
+/** The rate-limit key of alerts no organization owns (failures before any decision). */
+const NO_ORGANIZATION = '-';
+
+/** The alerts of a batch by rate-limit key, in their order: the organization's id, NO_ORGANIZATION, or EXEMPT. */
+function byOrganization(alerts: readonly Alert[]): Map<string, Alert[]> {
+  const groups = new Map<string, Alert[]>();
+  for (const alert of alerts) {
+    const key = alert.trigger === 'approval' ? EXEMPT : (alert.orgId ?? NO_ORGANIZATION);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [alert]);
+    else group.push(alert);
+  }
+  return groups;
 }

@@ -190,6 +190,7 @@ function alertOf(raised: Raised): Alert {
     trigger: raised.trigger === 'failure' ? 'error' : raised.trigger === 'quota' ? 'rate_limit' : raised.trigger,
     title,
     message,
+    orgId: raised.orgId,
     entry: {
       traceId: raised.traceId ?? '',
       agentId: raised.agentId ?? '',

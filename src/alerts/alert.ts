@@ -34,6 +34,8 @@ export interface Alert {
   title: string;
   message: string;
   entry: AlertEntry;
+  /** The organization whose decision raised it (its ALERT_RATE_LIMIT budget); null or absent for failures before any decision. Not sent. */
+  orgId?: string | null;
 }
 
 /** Where alerts come from: named in every message. */

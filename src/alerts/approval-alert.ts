@@ -1,5 +1,5 @@
 import type { DecisionEvent } from '../decisions/decision-events';
-import { Alert, newAlertId } from './alert';
+import { Alert, newAlertId, singleLine } from './alert';
 
 /** The approve and reject links of an approval, signed (src/approvals/approval-links.ts). */
 export interface ApprovalLinkPair {
@@ -14,23 +14,31 @@ export function openedApproval(event: DecisionEvent): string | undefined {
   return typeof approvalId === 'string' ? approvalId : undefined;
 }
 
+/** The longest agent-supplied text (an action, a path) a notification quotes; the rest is cut, marked with `…`. */
+export const QUOTED_MAX = 200;
+
 /**
  * The notification of a request waiting for a person (docs/approvals.md), with the links that
  * approve or reject it: always raised when a provider is configured, whatever ALERT_ON says (the
- * policy asked for a person).
+ * policy asked for a person). The gateway's own links come first, and what the agent chose (its
+ * action, method and path) is quoted as code, on one line and cut to QUOTED_MAX: a link or an
+ * instruction in an action must not read as the gateway's (docs/security.md).
  */
 export function approvalAlert(event: DecisionEvent, approvalId: string, links: ApprovalLinkPair): Alert {
   const { entry, decision } = event;
   const approvers = decision.approval?.approvers.length ? ` Approvers: ${decision.approval.approvers.join(', ')}.` : '';
+  const agent = quoted(entry.agentName ?? entry.agentId ?? 'an agent');
+  const request = entry.method ? `${quoted(`${entry.method} ${entry.path ?? ''}`)} (action ${quoted(entry.action)})` : quoted(entry.action);
   return {
     id: newAlertId(),
     timestamp: new Date(entry.ts).toISOString(),
     severity: 'warning',
     trigger: 'approval',
-    title: `Approval needed: ${entry.action} by ${entry.agentName ?? entry.agentId ?? 'an agent'}`,
+    orgId: entry.orgId,
+    title: `Approval needed: ${entry.method ? quoted(`${entry.method} ${entry.path ?? ''}`) : quoted(entry.action)} by ${agent}`,
     message:
-      `Agent ${entry.agentName ?? entry.agentId} (${entry.trustTier ?? 'unknown tier'}) waits for a person to approve ${entry.action}: ${decision.reason} (policy ${decision.policy}, approval ${approvalId}).${approvers} ` +
-      `Approve: ${links.approve} Reject: ${links.reject}`,
+      `Approve: ${links.approve} Reject: ${links.reject} ` +
+      `Agent ${agent} (${entry.trustTier ?? 'unknown tier'}) waits for a person to approve ${request}: ${decision.reason} (policy ${decision.policy}, approval ${approvalId}).${approvers}`,
     entry: {
       traceId: entry.traceId ?? '',
       agentId: entry.agentId ?? '',
@@ -44,4 +52,11 @@ export function approvalAlert(event: DecisionEvent, approvalId: string, links: A
       reason: decision.reason,
     },
   };
+}
+
+/** Text the agent chose, as a code span: one line, no backtick of its own to close the span early, at most QUOTED_MAX characters. */
+export function quoted(text: string): string {
+  const line = singleLine(text).replace(/`/g, "'");
+  const cut = line.length <= QUOTED_MAX ? line : `${line.slice(0, QUOTED_MAX - 1).replace(/[\ud800-\udbff]$/, '')}…`;
+  return `\`${cut}\``;
 }

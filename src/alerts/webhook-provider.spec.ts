@@ -39,10 +39,17 @@ describe('webhook body', () => {
 describe('LocalAlertRateCounter', () => {
   it('allows `limit` alerts per clock minute, the first ones of a batch', async () => {
     const counter = new LocalAlertRateCounter(3);
-    expect(await counter.take(2, 60_000)).toBe(2);
-    expect(await counter.take(2, 60_500)).toBe(1);
-    expect(await counter.take(1, 119_999)).toBe(0);
-    expect(await counter.take(5, 120_000)).toBe(3);
+    expect(await counter.take('org_a', 2, 60_000)).toBe(2);
+    expect(await counter.take('org_a', 2, 60_500)).toBe(1);
+    expect(await counter.take('org_a', 1, 119_999)).toBe(0);
+    expect(await counter.take('org_a', 5, 120_000)).toBe(3);
+  });
+
+  it('counts each organization apart: one organization’s alerts never use up another’s', async () => {
+    const counter = new LocalAlertRateCounter(2);
+    expect(await counter.take('org_a', 5, 60_000)).toBe(2);
+    expect(await counter.take('org_b', 1, 60_001)).toBe(1);
+    expect(await counter.take('org_a', 1, 60_002)).toBe(0);
   });
 });
 

@@ -2,6 +2,7 @@ import { Body, Controller, Get, Header, HttpCode, Param, Post, Query } from '@ne
 import { ApiExcludeController } from '@nestjs/swagger';
 import { Public } from '../common/auth-decorators';
 import { ApprovalLinks, LinkVerb } from './approval-links';
+import type { ApprovalView } from './approvals.dto';
 import { ApprovalsService } from './approvals.service';
 
 /**
@@ -41,7 +42,7 @@ export class ApprovalLinksController {
     const comment = typeof body.comment === 'string' && body.comment !== '' ? body.comment.slice(0, 1000) : undefined;
     try {
       const decided = await this.approvals.decide({ orgId: orgId!, tokenId: 'approval link' }, id, verb === 'approve' ? 'approved' : 'rejected', comment);
-      return page(decided.status === 'approved' ? 'Approved' : 'Rejected', `The request ${escape(decided.action)} of ${escape(decided.agentName)} is ${decided.status}.`);
+      return page(decided.status === 'approved' ? 'Approved' : 'Rejected', `The request ${escape(heldRequest(decided))} of ${escape(decided.agentName)} is ${decided.status}.`);
     } catch (error) {
       return page('This link cannot be used', escape((error as Error).message));
     }
@@ -55,8 +56,14 @@ export class ApprovalLinksController {
     if (orgId === null) return { ok: false, problem: 'No such approval.' };
     const approval = await this.approvals.get(orgId, id);
     if (approval.status !== 'pending') return { ok: false, problem: `This approval is ${approval.status}: it can no longer be decided.` };
-    return { ok: true, description: `${approval.agentName} asks to ${approval.action}: ${approval.reason} (policy ${approval.policy}; expires ${approval.expiresAt}).` };
+    return { ok: true, description: `${approval.agentName} asks to ${heldRequest(approval)}: ${approval.reason} (policy ${approval.policy}; expires ${approval.expiresAt}).` };
   }
+}
+
+/** What the request does, as the upstream sees it: its method and path first, then the action it was decided on. */
+function heldRequest(approval: ApprovalView): string {
+  const actions = approval.derivedAction === null ? approval.action : `${approval.action}, derived ${approval.derivedAction}`;
+  return approval.method === null ? actions : `${approval.method} ${approval.path ?? ''} (action ${actions})`;
 }
 
 function page(title: string, body: string): string {

@@ -12,7 +12,10 @@ export class ApprovalView {
   @ApiProperty() agentId: string;
   @ApiProperty() agentName: string;
   @ApiProperty({ enum: ['proxy', 'pdp', 'check', 'sidecar', 'mcp'] }) source: string;
-  @ApiProperty({ example: 'write:refunds/42' }) action: string;
+  @ApiProperty({ example: 'write:refunds/42', description: 'The action decided on: the declared one (X-Service-Action, a check’s `action`) where the caller declared one' })
+  action: string;
+  @ApiProperty({ nullable: true, type: String, description: 'The action derived from the request itself (`write:admin/users`, `Payments.Refund`) when the caller declared another one' })
+  derivedAction: string | null;
   @ApiProperty({ nullable: true, type: String }) method: string | null;
   @ApiProperty({ nullable: true, type: String }) path: string | null;
   @ApiProperty({ description: 'The policy whose require_approval rule held the request' }) policy: string;

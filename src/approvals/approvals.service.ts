@@ -15,6 +15,7 @@ interface ApprovalRow {
   agent_name: string;
   source: string;
   action: string;
+  derived_action: string | null;
   method: string | null;
   path: string | null;
   policy: string;
@@ -43,7 +44,7 @@ export interface ApprovalStatusView {
   expiresAt: string;
 }
 
-const COLUMNS = 'id, org_id, status, agent_id, agent_name, source, action, method, path, policy, rule, reason, approvers, trace_id, created_at, expires_at, decided_by, decided_at, comment, used_at';
+const COLUMNS = 'id, org_id, status, agent_id, agent_name, source, action, derived_action, method, path, policy, rule, reason, approvers, trace_id, created_at, expires_at, decided_by, decided_at, comment, used_at';
 
 /**
  * Approvals as admins see and decide them (docs/approvals.md): an organization's own (another's
@@ -110,6 +111,7 @@ function toView(row: ApprovalRow): ApprovalView {
     agentName: row.agent_name,
     source: row.source,
     action: row.action,
+    derivedAction: row.derived_action,
     method: row.method,
     path: row.path,
     policy: row.policy,

@@ -70,15 +70,26 @@ function subjectOf(principal: AdminPrincipal, value: unknown): ApprovalSubject {
     throw AppError.invalid(`subject.${name} must be a string`);
   };
   if (text('orgId') !== principal.orgId) throw AppError.invalid('subject.orgId must be the sidecar’s organization');
+  const holds = subject.holds;
+  if (!Array.isArray(holds) || holds.length > MAX_HOLDS || !holds.every((hold) => typeof hold === 'string' && hold.length <= 4096)) {
+    throw AppError.invalid(`subject.holds must be a list of at most ${MAX_HOLDS} strings`);
+  }
   return {
     orgId: principal.orgId,
     agentId: text('agentId')!,
     agentName: text('agentName')!,
     source: text('source')!,
     action: text('action')!,
+    derivedAction: text('derivedAction', true),
+    plugin: text('plugin')!,
+    function: text('function')!,
     method: text('method', true),
     path: text('path', true),
+    holds: holds as string[],
     fingerprint: text('fingerprint')!,
     traceId: text('traceId')!,
   };
 }
+
+/** Most `require_approval` rules one subject names (one per question a request is decided on at most). */
+const MAX_HOLDS = 64;

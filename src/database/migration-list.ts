@@ -16,6 +16,7 @@ import { SidecarTokens1764633600000 } from '../../migrations/1764633600000-sidec
 import { DeploymentSettings1764720000000 } from '../../migrations/1764720000000-deployment-settings';
 import { McpToolPins1764806400000 } from '../../migrations/1764806400000-mcp-tool-pins';
 import { Approvals1764892800000 } from '../../migrations/1764892800000-approvals';
+import { ApprovalBinding1764979200041 } from '../../migrations/1764979200041-approval-binding';
 import { PolicyTests1764979200046 } from '../../migrations/1764979200046-policy-tests';
 import { OidcClientAgent1765065600000 } from '../../migrations/1765065600000-oidc-client-agent';
 import { UpstreamCredentials1765065600100 } from '../../migrations/1765065600100-upstream-credentials';
@@ -40,6 +41,7 @@ export const MIGRATIONS = [
   DeploymentSettings1764720000000,
   McpToolPins1764806400000,
   Approvals1764892800000,
+  ApprovalBinding1764979200041,
   PolicyTests1764979200046,
   OidcClientAgent1765065600000,
   UpstreamCredentials1765065600100,

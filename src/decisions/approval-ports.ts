@@ -1,15 +1,23 @@
 import type { ApprovalRequirement, Decision } from '../policy-engine/types';
 
-/** What an approval is bound to: the very request a `require_approval` rule held. */
+/** What an approval is bound to: the very request a `require_approval` rule held, as a whole (approval-binding.ts). */
 export interface ApprovalSubject {
   orgId: string;
   agentId: string;
   agentName: string;
+  /** The entry point (`proxy`, `check`, `pdp`, `mcp`, `sidecar`): an approval is spent where it was asked for. */
   source: string;
+  /** The action decided on: the declared one where the caller declared one. */
   action: string;
+  /** The action the transport derived, when the caller declared another one; else null. */
+  derivedAction: string | null;
+  plugin: string;
+  function: string;
   method: string | null;
   path: string | null;
-  /** SHA-256 of what the request carries (the proxy's method, path, query and body; a call's arguments). */
+  /** The `require_approval` rules that held the request (`policy: rule`, sorted): an approval lifts these and no other. */
+  holds: string[];
+  /** SHA-256 of the rest of the decision input: resource, context, delegation chain, MCP tool, and what the request carries. */
   fingerprint: string;
   traceId: string;
 }
@@ -31,9 +39,9 @@ export interface ApprovalDesk {
   /** Opens a pending approval for the request the decision held. */
   open(subject: ApprovalSubject, decision: Decision & { approval: ApprovalRequirement }): Promise<PendingApproval>;
   /**
-   * Uses an approved approval for the identical request (same organization, agent, action and
-   * fingerprint), once; otherwise says why not (unknown, pending, rejected, expired, used, or
-   * for another request).
+   * Uses an approved approval for the identical request (the same subject, its holds among those
+   * approved), once; otherwise says why not (unknown, pending, rejected, expired, used, or for
+   * another request).
    */
   redeem(approvalId: string, subject: ApprovalSubject): Promise<Redemption>;
 }

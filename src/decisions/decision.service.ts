@@ -1,5 +1,4 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import type { AuditRecord, AuditSource } from './audit-record';
 import { AppError } from '../common/app-error';
 import { errorBody } from '../common/error-body';
@@ -9,7 +8,8 @@ import { scopeDenial } from './delegation-scope';
 import type { CompiledPolicy } from '../policy-engine/compiled-policy';
 import type { PolicySet } from '../policy-engine/policy-set';
 import type { ApprovalRequirement, BudgetHold, Decision, DecisionInput, DelegationFacts, EvaluationEnv, Explanation, MatchTarget, RateLimiter, SessionFacts, ShadowDecision, ToolFacts } from '../policy-engine/types';
-import { APPROVAL_DESK, ApprovalDesk, ApprovalSubject, NO_APPROVALS, PendingApproval, Redemption } from './approval-ports';
+import { APPROVAL_DESK, ApprovalDesk, NO_APPROVALS, PendingApproval, Redemption } from './approval-ports';
+import { approvalSubject } from './approval-binding';
 import { DecisionEvents } from './decision-events';
 import { decisionIdAt } from './decision-id';
 import { decisionDetails, MemoryDetails } from './decision-details';
@@ -58,8 +58,9 @@ export interface DecisionRequest {
   /** The approval the caller presents for a request a `require_approval` rule holds (X-Service-Approval). */
   approvalId?: string;
   /**
-   * What an approval is bound to, beside the agent and action: the SHA-256 of what the request
-   * carries. Defaults to the hash of `args`; the proxy hashes its method, path, query and body.
+   * What an approval binds of what the request carries, beside the rest of the decision input
+   * (approval-binding.ts): the SHA-256 of it. Defaults to the hash of `args`; the proxy hashes
+   * its method, path, query and body.
    */
   fingerprint?: () => Promise<string>;
   /** The HTTP method and path the audit entry shows, where the transport has them. */
@@ -169,12 +170,17 @@ export class DecisionService {
     let input = inputOf(principal.agent, principal.delegation, request, args, org, session);
     const asked = input;
     let decision: Decision;
+    const approvalHolds: Decision[] = [];
     try {
       decision = await policies.set.evaluate(input, env, applicable[0]);
-      for (let i = 1; i < questions.length && decision.effect === 'allow'; i++) {
+      if (decision.approval !== undefined) approvalHolds.push(...(decision.approvalHolds ?? [decision]));
+      // Every question is asked until one is denied: a hold on one never hides a deny on another.
+      for (let i = 1; i < questions.length && !isDenial(decision); i++) {
         const other = inputOf(questions[i].agent, principal.delegation, { ...request, action: questions[i].target.action }, args, org, session);
         const decided = await policies.set.evaluate(other, env, applicable[i]);
-        if (decided.effect === 'deny') [input, decision] = [other, decided];
+        if (decided.effect === 'allow') continue;
+        if (decided.approval !== undefined) approvalHolds.push(...(decided.approvalHolds ?? [decided]));
+        if (isDenial(decided) || decision.effect === 'allow') [input, decision] = [other, decided];
       }
     } catch (error) {
       this.memory.afterDecision(policies.set, principal, request.sessionId, { action: request.action, letThrough: false, labels: undefined, holds: env.holds, facts: undefined }, nowMs);
@@ -195,7 +201,7 @@ export class DecisionService {
       decisionMs: performance.now() - started,
     };
     if (policies.set.shadowPolicies.length > 0) verdict.shadow = await this.shadowOf(policies, asked, nowMs);
-    const decided = decision.approval !== undefined && decision.effect === 'deny' && this.enforcing ? await this.approvalVerdict(verdict, decision.approval) : verdict;
+    const decided = decision.approval !== undefined && this.enforcing ? await this.approvalVerdict(verdict, decision.approval, approvalHolds) : verdict;
     return this.remember(policies.set, decided, env.holds, session);
   }
 
@@ -219,24 +225,15 @@ export class DecisionService {
   }
 
   /**
-   * A request a `require_approval` rule holds (docs/approvals.md): with an approval id, the
-   * approved approval of this very request (same agent, action and fingerprint) lets it through,
-   * once, and anything else denies it, saying why; without one, a pending approval is opened and
-   * the request waits for a person (answered 202). Never cacheable.
+   * A request only `require_approval` rules hold (docs/approvals.md): with an approval id, the
+   * approved approval of this very request (approval-binding.ts: the whole decision input, and
+   * the same holds) lets it through, once, and anything else denies it, saying why; without one,
+   * a pending approval is opened and the request waits for a person (answered 202). Never
+   * cacheable.
    */
-  private async approvalVerdict(verdict: Verdict, approval: ApprovalRequirement): Promise<Verdict> {
+  private async approvalVerdict(verdict: Verdict, approval: ApprovalRequirement, holds: readonly Decision[]): Promise<Verdict> {
     const { principal, request, decision } = verdict;
-    const subject: ApprovalSubject = {
-      orgId: principal.agent.orgId,
-      agentId: principal.agent.id,
-      agentName: principal.agent.name,
-      source: request.source,
-      action: request.action,
-      method: request.method ?? null,
-      path: request.path ?? null,
-      fingerprint: request.fingerprint !== undefined ? await request.fingerprint() : requestFingerprint(request),
-      traceId: request.traceId,
-    };
+    const subject = await approvalSubject(principal, request, holds);
     if (request.approvalId === undefined) {
       const pending = await this.approvals.open(subject, { ...decision, approval }).catch((error: unknown) => deskFailure(error));
       if ('denial' in pending) return { ...verdict, decision: { ...pending.denial, policy: decision.policy, rule: decision.rule }, cacheable: false };
@@ -247,6 +244,7 @@ export class DecisionService {
     const decided: Decision = { effect: redemption.granted ? 'allow' : 'deny', policy: decision.policy, rule: decision.rule, reason };
     return { ...verdict, decision: decided, enforced: true, cacheable: false, approvalId: request.approvalId };
   }
+
 
   /**
    * What the shadow policies would have decided on the acting agent's request (docs/policies.md
@@ -415,7 +413,8 @@ interface Question {
 /**
  * What a request is decided on: the acting agent on its action first, then each other action
  * the request stands for and each agent it acts for (a delegated token carries no more rights
- * than any agent of its chain). It is allowed only if every question is.
+ * than any agent of its chain). It is allowed only if every question is; any deny wins over any
+ * `require_approval` hold, which an approval may lift only as a whole (docs/security.md).
  */
 function questionsOf(principal: Principal, request: DecisionRequest): Question[] {
   const actions = request.derivedAction !== undefined && request.derivedAction !== request.action ? [request.action, request.derivedAction] : [request.action];
@@ -444,6 +443,11 @@ function memoryDetails(verdict: Verdict): MemoryDetails | undefined {
     ...(remembered === undefined ? {} : { session: { id: remembered.facts.id, labels: remembered.facts.labels, agentLabels: remembered.facts.agent_labels, ...(remembered.added.length > 0 ? { labelsAdded: remembered.added } : {}) } }),
     ...(holds === undefined ? {} : { reserved: holds.reduce((sum, hold) => sum + hold.cost, 0) }),
   };
+}
+
+/** A deny no approval can lift. */
+function isDenial(decision: Decision): boolean {
+  return decision.effect === 'deny' && decision.approval === undefined;
 }
 
 function isArgs(value: DecisionInput['args'] | Decision): value is DecisionInput['args'] {
@@ -480,25 +484,4 @@ export function statusOf(verdict: Verdict): number {
 function deskFailure(error: unknown): { denial: Decision } {
   const why = error instanceof AppError ? error.message : `Approval needed, but it cannot be requested: ${(error as Error).message}`;
   return { denial: { effect: 'deny', policy: '', rule: null, reason: why } };
-}
-
-/** SHA-256 of a call's arguments as canonical JSON (keys sorted at every level). */
-/**
- * What an approval binds of a request without a body of its own (the PDP, `/v1/check`, MCP,
- * `/enforce`): its arguments, resource and context, so that an approval given for one customer,
- * account or file lets through no call about another (docs/approvals.md).
- */
-export function requestFingerprint(request: Pick<DecisionRequest, 'args' | 'resource' | 'context'>): string {
-  return createHash('sha256').update(canonicalJson({ args: request.args, resource: request.resource, context: request.context })).digest('hex');
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }

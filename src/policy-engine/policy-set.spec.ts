@@ -184,3 +184,30 @@ describe('PolicySet: which args the policies read', () => {
     expect(set.usesRateLimit).toBe(true);
   });
 });
+
+describe('PolicySet: require_approval holds', () => {
+  const hold = (condition: string, name: string): RuleDefinition => ({ name, condition, action: 'require_approval', reason: `hold ${name}` });
+
+  it('a deny after a hold wins: every policy is still evaluated', () => {
+    expect(decide([policy('a', [hold('true', 'h')]), policy('b', [deny('true', 'no')])])).toEqual({ effect: 'deny', policy: 'b', rule: 'no', reason: 'deny no' });
+  });
+
+  it('a hold decides when nothing denies, naming every hold once a second one fired', () => {
+    const decided = decide([policy('a', [hold('true', 'h1')]), policy('b', [allow('true', 'ok')]), policy('c', [hold('true', 'h2')])]);
+    expect(decided).toMatchObject({ effect: 'deny', rule: 'h1', approval: expect.any(Object) });
+    expect(decided.approvalHolds?.map((held) => held.rule)).toEqual(['h1', 'h2']);
+    expect(decide([policy('a', [hold('true', 'h1')])]).approvalHolds).toBeUndefined();
+  });
+
+  it('a hold answers for a policy whose default is deny', () => {
+    expect(decide([policy('a', [hold('true', 'h')], { default: 'deny' })])).toMatchObject({ rule: 'h', approval: expect.any(Object) });
+  });
+
+  it('a rate-limited hold waits for a later deny too', async () => {
+    const limiter: RateLimiter = { hit: () => Promise.resolve(5), peek: () => Promise.resolve(5) };
+    const set = compilePolicies([policy('a', [hold('rate_limit(per_agent, 1, 1m)', 'h')]), policy('b', [deny('true', 'no')])]);
+    expect(await set.evaluate(makeInput(), syncEnv(limiter))).toMatchObject({ effect: 'deny', rule: 'no' });
+    const alone = compilePolicies([policy('a', [hold('rate_limit(per_agent, 1, 1m)', 'h')])]);
+    expect(await alone.evaluate(makeInput(), syncEnv(limiter))).toMatchObject({ rule: 'h', approval: expect.any(Object) });
+  });
+});

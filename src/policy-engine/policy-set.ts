@@ -17,6 +17,10 @@ interface Suspended {
   readonly policy: number;
   readonly rule: number;
   readonly allowed: Decision | null;
+  /** The first `require_approval` rule that fired: it decides unless a deny follows. */
+  readonly held: Decision | null;
+  /** Every hold that fired, once a second one did. */
+  readonly holds: Decision[] | null;
   readonly first: CompiledPolicy | null;
   readonly policyAllowed: boolean;
   readonly alerts: FiredAlert[] | null;
@@ -25,7 +29,8 @@ interface Suspended {
 
 /**
  * An ordered, compiled set of policies, combined deny-overrides: the first deny (in policy then
- * rule order) decides; otherwise allow. `alert` rules reached before the decision add their
+ * rule order) decides; else the first `require_approval` rule that fired (a hold: every rule is
+ * still evaluated, so that no approval ever lifts a deny, docs/security.md); otherwise allow. `alert` rules reached before the decision add their
  * alert to it (`decision.alerts`) and never change it.
  */
 export class PolicySet {
@@ -150,6 +155,8 @@ export class PolicySet {
     start: Suspended | null,
   ): Decision | Promise<Decision> {
     let allowed = start === null ? null : start.allowed;
+    let held = start === null ? null : start.held;
+    let holds = start === null ? null : start.holds;
     let first = start === null ? null : start.first;
     let alerts = start === null ? null : start.alerts;
     let grants = start === null ? null : start.grants;
@@ -171,12 +178,18 @@ export class PolicySet {
           const recorder = new RateLimitRecorder(env);
           const answer = (rule.rated as RateTest)(input, recorder);
           if (typeof answer !== 'boolean') {
-            const at: Suspended = { input, env, list, filter, tracer, policy: p, rule: r, allowed, first, policyAllowed, alerts, grants };
+            const at: Suspended = { input, env, list, filter, tracer, policy: p, rule: r, allowed, held, holds, first, policyAllowed, alerts, grants };
             return this.suspend(answer, recorder, at);
           }
           fired = answer;
           const denied = settleRated(rule, fired, recorder, tracer);
-          if (denied !== null) return withAlerts(denied, alerts, grants);
+          if (denied !== null && rule.effect === 'deny') return withAlerts(denied, alerts, grants);
+          if (denied !== null) {
+            if (held === null) held = denied;
+            else (holds ??= [held]).push(denied);
+            policyAllowed = true;
+            continue;
+          }
         }
         if (!fired) continue;
         if (rule.alert !== null) {
@@ -187,7 +200,14 @@ export class PolicySet {
           (grants ??= []).push(rule.grant);
           continue;
         }
-        if (rule.effect === 'deny' || rule.effect === 'require_approval') return withAlerts(rule.decision, alerts, grants);
+        if (rule.effect === 'deny') return withAlerts(rule.decision, alerts, grants);
+        if (rule.effect === 'require_approval') {
+          // A hold answers for its policy (no `default: deny` after it), and the search for a deny goes on.
+          if (held === null) held = rule.decision;
+          else (holds ??= [held]).push(rule.decision);
+          policyAllowed = true;
+          continue;
+        }
         if (!policyAllowed) {
           policyAllowed = true;
           if (allowed === null) allowed = rule.decision;
@@ -195,6 +215,7 @@ export class PolicySet {
       }
       if (policy.defaultDeny && !policyAllowed) return withAlerts(policy.defaultDecision, alerts, grants);
     }
+    if (held !== null) return withAlerts(holds === null ? held : { ...held, approvalHolds: holds }, alerts, grants);
     if (allowed !== null) return withAlerts(allowed, alerts, grants);
     return withAlerts(first === null ? this.defaultDecision : first.allowDecision, alerts, grants);
   }
@@ -208,14 +229,16 @@ export class PolicySet {
   private resume(fired: boolean, recorder: RateLimitRecorder, at: Suspended): Decision | Promise<Decision> {
     const rule = at.list[at.policy].rules[at.rule];
     const denied = settleRated(rule, fired, recorder, at.tracer);
-    if (denied !== null) return withAlerts(denied, at.alerts, at.grants);
+    if (denied !== null && rule.effect === 'deny') return withAlerts(denied, at.alerts, at.grants);
     const alerting = fired && rule.alert !== null;
     const labelling = fired && rule.grant !== null;
-    const allows = fired && !alerting && !labelling && !at.policyAllowed;
+    const allows = fired && !alerting && !labelling && denied === null && !at.policyAllowed;
     const next: Suspended = {
       ...at,
       rule: at.rule + 1,
       allowed: allows && at.allowed === null ? rule.decision : at.allowed,
+      held: at.held ?? denied,
+      holds: denied !== null && at.held !== null ? [...(at.holds ?? [at.held]), denied] : at.holds,
       policyAllowed: at.policyAllowed || (fired && !alerting && !labelling),
       alerts: alerting ? [...(at.alerts ?? []), rule.alert!] : at.alerts,
       grants: labelling ? [...(at.grants ?? []), rule.grant!] : at.grants,

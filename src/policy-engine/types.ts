@@ -109,6 +109,8 @@ export interface Decision {
    * approves this very request (docs/policies.md "Approvals").
    */
   approval?: ApprovalRequirement;
+  /** Every `require_approval` decision that held the request, when more than one did (this one first). */
+  approvalHolds?: readonly Decision[];
   /** The `label` rules that fired (present only when one did): what to remember once the call is let through. */
   labels?: readonly LabelGrant[];
   /** Set when the deciding deny rule fired because a budget could not take the call's cost. */
