@@ -33,7 +33,9 @@ export class ApprovalLinksController {
   @HttpCode(200)
   @Header('content-type', 'text/html; charset=utf-8')
   @Header('cache-control', 'no-store')
-  async act(@Param('id') id: string, @Param('verb') verb: string, @Body() body: Record<string, unknown>): Promise<string> {
+  async act(@Param('id') id: string, @Param('verb') verb: string, @Body() sent: Record<string, unknown> | undefined): Promise<string> {
+    // A POST without a form body (or with another type) has no body to read: the link is then not valid.
+    const body = typeof sent === 'object' && sent !== null ? sent : {};
     const expires = typeof body.expires === 'string' ? body.expires : '';
     const token = typeof body.token === 'string' ? body.token : '';
     const checked = await this.checked(id, verb, expires, token);
