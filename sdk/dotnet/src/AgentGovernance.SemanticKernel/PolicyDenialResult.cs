@@ -1,3 +1,4 @@
+using System.Diagnostics.CodeAnalysis;
 using System.Globalization;
 using Microsoft.SemanticKernel;
 
@@ -13,7 +14,7 @@ public static class PolicyDenialResult
     /// True when <paramref name="result"/> is the soft result of a denied call, which did not run;
     /// <paramref name="decision"/> then names the policy, rule and reason.
     /// </summary>
-    public static bool TryGetPolicyDenial(this FunctionResult result, out PolicyDecision decision)
+    public static bool TryGetPolicyDenial(this FunctionResult result, [NotNullWhen(true)] out PolicyDecision? decision)
     {
         ArgumentNullException.ThrowIfNull(result);
         if (result.Metadata is not null && result.Metadata.TryGetValue(DecisionMetadataKey, out var value) && value is PolicyDecision { IsAllowed: false } denial)
@@ -21,7 +22,7 @@ public static class PolicyDenialResult
             decision = denial;
             return true;
         }
-        decision = null!;
+        decision = null;
         return false;
     }
 

@@ -40,11 +40,11 @@ internal sealed class DecisionCache
     }
 
     /// <summary>The fresh decision for <paramref name="hash"/> on the newest version, when the cache is live.</summary>
-    public bool TryGet(string hash, out PolicyDecision decision)
+    public bool TryGet(string hash, [System.Diagnostics.CodeAnalysis.NotNullWhen(true)] out PolicyDecision? decision)
     {
         lock (sync)
         {
-            decision = null!;
+            decision = null;
             if (!live || !entries.TryGetValue(hash, out var node)) return false;
             var entry = node.Value;
             if (entry.Decision.PolicyVersion != knownVersion || Environment.TickCount64 >= entry.ExpiresAt)
