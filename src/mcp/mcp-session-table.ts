@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+
 /** What the table needs of a session. */
 export interface TableSession {
   readonly id: string;
@@ -19,17 +21,27 @@ export interface SessionBounds {
 }
 
 /**
- * The open MCP sessions, by id, bounded in total and per agent. Both orders are maps in
- * least-recently-used order (a use moves the session to the end), so every operation is O(1):
- * a lookup, a touch, an eviction (the head of the agent's map, or of the whole table, whichever
- * bound is met) and the idle sweep's step (the head of the whole table). What is evicted depends
- * only on what is open now, never on how many sessions were ever opened.
+ * The open MCP sessions, by id, bounded in total and per agent: an LRU of all (lru-cache, whose
+ * operations are O(1) whatever was evicted before) and one LRU per agent. A use marks the session
+ * most recent in both; an open past a bound ends the least recently used session of the agent, or
+ * of all, whichever bound is met; the idle sweep ends sessions from the least recently used one,
+ * O(1) a step, and stops at the first in use. What is evicted depends only on what is open now,
+ * never on how many sessions were ever opened.
  */
 export class McpSessionTable<S extends TableSession> {
-  private readonly all = new Map<string, S>();
-  private readonly byAgent = new Map<string, Map<string, S>>();
+  private readonly all: LRUCache<string, S>;
+  private readonly byAgent = new Map<string, LRUCache<string, S>>();
 
-  constructor(private readonly bounds: SessionBounds) {}
+  constructor(private readonly bounds: SessionBounds) {
+    this.all = new LRUCache<string, S>({
+      max: bounds.maxSessions,
+      dispose: (session, id, reason) => {
+        if (reason !== 'evict') return;
+        this.dropFromAgent(session.agentId, id);
+        session.end('evicted');
+      },
+    });
+  }
 
   get size(): number {
     return this.all.size;
@@ -40,66 +52,67 @@ export class McpSessionTable<S extends TableSession> {
     const session = this.all.get(id);
     if (session === undefined) return undefined;
     if (nowMs - session.usedMs >= this.bounds.idleMs) {
-      this.evict(session, 'idle');
+      this.remove(id);
+      session.end('idle');
       return undefined;
     }
     session.usedMs = nowMs;
-    this.moveToEnd(this.all, session);
-    this.moveToEnd(this.agentSessions(session.agentId), session);
+    this.byAgent.get(session.agentId)?.get(id);
     return session;
   }
 
   /** Adds a session, ending the agent's least recently used one at its bound, then the table's at its own. */
   add(session: S, nowMs = Date.now()): void {
     this.sweep(nowMs);
-    const mine = this.agentSessions(session.agentId);
-    if (mine.size >= this.bounds.maxPerAgent) this.evict(mine.values().next().value!, 'evicted');
-    if (this.all.size >= this.bounds.maxSessions) this.evict(this.all.values().next().value!, 'evicted');
+    this.agentSessions(session.agentId).set(session.id, session);
     this.all.set(session.id, session);
-    mine.set(session.id, session);
   }
 
   /** Forgets a session that ended on its own (the agent's DELETE, its upstream gone). */
   remove(id: string): void {
-    const session = this.all.get(id);
+    const session = this.all.peek(id);
     if (session === undefined) return;
     this.all.delete(id);
-    const mine = this.byAgent.get(session.agentId);
-    mine?.delete(id);
-    if (mine?.size === 0) this.byAgent.delete(session.agentId);
+    this.dropFromAgent(session.agentId, id);
   }
 
-  /** Ends the idle sessions at the head of the table; each step is O(1) and stops at the first session in use. */
+  /** Ends the idle sessions from the least recently used one; each step is O(1) and stops at the first session in use. */
   sweep(nowMs = Date.now()): void {
-    for (let head = this.all.values().next().value; head !== undefined && nowMs - head.usedMs >= this.bounds.idleMs; head = this.all.values().next().value) {
-      this.evict(head, 'idle');
+    for (;;) {
+      const head = this.all.rvalues().next().value;
+      if (head === undefined || nowMs - head.usedMs < this.bounds.idleMs) return;
+      this.remove(head.id);
+      head.end('idle');
     }
   }
 
   /** Every open session, for shutdown. */
   drain(): S[] {
     const sessions = [...this.all.values()];
-    this.all.clear();
-    this.byAgent.clear();
+    for (const session of sessions) this.remove(session.id);
     return sessions;
   }
 
-  private evict(session: S, reason: 'idle' | 'evicted'): void {
-    this.remove(session.id);
-    session.end(reason);
+  private dropFromAgent(agentId: string, id: string): void {
+    const mine = this.byAgent.get(agentId);
+    if (mine === undefined) return;
+    mine.delete(id);
+    if (mine.size === 0) this.byAgent.delete(agentId);
   }
 
-  private agentSessions(agentId: string): Map<string, S> {
+  private agentSessions(agentId: string): LRUCache<string, S> {
     let mine = this.byAgent.get(agentId);
     if (mine === undefined) {
-      mine = new Map();
+      mine = new LRUCache<string, S>({
+        max: this.bounds.maxPerAgent,
+        dispose: (session, id, reason) => {
+          if (reason !== 'evict') return;
+          this.all.delete(id);
+          session.end('evicted');
+        },
+      });
       this.byAgent.set(agentId, mine);
     }
     return mine;
-  }
-
-  private moveToEnd(map: Map<string, S>, session: S): void {
-    map.delete(session.id);
-    map.set(session.id, session);
   }
 }

@@ -24,6 +24,8 @@ export function isProxyUrl(url: string | undefined): boolean {
  * separators. Returns a reason string when the path is refused.
  */
 export function parseProxyUrl(url: string): ProxyTarget | string {
+  // A client never sends a fragment; an upstream that cuts the target at `#` would route a path the policies never saw.
+  if (url.includes('#')) return 'the request target must not contain "#"';
   const queryAt = url.indexOf('?');
   const rawPath = url.slice(PROXY_PREFIX.length, queryAt === -1 ? url.length : queryAt);
   const query = queryAt === -1 ? '' : url.slice(queryAt + 1);

@@ -24,6 +24,11 @@ def request_hash(request: CheckRequest) -> str:
 class DecisionCache:
     """Reuses cacheable decisions for their cache_ttl_ms, while the Subscribe stream is live.
 
+    Bound: max_entries (cache_max_entries, default 10,000). Eviction: least recently used (an
+    OrderedDict: a hit moves its entry to the end, a put past the bound pops the first); an
+    expired entry goes when it is next asked for. Cost: get and put O(1) whatever came before; a
+    change event or the stream's end empties it in one clear().
+
     `known_version` is the newest policy version seen (from answers or change events); entries
     are looked up under it, a decision made on an older version is never stored, and a change
     event drops every entry decided before it, so no answer outlives a change that could alter it. While the stream is down nothing is cached:
@@ -72,11 +77,12 @@ class DecisionCache:
 
     def changed(self, policy_version: int) -> None:
         """A change event: every entry decided before it is stale (an answer's policy_version
-        already includes every change up to it, so a replayed older event ends nothing)."""
+        already includes every change up to it, so a replayed older event ends nothing). Every
+        entry is of known_version (put() keeps no other), so a newer version ends them all."""
         with self._lock:
-            self._known_version = max(self._known_version, policy_version)
-            for stale in [key for key in self._entries if key[0] < policy_version]:
-                del self._entries[stale]
+            if policy_version > self._known_version:
+                self._entries.clear()
+                self._known_version = policy_version
 
     def restart(self) -> None:
         """Forgets every entry and the versions seen: the gateway's went backwards."""

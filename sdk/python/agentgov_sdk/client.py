@@ -14,15 +14,16 @@ import threading
 import time
 import uuid
 from dataclasses import replace
+from datetime import datetime, timezone
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Coroutine, Dict, Mapping, Optional, ParamSpec, Type, TypeVar, Union, cast, overload
+from typing import Any, Awaitable, Callable, Coroutine, Dict, List, Mapping, Optional, ParamSpec, Tuple, Type, TypeVar, Union, cast, overload
 from urllib.parse import urlsplit
 
 import grpc
 
-from .audit import AuditBatcher, AuditEvent, WriteAheadLog
+from .audit import AuditBatcher, AuditEvent, Orphan, WriteAheadLog, claim_orphans
 from .cache import DecisionCache, request_hash
-from .decision import CheckRequest, Decision, SoftDenial
+from .decision import CheckRequest, Decision, DecisionSource, SoftDenial
 from .errors import ApprovalPendingError, GatewayError, GatewayTimeoutError, GatewayUnreachableError, PolicyDeniedError
 from .options import MAX_APPROVAL_WAIT_SECONDS, ClientOptions, EffectiveOptions
 from .transports import GrpcTransport, HttpTransport, json_values
@@ -47,7 +48,7 @@ class Client:
 
     def __init__(self, options: ClientOptions) -> None:
         self.options = options
-        wal = WriteAheadLog(options.audit_wal_path or default_wal_path(options.agent_id))
+        wal, orphans = _open_wal(options)
         secure = urlsplit(options.gateway_url).scheme == "https"
         self._grpc = GrpcTransport(options.resolved_grpc_address(), options.api_key, secure)
         self._http = HttpTransport(options.gateway_url, options.api_key)
@@ -59,6 +60,8 @@ class Client:
             self._send_audit,
             options.audit_batch_size,
             options.audit_flush_interval_seconds,
+            options.audit_durability,
+            orphans,
         )
         self._stream: Any = None
         self._follower: Optional[threading.Thread] = None
@@ -88,8 +91,8 @@ class Client:
         effective = self.options.for_plugin(plugin)
         request = self._request(plugin, function, args, context, effective, action, resource, trace_id, approval_id)
         decision = self._decide(request, effective)
-        if decision.source in ("timeout", "fail-open"):
-            self._record(request, decision, 0.0, f"{decision.source}: allowed without a gateway decision ({decision.reason})")
+        if decision.allowed and decision.source in ("timeout", "fail-open"):
+            self._record(request, decision, 0.0, _without_answer(decision))
         if decision.denied and effective.throw_on_denied:
             raise _denial(plugin, function, decision)
         return decision
@@ -123,15 +126,24 @@ class Client:
         args: Optional[Mapping[str, Any]] = None, result_summary: Optional[str] = None,
         decision_id: str = "", trace_id: str = "",
     ) -> str:
-        """Records what became of a call (durably, before returning); sent in the next batch.
-        Returns the event's id."""
+        """Records what became of a call (in the write-ahead file before returning, durable as
+        audit_durability says); sent in the next batch, stamped with now. Returns the event's id."""
+        return self._audit_event(plugin, function, decision, duration_ms, args, result_summary, decision_id, trace_id, cached=False)
+
+    def _audit_event(
+        self, plugin: str, function: str, decision: str, duration_ms: float, args: Optional[Mapping[str, Any]],
+        result_summary: Optional[str], decision_id: str, trace_id: str, cached: bool,
+    ) -> str:
         if decision not in ("allow", "deny"):
             raise ValueError("decision must be 'allow' or 'deny'")
         event: AuditEvent = {
             "eventId": uuid.uuid4().hex, "agentId": self.options.agent_id, "plugin": plugin, "function": function,
             "arguments": _recordable(args or {}), "decision": decision,
             "durationMs": 0.0 if math.isnan(duration_ms) else round(min(max(duration_ms, 0.0), MAX_DURATION_MS), 3),
+            "occurredAt": _now_iso(),
         }
+        if cached:
+            event["cached"] = True
         for name, value in (("resultSummary", (result_summary or "")[:MAX_SUMMARY]), ("decisionId", decision_id), ("traceId", trace_id)):
             if value:
                 event[name] = value
@@ -156,7 +168,7 @@ class Client:
             decision = self._after_approval(request, decision, effective)
         if decision.denied:
             if effective.throw_on_denied:
-                raise PolicyDeniedError(plugin, function, decision)
+                raise _denial(plugin, function, decision)
             return SoftDenial(decision)
         started = time.perf_counter()
         try:
@@ -180,7 +192,7 @@ class Client:
             decision = await asyncio.to_thread(self._after_approval, request, decision, effective)
         if decision.denied:
             if effective.throw_on_denied:
-                raise PolicyDeniedError(plugin, function, decision)
+                raise _denial(plugin, function, decision)
             return SoftDenial(decision)
         started = time.perf_counter()
         try:
@@ -249,22 +261,34 @@ class Client:
         key = request_hash(request) if self.options.cache_enabled and not request.approval_id else ""
         cached = self._cache.get(key) if key else None
         if cached is not None:
+            self._record_reuse(request, cached)
             return cached
         try:
             decision = self._evaluate(request, effective.timeout_seconds)
         except GatewayTimeoutError as error:
-            if not effective.throw_on_denied:
-                return Decision.proceeding("timeout", str(error))
+            # throw_on_denied says how a denial is shown, never whether a call runs: without a
+            # decision only fail-open lets it run (sdk/fixtures/decision-cases.json, `timeouts`).
             if self.options.failure_mode == "fail-open":
-                return self._fail_open(error)
-            raise
+                return self._fail_open("timeout", error)
+            denied = Decision.without_answer("timeout", "deny", error.detail)
+            # The gateway never saw the call: the denial is on the trail through this event.
+            self._record(request, denied, 0.0, _without_answer(denied))
+            return denied
         except GatewayUnreachableError as error:
             if self.options.failure_mode == "fail-open":
-                return self._fail_open(error)
+                return self._fail_open("fail-open", error)
             raise
         if key:
             self._cache.put(key, decision)
         return decision
+
+    def _record_reuse(self, request: CheckRequest, decision: Decision) -> None:
+        """A cached decision applied: an event of its own (cached, naming the decision reused),
+        so every decision the client applies, a cached denial too, reaches the trail."""
+        if decision.pending:
+            return
+        self._audit_event(request.plugin, request.function, decision.decision, 0.0, request.args, None,
+                          decision.decision_id, decision.trace_id or request.trace_id, cached=True)
 
     def _evaluate(self, request: CheckRequest, timeout: float) -> Decision:
         """gRPC, or HTTP when gRPC cannot connect (then HTTP only, for grpc_retry_seconds)."""
@@ -280,9 +304,9 @@ class Client:
             raise GatewayTimeoutError(f"no answer within {timeout:g} s")
         return self._http.evaluate(request, remaining)
 
-    def _fail_open(self, error: GatewayError) -> Decision:
+    def _fail_open(self, source: DecisionSource, error: GatewayError) -> Decision:
         logger.warning("fail-open: allowing a call without a gateway decision: %s", error)
-        return Decision.proceeding("fail-open", str(error))
+        return Decision.without_answer(source, "allow", error.detail)
 
     def _record(self, request: CheckRequest, decision: Decision, duration_ms: float, summary: str) -> None:
         self.audit(
@@ -290,8 +314,8 @@ class Client:
             result_summary=summary, decision_id=decision.decision_id, trace_id=decision.trace_id or request.trace_id,
         )
 
-    def _send_audit(self, event: AuditEvent) -> None:
-        self._http.post("/v1/audit", event, self.options.timeout_seconds)
+    def _send_audit(self, events: List[AuditEvent]) -> None:
+        self._http.post("/v1/audit", {"events": events}, self.options.timeout_seconds)
 
     def _follow_changes(self) -> None:
         """Keeps a Subscribe stream open (resuming after the newest version seen); each change
@@ -394,8 +418,17 @@ def summary_of(result: Any) -> str:
     return f"returned {type(result).__name__}"
 
 
-def _denial(plugin: str, function: str, decision: Decision) -> PolicyDeniedError:
+def _denial(plugin: str, function: str, decision: Decision) -> Exception:
+    """What a denial raises with throw_on_denied: a timeout's denial is the timeout itself."""
+    if decision.source == "timeout":
+        return GatewayTimeoutError(decision.reason)
     return ApprovalPendingError(plugin, function, decision) if decision.pending else PolicyDeniedError(plugin, function, decision)
+
+
+def _without_answer(decision: Decision) -> str:
+    """The audit text of a decision the client made itself (sdk/fixtures/result-summaries.json)."""
+    verb = "allowed" if decision.allowed else "denied"
+    return f"{decision.source}: {verb} without a gateway decision ({decision.reason})"
 
 
 def _raised(error: BaseException) -> str:
@@ -408,9 +441,24 @@ def _counted(count: int, unit: str) -> str:
     return f"{count} {unit}{'' if count == 1 else 's'}"
 
 
-def default_wal_path(agent_id: str) -> str:
+def default_wal_dir() -> str:
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(state, "agentgov", f"audit-{agent_id}.wal")
+    return os.path.join(state, "agentgov")
+
+
+def _open_wal(options: ClientOptions) -> Tuple[WriteAheadLog, List[Orphan]]:
+    """audit_wal_path, or a new file of this client's own in the default directory with the files
+    there that ended processes left for the agent, whose events it takes over."""
+    if options.audit_wal_path:
+        return WriteAheadLog(options.audit_wal_path), []
+    directory = options.audit_wal_dir or default_wal_dir()
+    wal = WriteAheadLog.of_this_client(directory, options.agent_id)
+    return wal, claim_orphans(directory, options.agent_id, wal.path)
+
+
+def _now_iso() -> str:
+    """Now as ISO 8601 in UTC with milliseconds: the event's occurredAt."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _recordable(args: Mapping[str, Any]) -> Dict[str, Any]:
@@ -423,7 +471,7 @@ def _recordable(args: Mapping[str, Any]) -> Dict[str, Any]:
 def _flagged(decision: Decision, summary: str) -> str:
     """A call that ran without a gateway decision says so in its audit event."""
     if decision.source in ("timeout", "fail-open"):
-        return f"{decision.source}: allowed without a gateway decision ({decision.reason}); {summary}"
+        return f"{_without_answer(decision)}; {summary}"
     return summary
 
 

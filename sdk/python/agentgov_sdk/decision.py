@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Literal, Mapping, Optional
 
+# timeout: no answer within timeout_seconds (allowed under fail-open, denied under fail-closed);
+# fail-open: the gateway unreachable, allowed under fail-open.
 DecisionSource = Literal["gateway", "cache", "timeout", "fail-open"]
 Transport = Literal["grpc", "http"]
 
@@ -28,7 +30,7 @@ class CheckRequest:
 
 @dataclass(frozen=True)
 class Decision:
-    """The gateway's answer (or the SDK's, when the gateway did not answer: source timeout or fail-open).
+    """The gateway's answer, or the SDK's own when none came (source timeout or fail-open).
 
     `pending`: a `require_approval` rule holds the call until a person decides (docs/approvals.md);
     `approval_id` and `approval_expires_at` name the approval to wait for and retry with."""
@@ -63,9 +65,9 @@ class Decision:
         return self.decision == "pending"
 
     @staticmethod
-    def proceeding(source: DecisionSource, reason: str) -> "Decision":
-        """An allow the SDK made itself (timeout with throw_on_denied off, or fail-open)."""
-        return Decision("allow", reason, "", "", 0, "", "", False, 0, False, source, None)
+    def without_answer(source: DecisionSource, decision: Literal["allow", "deny"], reason: str) -> "Decision":
+        """A decision the SDK made itself, no answer having come (its failure mode's)."""
+        return Decision(decision, reason, "", "", 0, "", "", False, 0, False, source, None)
 
     @staticmethod
     def from_check_json(body: Dict[str, Any]) -> "Decision":

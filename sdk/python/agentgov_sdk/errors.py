@@ -48,6 +48,8 @@ class GatewayError(AgentGovError):
     def __init__(self, code: ErrorCode, message: str, status: int = 0, retry_after: Optional[int] = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code: ErrorCode = code
+        # What happened, without the code: the text a failure-mode audit event quotes.
+        self.detail = message
         self.status = status
         self.retry_after = retry_after
 

@@ -7,6 +7,11 @@ from typing import Literal, Mapping, Optional
 from urllib.parse import urlsplit
 
 FailureMode = Literal["fail-closed", "fail-open"]
+# When an audit event is durable: "batch" once per audit window (one fsync for the window's
+# events, just before they are sent: a crash of the machine, not of the process, loses at most the
+# last audit_flush_interval_seconds of events), "sync" before audit() and guard() return.
+AuditDurability = Literal["batch", "sync"]
+MAX_AUDIT_BATCH = 500
 
 DEFAULT_GRPC_PORT = 50051
 # The longest approval_wait_seconds: a guarded call blocks its caller for as long as it waits.
@@ -37,7 +42,13 @@ class ClientOptions:
     grpc_address: Optional[str] = None
     cache_enabled: bool = True
     cache_max_entries: int = 10_000
+    # The write-ahead file, for this client alone. None: a file of its own in audit_wal_dir
+    # (removed on close when empty), and the agent's files there that no live client holds
+    # (those of processes that ended) are sent too.
     audit_wal_path: Optional[str] = None
+    # Where the default write-ahead files are kept; None: $XDG_STATE_HOME/agentgov.
+    audit_wal_dir: Optional[str] = None
+    audit_durability: AuditDurability = "batch"
     audit_batch_size: int = 50
     audit_flush_interval_seconds: float = 1.0
     grpc_retry_seconds: float = 5.0
@@ -60,8 +71,10 @@ class ClientOptions:
                 raise ValueError(f"plugins[{plugin!r}].timeout_seconds must be greater than 0")
         # Whole numbers: a batch of 1.5 events killed the sending thread (a slice of a float),
         # and a negative cache size made every check raise KeyError.
-        if not _whole(self.audit_batch_size) or self.audit_batch_size < 1:
-            raise ValueError("audit_batch_size must be a whole number of at least 1")
+        if not _whole(self.audit_batch_size) or not 1 <= self.audit_batch_size <= MAX_AUDIT_BATCH:
+            raise ValueError(f"audit_batch_size must be a whole number from 1 to {MAX_AUDIT_BATCH} (the most one POST /v1/audit takes)")
+        if self.audit_durability not in ("batch", "sync"):
+            raise ValueError("audit_durability must be 'batch' or 'sync'")
         if not _whole(self.cache_max_entries) or self.cache_max_entries < 0:
             raise ValueError("cache_max_entries must be a whole number of at least 0")
         if not 0 <= self.approval_wait_seconds <= MAX_APPROVAL_WAIT_SECONDS:

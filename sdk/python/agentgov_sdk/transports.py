@@ -58,6 +58,8 @@ class GrpcTransport:
         try:
             answer = self._stub.Evaluate(message, timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as error:
+            if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise GatewayTimeoutError(f"gRPC Evaluate: no answer within {timeout:g} s") from None
             raise grpc_error(error) from None
         pending = answer.decision == pdp_pb2.DECISION_PENDING
         return Decision(

@@ -16,7 +16,7 @@ def main() -> None:
     gateway_url, api_key, agent_id, wal_path, count = sys.argv[1:6]
     client = Client(ClientOptions(
         gateway_url=gateway_url, api_key=api_key, agent_id=agent_id, audit_wal_path=wal_path,
-        audit_batch_size=100_000, audit_flush_interval_seconds=3600, cache_enabled=False,
+        audit_batch_size=500, audit_flush_interval_seconds=3600, cache_enabled=False,
     ))
     for index in range(int(count)):
         client.audit("FilePlugin", "ReadFile", decision="allow", duration_ms=index, args={"path": f"/tmp/{index}"}, result_summary=f"event {index}")

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import filecmp
 import os
+import shutil
 import subprocess
+import sys
 import tempfile
+import zipfile
+from pathlib import Path
 from typing import Any, Dict
 
 import pytest
@@ -22,6 +26,65 @@ def test_the_committed_stubs_are_what_generate_sh_makes_of_the_proto() -> None:
             fresh = os.path.join(out, "agentgov_sdk", "_generated", name)
             committed = os.path.join(PACKAGE_ROOT, "agentgov_sdk", "_generated", name)
             assert filecmp.cmp(fresh, committed, shallow=False), f"{name} is stale: run sdk/python/generate.sh"
+
+
+# An application of the installed package, as a team writes one; mypy --strict must accept it.
+CONSUMER = """\
+import agentgov_sdk
+from agentgov_sdk import Client, ClientOptions, Decision, PluginOptions, SoftDenial
+
+
+def options(url: str) -> ClientOptions:
+    return ClientOptions(gateway_url=url, api_key="agk_x", agent_id="agent_1", plugins={"Mail": PluginOptions(throw_on_denied=False)})
+
+
+def allowed(decision: Decision) -> bool:
+    return decision.allowed and not isinstance(decision, SoftDenial)
+
+
+print(agentgov_sdk.__file__, options("http://gateway:3000").audit_durability, Client.__name__)
+"""
+
+# A wrong use, which the package's types (py.typed) must let mypy see.
+MISUSE = """\
+from agentgov_sdk import ClientOptions
+
+ClientOptions(gateway_url=3000, api_key="agk_x", agent_id="agent_1")
+"""
+
+
+def test_the_built_wheel_installs_in_a_fresh_virtual_environment_with_its_types(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    shutil.copytree(PACKAGE_ROOT, source, ignore=shutil.ignore_patterns("tests", "__pycache__", "build", "*.egg-info", ".*_cache"))
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", "--wheel-dir", str(wheels), str(source)],
+                   check=True, capture_output=True)
+    [wheel] = list(wheels.glob("agentgov_sdk-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {"agentgov_sdk/py.typed", "agentgov_sdk/_generated/pdp_pb2.pyi", "agentgov_sdk/client.py"} <= set(names)
+    assert not [name for name in names if name.startswith(("tests/", "bench_guard"))]
+
+    # grpcio and protobuf come from the system's packages: this machine reaches no package index.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, capture_output=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-index", str(wheel)], check=True, capture_output=True)
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "agent.py").write_text(CONSUMER)
+    (app / "misuse.py").write_text(MISUSE)
+
+    ran = subprocess.run([python, "agent.py"], cwd=app, capture_output=True, text=True, env={"PATH": os.environ.get("PATH", "")})
+    assert (ran.returncode, ran.stderr) == (0, "")
+    installed_at, durability, name = ran.stdout.split()
+    assert installed_at.startswith(str(venv)) and (durability, name) == ("batch", "Client")
+
+    mypy = [python, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull]
+    typed = subprocess.run([*mypy, "agent.py"], cwd=app, capture_output=True, text=True)
+    assert (typed.returncode, typed.stdout.strip()) == (0, "Success: no issues found in 1 source file")
+    misused = subprocess.run([*mypy, "misuse.py"], cwd=app, capture_output=True, text=True)
+    assert misused.returncode == 1
+    assert 'Argument "gateway_url" to "ClientOptions" has incompatible type "int"; expected "str"' in misused.stdout
 
 
 def test_options_defaults_follow_the_spec() -> None:

@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from agentgov_sdk import Decision, GatewayError, GatewayTimeoutError, GatewayUnreachableError, PluginOptions
+from agentgov_sdk import Decision, GatewayError, GatewayTimeoutError, GatewayUnreachableError, PluginOptions, SoftDenial
 from conftest import MakeClient
 from gateway_process import Gateway, free_port
 from relay import StalledServer, TcpRelay
@@ -30,16 +30,26 @@ def test_a_stalled_gateway_times_out_with_an_error_by_default(make_client: MakeC
     assert 0.35 <= time.monotonic() - started < 2.0
 
 
-def test_a_stalled_gateway_lets_the_call_proceed_when_throw_on_denied_is_off(make_client: MakeClient, stalled: StalledServer) -> None:
+def test_fail_closed_denies_a_timeout_whatever_throw_on_denied_says(make_client: MakeClient, stalled: StalledServer) -> None:
+    """throw_on_denied says how a denial is shown, never whether a call runs (README "Failure modes")."""
     address = f"127.0.0.1:{stalled.port}"
     client = make_client(gateway_url=f"http://{address}", grpc_address=address, timeout_seconds=2,
                          plugins={"FilePlugin": PluginOptions(timeout_seconds=0.3, throw_on_denied=False)})
-    started = time.monotonic()
-    result = client.guard("FilePlugin", "ReadFile", {"path": "/tmp/a"}, lambda: "ran")
-    assert result == "ran"
-    assert time.monotonic() - started < 2.0
+    ran = []
+    denied = client.guard("FilePlugin", "ReadFile", {"path": "/tmp/a"}, lambda: ran.append(1))
+    assert isinstance(denied, SoftDenial) and ran == []
+    decision = client.check("FilePlugin", "ReadFile", {"path": "/tmp/a"})
+    assert (decision.decision, decision.source, decision.reason) == ("deny", "timeout", "gRPC Evaluate: no answer within 0.3 s")
+    assert client._audit.pending() == 2  # each denial waits to be sent to the trail
+
+
+def test_fail_open_lets_a_timed_out_call_proceed(make_client: MakeClient, stalled: StalledServer) -> None:
+    address = f"127.0.0.1:{stalled.port}"
+    client = make_client(gateway_url=f"http://{address}", grpc_address=address, timeout_seconds=0.3, failure_mode="fail-open")
+    assert client.guard("FilePlugin", "ReadFile", {"path": "/tmp/a"}, lambda: "ran") == "ran"
     decision = client.check("FilePlugin", "ReadFile", {"path": "/tmp/a"})
     assert (decision.allowed, decision.source) == (True, "timeout")
+    assert client._audit.pending() == 2
 
 
 def test_fail_closed_refuses_when_the_gateway_is_unreachable(make_client: MakeClient) -> None:

@@ -4,18 +4,31 @@ import type { CheckRequest, GatewayDecision } from './transport';
 interface Entry {
   decision: GatewayDecision;
   expiresAt: number;
+  /** Its place in the insertion ring, which says what a full cache evicts. */
+  slot: number;
 }
 
 /**
  * Decisions the gateway marked cacheable, keyed by the policy version they were made on and a
  * hash of the question (agent, plugin, function, args, context, tier). A newer policy version
  * (from an answer or a Subscribe event) empties it: every entry was made on an older one.
+ *
+ * Bound: `maxEntries` (default 10,000). Eviction: when full, the entry put longest ago goes
+ * (first in, first out, through a ring of keys the size of the bound); an expired entry goes when
+ * it is next asked for. Cost: get and put are O(1) whatever the cache went through before (no
+ * scan of the Map's insertion order, whose deleted slots V8 skips one by one until it rehashes);
+ * emptying it is one Map.clear().
  */
 export class DecisionCache {
   private readonly entries = new Map<string, Entry>();
+  /** The key put in each slot last; a slot whose key now names an entry of another slot is free. */
+  private readonly ring: string[];
+  private nextSlot = 0;
   private currentVersion = 0;
 
-  constructor(private readonly maxEntries = 10_000) {}
+  constructor(private readonly maxEntries = 10_000) {
+    this.ring = new Array<string>(maxEntries);
+  }
 
   /** The newest policy version seen. */
   get version(): number {
@@ -44,8 +57,21 @@ export class DecisionCache {
   put(hash: string, decision: GatewayDecision): void {
     if (decision.policyVersion > this.currentVersion) this.invalidate(decision.policyVersion);
     if (!decision.cacheable || decision.cacheTtlMs <= 0 || decision.policyVersion < this.currentVersion) return;
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(`${decision.policyVersion}:${hash}`, { decision, expiresAt: Date.now() + decision.cacheTtlMs });
+    const key = `${decision.policyVersion}:${hash}`;
+    const expiresAt = Date.now() + decision.cacheTtlMs;
+    const present = this.entries.get(key);
+    if (present !== undefined) {
+      this.entries.set(key, { decision, expiresAt, slot: present.slot });
+      return;
+    }
+    const slot = this.nextSlot;
+    this.nextSlot = (slot + 1) % this.maxEntries;
+    const previous = this.ring[slot];
+    // The slot's previous key is evicted only if its entry still lives in this slot: it may have
+    // expired, been emptied by a new version, or been put again into another slot since.
+    if (previous !== undefined && this.entries.get(previous)?.slot === slot) this.entries.delete(previous);
+    this.ring[slot] = key;
+    this.entries.set(key, { decision, expiresAt, slot });
   }
 
   /** Empties the cache; `version` (a Subscribe event's) becomes the newest known. */

@@ -1,5 +1,7 @@
 import { performance } from 'node:perf_hooks';
+import fs from 'node:fs';
 import { AuditBatcher } from './audit-batcher';
+import { claimOrphans, processAuditFile } from './audit-files';
 import { DecisionCache } from './decision-cache';
 import { ApprovalPendingError, GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
 import { GrpcTransport } from './grpc-transport';
@@ -7,6 +9,7 @@ import { HttpTransport } from './http-transport';
 import { raisedSummary, summaryOf } from './result-summary';
 import { CallOptions, callOptions, GovernanceOptions, MAX_APPROVAL_WAIT_SECONDS, ResolvedOptions, resolveOptions } from './options';
 import type { ApprovalStatus, CheckRequest, CheckResult, GatewayDecision, Transport } from './transport';
+import { WriteAheadLog } from './write-ahead-log';
 
 /** What an audited call did (POST /v1/audit without the ids the client fills in). */
 export interface AuditRecord {
@@ -71,19 +74,25 @@ export class GovernanceClient {
   static async create(options: GovernanceOptions): Promise<GovernanceClient> {
     const resolved = resolveOptions(options);
     const http = new HttpTransport(resolved.gatewayUrl, resolved.apiKey);
-    const grpc = new GrpcTransport(resolved.grpcAddress, resolved.apiKey, resolved.gatewayUrl.startsWith('https:'));
-    const audits = await AuditBatcher.start({
-      logPath: resolved.auditLogPath,
+    const { log, unacknowledged } = await openAuditLog(resolved);
+    const audits = new AuditBatcher({
+      log,
+      unacknowledged,
       batchSize: resolved.auditBatchSize,
       flushMs: resolved.auditFlushMs,
-      send: (event) => http.sendAudit(event, resolved.timeoutSeconds * 1000),
+      durability: resolved.auditDurability,
+      send: (events) => http.sendAudit(events, resolved.timeoutSeconds * 1000),
+      removeFileWhenEmpty: resolved.auditLogPath === null,
     });
+    const grpc = new GrpcTransport(resolved.grpcAddress, resolved.apiKey, resolved.gatewayUrl.startsWith('https:'));
     return new GovernanceClient(resolved, grpc, http, audits);
   }
 
   /**
    * Asks whether the agent may call `plugin.fn` with `args`; a denial throws PolicyDeniedError
-   * unless throwOnDenied is false. An answer of the failure mode leaves a failure-mode audit event.
+   * unless throwOnDenied is false. An answer the client made itself (no answer came) leaves an
+   * audit event saying so; a timeout under fail-closed throws GatewayTimeoutError, or with
+   * throwOnDenied false answers a denial (`via: 'timeout'`).
    * A call a `require_approval` rule holds answers `decision: 'pending'` with `approvalId` and
    * `approvalExpiresAt` (thrown as ApprovalPendingError when throwOnDenied): wait for it with
    * waitForApproval(), then ask again with `{ approvalId }` for the identical call, which the
@@ -92,7 +101,7 @@ export class GovernanceClient {
   async check(plugin: string, fn: string, args: Record<string, unknown> = {}, context: Record<string, unknown> = {}, options: CheckOptions = {}): Promise<CheckResult> {
     const call = callOptions(this.options, plugin);
     const result = await this.decide(plugin, fn, args, context, call, options.approvalId);
-    if (result.via === 'failure-mode') await this.audit({ plugin, function: fn, decision: 'allow', durationMs: 0, resultSummary: result.reason });
+    if (withoutAnswer(result) && result.allowed) await this.audit({ plugin, function: fn, decision: 'allow', durationMs: 0, resultSummary: result.reason });
     return settle(result, call);
   }
 
@@ -128,18 +137,41 @@ export class GovernanceClient {
     // An answer to an approval is never cacheable, and a cached answer must not stand in for presenting one.
     const hash = this.options.cache && request.approvalId === undefined ? DecisionCache.hashOf(request) : '';
     const cached = this.stopSubscription !== null && hash !== '' ? this.cache.get(hash) : undefined;
-    if (cached !== undefined) return { ...cached, allowed: cached.decision === 'allow', via: 'cache' };
+    if (cached !== undefined) return this.reused(cached, request);
     let decision: GatewayDecision;
     try {
       decision = await this.ask(request, call.timeoutMs);
     } catch (error) {
-      return this.withoutDecision(error, call);
+      const answer = this.withoutDecision(error);
+      // A denial the client made itself is on the trail: the gateway never saw the call.
+      if (!answer.allowed) await this.audit({ plugin, function: fn, decision: 'deny', durationMs: 0, resultSummary: answer.reason });
+      return answer;
     }
     if (hash !== '') {
       this.cache.put(hash, decision);
       this.follow(decision.policyVersion);
     }
     return { ...decision, allowed: decision.decision === 'allow', via: this.transport.name };
+  }
+
+  /**
+   * A cached decision applied: an audit event of its own (`cached`, naming the decision reused),
+   * so that every decision the client applies, a cached denial too, reaches the trail.
+   */
+  private async reused(decision: GatewayDecision, request: CheckRequest): Promise<CheckResult> {
+    if (decision.decision !== 'pending') {
+      await this.audits.record({
+        agentId: this.options.agentId,
+        plugin: request.plugin,
+        function: request.function,
+        decision: decision.decision,
+        durationMs: 0,
+        decisionId: decision.decisionId || undefined,
+        traceId: decision.traceId || undefined,
+        cached: true,
+      });
+    }
+    return { ...decision, allowed: decision.decision === 'allow', via: 'cache' };
   }
 
   /**
@@ -155,7 +187,7 @@ export class GovernanceClient {
     return { ...pending, decision: 'deny', allowed: false, reason: `Approval ${id} ${why}: ${pending.reason}` };
   }
 
-  /** Records what a call did; resolves with the event's id once it is in the write-ahead file. */
+  /** Records what a call did; resolves with the event's id once it is in the write-ahead file (durable as auditDurability says). */
   audit(record: AuditRecord): Promise<string> {
     return this.audits.record({ agentId: this.options.agentId, ...fitted(record) });
   }
@@ -175,7 +207,7 @@ export class GovernanceClient {
     const result = settle(first.decision === 'pending' ? await this.afterApproval(first, plugin, fn, args, context, options) : first, options);
     if (!result.allowed) return new SoftDenial(result);
     const outcome = { plugin, function: fn, decision: 'allow' as const, decisionId: result.decisionId || undefined, traceId: result.traceId || undefined };
-    const flagged = (summary: string) => (result.via === 'failure-mode' ? `${result.reason}; ${summary}` : summary);
+    const flagged = (summary: string) => (withoutAnswer(result) ? `${result.reason}; ${summary}` : summary);
     const started = performance.now();
     try {
       const value = await call();
@@ -231,16 +263,35 @@ export class GovernanceClient {
 
   /**
    * No decision came: a refusal (a tripped rate limit included: RESOURCE_EXHAUSTED is an error
-   * in proto/pdp.proto, and the Python SDK raises it too) is thrown; a timeout proceeds when
-   * throwOnDenied is false; otherwise fail-open allows and fail-closed throws. The reason is the
-   * failure-mode audit text all SDKs write (sdk/fixtures/result-summaries.json).
+   * in proto/pdp.proto, and the Python SDK raises it too) is thrown. Fail-open allows a timeout
+   * or an outage; fail-closed denies a timeout (thrown as GatewayTimeoutError when throwOnDenied,
+   * settle()) and throws an outage, whatever throwOnDenied says: it says how a denial is shown,
+   * never whether a call runs (sdk/fixtures/decision-cases.json, `timeouts`). The reason is the
+   * audit text all SDKs write (sdk/fixtures/result-summaries.json).
    */
-  private withoutDecision(error: unknown, call: CallOptions): CheckResult {
+  private withoutDecision(error: unknown): CheckResult {
     if (!(error instanceof GatewayUnavailableError || error instanceof GatewayTimeoutError)) throw error;
-    const lenientTimeout = error instanceof GatewayTimeoutError && !call.throwOnDenied;
-    if (this.options.failureMode !== 'fail-open' && !lenientTimeout) throw error;
-    const reason = `${lenientTimeout ? 'timeout' : 'fail-open'}: allowed without a gateway decision (${error.message.slice(0, MAX_REASON)})`;
-    return { decision: 'allow', allowed: true, reason, policy: '', rule: '', policyVersion: 0, traceId: '', decisionId: '', cacheable: false, cacheTtlMs: 0, enforced: false, approvalId: '', approvalExpiresAt: '', via: 'failure-mode' };
+    const timedOut = error instanceof GatewayTimeoutError;
+    const open = this.options.failureMode === 'fail-open';
+    if (!open && !timedOut) throw error;
+    const why = error.message.slice(0, MAX_REASON);
+    const reason = open ? `${timedOut ? 'timeout' : 'fail-open'}: allowed without a gateway decision (${why})` : `timeout: denied without a gateway decision (${why})`;
+    return {
+      decision: open ? 'allow' : 'deny',
+      allowed: open,
+      reason,
+      policy: '',
+      rule: '',
+      policyVersion: 0,
+      traceId: '',
+      decisionId: '',
+      cacheable: false,
+      cacheTtlMs: 0,
+      enforced: false,
+      approvalId: '',
+      approvalExpiresAt: '',
+      via: timedOut ? 'timeout' : 'failure-mode',
+    };
   }
 
   /** Follows Subscribe from `version` so a change empties the cache at once. */
@@ -287,7 +338,24 @@ function fitted(record: AuditRecord): AuditRecord {
 
 function settle(result: CheckResult, call: CallOptions): CheckResult {
   if (result.allowed || !call.throwOnDenied) return result;
+  if (result.via === 'timeout') throw new GatewayTimeoutError(result.reason);
   throw result.decision === 'pending' ? new ApprovalPendingError(result) : new PolicyDeniedError(result);
+}
+
+/** An answer the client made itself, no decision having come. */
+function withoutAnswer(result: CheckResult): boolean {
+  return result.via === 'timeout' || result.via === 'failure-mode';
+}
+
+/**
+ * The client's write-ahead file: auditLogPath, or a new file of its own in the default directory,
+ * into which the files that ended processes left there for the agent are moved.
+ */
+async function openAuditLog(options: ResolvedOptions): ReturnType<typeof WriteAheadLog.openFile> {
+  if (options.auditLogPath !== null) return WriteAheadLog.openFile(options.auditLogPath);
+  await fs.promises.mkdir(options.auditDirectory, { recursive: true });
+  const own = processAuditFile(options.auditDirectory, options.agentId);
+  return WriteAheadLog.openFile(own, await claimOrphans(options.auditDirectory, options.agentId));
 }
 
 function sleep(ms: number): Promise<void> {

@@ -39,7 +39,8 @@ export class GrpcTransport implements Transport {
     const message = { ...request, args: toStruct(request.args), context: toStruct(request.context) };
     return new Promise((resolve, reject) => {
       this.client.Evaluate(message, this.metadata, { deadline: Date.now() + timeoutMs }, (error, response) => {
-        if (error) reject(transportError(error));
+        if (error?.code === grpc.status.DEADLINE_EXCEEDED) reject(new GatewayTimeoutError(`gRPC Evaluate: no answer within ${timeoutMs} ms`));
+        else if (error) reject(transportError(error));
         else resolve(decisionOf(response!));
       });
     });

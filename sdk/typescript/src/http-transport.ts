@@ -2,10 +2,14 @@ import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, Rej
 import { APPROVAL_STATUSES, ApprovalStatus, CheckRequest, GatewayDecision, Transport } from './transport';
 import type { AuditRecord } from './governance-client';
 
-/** The body of POST /v1/audit: what became of a checked call, with the ids the client fills in. */
+/** One event of a POST /v1/audit batch: what became of a checked call, with what the client fills in. */
 export interface AuditEvent extends AuditRecord {
   eventId: string;
   agentId: string;
+  /** When the call happened (ISO 8601): the entry is stamped with it, however late it is delivered. */
+  occurredAt: string;
+  /** The decision was applied from the cache, without asking the gateway; decisionId names the one reused. */
+  cached?: boolean;
 }
 
 /** As the Python SDK maps them: a body too large (413) or not JSON (415) is the request's fault, not an outage. */
@@ -56,9 +60,9 @@ export class HttpTransport implements Transport {
     return status as ApprovalStatus;
   }
 
-  /** One POST /v1/audit; the gateway records an eventId once, however often it is sent. */
-  async sendAudit(event: AuditEvent, timeoutMs: number): Promise<void> {
-    await this.post('/v1/audit', event, timeoutMs);
+  /** One POST /v1/audit of a batch body; the gateway records an eventId once, however often it is sent. */
+  async sendAudit(events: AuditEvent[], timeoutMs: number): Promise<void> {
+    await this.post('/v1/audit', { events }, timeoutMs);
   }
 
   /** Nothing to close: fetch pools its connections itself. */

@@ -1,7 +1,16 @@
 import os from 'node:os';
 import path from 'node:path';
+import { MAX_AUDIT_BATCH } from './audit-batcher';
 
 export type FailureMode = 'fail-closed' | 'fail-open';
+
+/**
+ * When an audit event is durable: `batch` (default) once per audit window (group commit: one
+ * fdatasync for the window's events, just before they are sent), so a crash of the machine (not
+ * of the process) loses at most the events of the last auditFlushMs; `sync` before audit() and
+ * guard() resolve (one fdatasync shared by the events recorded at the same time).
+ */
+export type AuditDurability = 'batch' | 'sync';
 
 /** What a single plugin may set differently from the client-wide options. */
 export interface PluginOptions {
@@ -32,9 +41,18 @@ export interface GovernanceOptions {
   plugins?: Record<string, PluginOptions>;
   /** Reuse cacheable decisions until their TTL or a Subscribe event. Default true. */
   cache?: boolean;
-  /** The audit write-ahead file. Default: `<tmpdir>/agentgov-sdk/audit-<agentId>.wal`; one per process. */
+  /**
+   * The audit write-ahead file, for this client alone. Default: a file of this client's own in
+   * auditDirectory (`audit-<agentId>-<pid>-<random>.wal`), removed on close when empty; at start
+   * a client also sends what the agent's files there that no live client holds (those of
+   * processes that ended) left unacknowledged.
+   */
   auditLogPath?: string;
-  /** Send queued audit events once this many are waiting. Default 50. */
+  /** Where the default write-ahead files are kept. Default `<tmpdir>/agentgov-sdk`; a persistent volume keeps them across a container's restarts. */
+  auditDirectory?: string;
+  /** When an audit event is durable: `batch` (default, once per auditFlushMs) or `sync` (before audit() resolves). */
+  auditDurability?: AuditDurability;
+  /** Send queued audit events once this many are waiting, in one batch. Default 50, at most 500. */
   auditBatchSize?: number;
   /** Send queued audit events at least this often, in milliseconds. Default 1000. */
   auditFlushMs?: number;
@@ -48,8 +66,8 @@ export interface GovernanceOptions {
   approvalWaitSeconds?: number;
 }
 
-/** The options with every default filled in. */
-export type ResolvedOptions = Required<Omit<GovernanceOptions, 'plugins'>> & { plugins: Record<string, PluginOptions> };
+/** The options with every default filled in; auditLogPath null: a file of its own in auditDirectory. */
+export type ResolvedOptions = Required<Omit<GovernanceOptions, 'plugins' | 'auditLogPath'>> & { plugins: Record<string, PluginOptions>; auditLogPath: string | null };
 
 /** What applies to one call of `plugin`. */
 export interface CallOptions {
@@ -75,7 +93,9 @@ export function resolveOptions(options: GovernanceOptions): ResolvedOptions {
     failureMode: failureMode(options.failureMode),
     plugins: options.plugins ?? {},
     cache: options.cache ?? true,
-    auditLogPath: options.auditLogPath ?? path.join(os.tmpdir(), 'agentgov-sdk', `audit-${options.agentId}.wal`),
+    auditLogPath: options.auditLogPath ?? null,
+    auditDirectory: options.auditDirectory ?? path.join(os.tmpdir(), 'agentgov-sdk'),
+    auditDurability: durability(options.auditDurability),
     auditBatchSize: batchSize(options.auditBatchSize) ?? 50,
     auditFlushMs: positive(options.auditFlushMs, 'auditFlushMs', MAX_TIMER_MS) ?? 1000,
     grpcRetrySeconds: positive(options.grpcRetrySeconds, 'grpcRetrySeconds') ?? 5,
@@ -103,11 +123,16 @@ function positive(value: number | undefined, name: string, max = Number.MAX_VALU
   return value;
 }
 
-/** A batch takes whole events: one of 0.5 took none, and the sender looped on it without end. */
+/** A batch takes whole events (one of 0.5 took none, and the sender looped on it without end), and at most what POST /v1/audit takes. */
 function batchSize(value: number | undefined): number | undefined {
   if (value === undefined) return undefined;
-  if (!Number.isInteger(value) || value < 1) throw new TypeError('auditBatchSize must be a whole number of at least 1');
+  if (!Number.isInteger(value) || value < 1 || value > MAX_AUDIT_BATCH) throw new TypeError(`auditBatchSize must be a whole number from 1 to ${MAX_AUDIT_BATCH}`);
   return value;
+}
+
+function durability(value: string | undefined): AuditDurability {
+  if (value === undefined || value === 'batch' || value === 'sync') return value ?? 'batch';
+  throw new TypeError(`auditDurability must be batch or sync, not ${value}`);
 }
 
 /** The longest approvalWaitSeconds: a guarded call blocks its caller for as long as it waits. */

@@ -34,8 +34,12 @@ export interface GatewayDecision {
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'used'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
-/** Where a check's answer came from. */
-export type AnswerSource = 'grpc' | 'http' | 'cache' | 'failure-mode';
+/**
+ * Where a check's answer came from: a transport, the cache, or the client itself when no answer
+ * came: `timeout` (none within timeoutSeconds: allowed under fail-open, denied under fail-closed)
+ * or `failure-mode` (the gateway unreachable, allowed under fail-open).
+ */
+export type AnswerSource = 'grpc' | 'http' | 'cache' | 'timeout' | 'failure-mode';
 
 /** The result of `check()`: the gateway's answer, or the failure mode's. */
 export interface CheckResult extends GatewayDecision {

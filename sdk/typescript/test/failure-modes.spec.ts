@@ -1,5 +1,5 @@
-import { GatewayTimeoutError, GatewayUnavailableError, GovernanceClient, GovernanceOptions } from '../src';
-import { AuditEntry, forwarder, freePort, SdkGateway, stalledServer, tempWal } from './support/sdk-gateway';
+import { GatewayTimeoutError, GatewayUnavailableError, GovernanceClient, GovernanceOptions, SoftDenial } from '../src';
+import { AuditEntry, DECISION_CASES, forwarder, freePort, SdkGateway, stalledServer, tempWal } from './support/sdk-gateway';
 
 /**
  * What the client does without a decision: timeouts against a server that never answers, and
@@ -43,16 +43,29 @@ describe('timeout against a stalled server', () => {
     expect(tookMs).toBeLessThan(3000);
   });
 
-  it('proceeds when throwOnDenied is false, with a failure-mode audit event waiting to be sent', async () => {
-    const lenient = await client({ ...addresses, timeoutSeconds: 0.5, throwOnDenied: false });
+  // README "Failure modes": throwOnDenied says how a denial is shown, never whether a call runs.
+  it('fail-closed denies on a timeout whatever throwOnDenied says, and the denial waits to be sent to the trail', async () => {
+    const lenient = await client({ ...addresses, timeoutSeconds: 0.3, throwOnDenied: false });
     const result = await lenient.check('FilePlugin', 'ReadFile', { path: '/tmp/a' });
-    expect(result).toMatchObject({ allowed: true, via: 'failure-mode' });
-    expect(result.reason).toMatch(/^timeout: allowed without a gateway decision \((gRPC|HTTP)\b.+\)$/);
-    expect(lenient.pendingAudit).toBe(1);
+    expect(result).toMatchObject({ allowed: false, decision: 'deny', via: 'timeout' });
+    expect(result.reason).toMatch(/^timeout: denied without a gateway decision \(gRPC Evaluate: no answer within 300 ms\)$/);
+    let ran = false;
+    expect(await lenient.guard('FilePlugin', 'ReadFile', { path: '/tmp/a' }, () => (ran = true))).toBeInstanceOf(SoftDenial);
+    expect(ran).toBe(false);
+    expect(lenient.pendingAudit).toBe(2);
+  });
+
+  it('fail-open allows on a timeout, with an audit event saying so waiting to be sent', async () => {
+    const open = await client({ ...addresses, timeoutSeconds: 0.3, failureMode: 'fail-open' });
+    const result = await open.check('FilePlugin', 'ReadFile', { path: '/tmp/a' });
+    expect(result).toMatchObject({ allowed: true, via: 'timeout' });
+    expect(result.reason).toMatch(/^timeout: allowed without a gateway decision \(gRPC Evaluate: no answer within 300 ms\)$/);
+    expect(open.pendingAudit).toBe(1);
   });
 
   it('a per-plugin timeoutSeconds applies to that plugin only', async () => {
-    const quick = await client({ ...addresses, timeoutSeconds: 30, plugins: { QuickPlugin: { timeoutSeconds: 0.3 } } });
+    // Client-wide 3 s: close() then spends at most that trying to send the quick call's denial.
+    const quick = await client({ ...addresses, timeoutSeconds: 3, plugins: { QuickPlugin: { timeoutSeconds: 0.3 } } });
     const check = quick.check('QuickPlugin', 'Run');
     const tookMs = await elapsed(check);
     await expect(check).rejects.toBeInstanceOf(GatewayTimeoutError);
@@ -110,5 +123,46 @@ describe('failure modes against an unreachable gateway', () => {
       await open.close();
       await back.close();
     }
+  });
+});
+
+// sdk/fixtures/decision-cases.json `timeouts`, the cases every SDK runs: gRPC stalls (a deadline
+// is not a cue for the HTTP fallback), and the audit event reaches the gateway over HTTP.
+describe('shared timeout cases', () => {
+  let gateway: SdkGateway;
+  let stalled: Awaited<ReturnType<typeof stalledServer>>;
+
+  beforeAll(async () => {
+    [gateway, stalled] = await Promise.all([SdkGateway.start(), stalledServer()]);
+  }, 120_000);
+  afterAll(async () => {
+    await stalled?.close();
+    await gateway?.stop();
+  });
+
+  it.each(DECISION_CASES.timeouts.map((shared) => [shared.name, shared] as const))('%s', async (_name, shared) => {
+    // An agent of the fixture's kind for each case, so that each case's trail is its own.
+    const kind = DECISION_CASES.agents.find((agent) => agent.name === shared.agent)!;
+    const agentId = await gateway.createAgent(`${kind.name}-${shared.failureMode}-${shared.throwOnDenied}`, kind.trustTier, kind.tags);
+    const options = { gatewayUrl: gateway.url, grpcAddress: `127.0.0.1:${stalled.port}`, apiKey: gateway.apiKey, agentId, auditFlushMs: 50 };
+    const timing = await client({ ...options, timeoutSeconds: shared.timeoutSeconds, failureMode: shared.failureMode, throwOnDenied: shared.throwOnDenied });
+    const checked = await timing.check(shared.plugin, shared.function, shared.args, shared.context).then(
+      (result) => ({ result }),
+      (error: unknown) => ({ error }),
+    );
+    if (shared.expect.throws) {
+      expect(checked).toEqual({ error: expect.any(GatewayTimeoutError) });
+      expect((checked as { error: Error }).error.message).toContain('gRPC Evaluate: no answer within 300 ms');
+    } else {
+      expect(checked).toEqual({ result: expect.objectContaining({ decision: shared.expect.decision, via: shared.expect.source }) });
+    }
+    expect(timing.pendingAudit).toBe(1);
+    await timing.flushAudit();
+    const marker = (entry: AuditEntry) => entry.kind === 'outcome' && entry.action === `${shared.plugin}.${shared.function}` && (entry.reason ?? '').startsWith('timeout: ');
+    const [entry] = (await gateway.auditEntries(`agentId=${agentId}&source=check`, (found) => found.some(marker))).filter(marker);
+    expect(entry.decision).toBe(shared.expect.auditedDecision);
+    let runs = false;
+    await timing.guard(shared.plugin, shared.function, shared.args, () => (runs = true), shared.context).catch(() => undefined);
+    expect(runs).toBe(shared.expect.runs);
   });
 });

@@ -39,13 +39,21 @@ describe('options', () => {
   // A batch of 0.5 events took none and looped without yielding (the event loop starved); a
   // timer past 2^31-1 ms fires after 1 ms in Node, so every HTTP check timed out at once.
   it('refuses a batch size that is not a whole number and durations Node timers cannot hold', () => {
-    expect(() => resolveOptions({ ...REQUIRED, auditBatchSize: 0.5 })).toThrow('auditBatchSize must be a whole number of at least 1');
-    expect(() => resolveOptions({ ...REQUIRED, auditBatchSize: 2.5 })).toThrow('auditBatchSize must be a whole number of at least 1');
+    expect(() => resolveOptions({ ...REQUIRED, auditBatchSize: 0.5 })).toThrow('auditBatchSize must be a whole number from 1 to 500');
+    expect(() => resolveOptions({ ...REQUIRED, auditBatchSize: 2.5 })).toThrow('auditBatchSize must be a whole number from 1 to 500');
+    // POST /v1/audit takes at most 500 events in one batch.
+    expect(() => resolveOptions({ ...REQUIRED, auditBatchSize: 501 })).toThrow('auditBatchSize must be a whole number from 1 to 500');
     expect(() => resolveOptions({ ...REQUIRED, timeoutSeconds: 30 * 86_400 })).toThrow('timeoutSeconds must be at most 2147483.647');
     expect(() => resolveOptions({ ...REQUIRED, auditFlushMs: 2 ** 31 })).toThrow('auditFlushMs must be at most 2147483647');
     const options = resolveOptions({ ...REQUIRED, plugins: { SlowPlugin: { timeoutSeconds: 30 * 86_400 } } });
     expect(() => callOptions(options, 'SlowPlugin')).toThrow('plugins.SlowPlugin.timeoutSeconds must be at most 2147483.647');
     expect(resolveOptions({ ...REQUIRED, auditBatchSize: 1, timeoutSeconds: 2_147_483.647, auditFlushMs: 2 ** 31 - 1 })).toMatchObject({ auditBatchSize: 1 });
+  });
+
+  it('makes audit events durable once per batch window by default, and refuses an unknown durability', () => {
+    expect(resolveOptions(REQUIRED)).toMatchObject({ auditDurability: 'batch', auditLogPath: null });
+    expect(resolveOptions({ ...REQUIRED, auditDurability: 'sync' }).auditDurability).toBe('sync');
+    expect(() => resolveOptions({ ...REQUIRED, auditDurability: 'never' as 'sync' })).toThrow('auditDurability must be batch or sync, not never');
   });
 
   it('applies a plugin override over the client-wide values, and only to that plugin', () => {
@@ -95,6 +103,22 @@ describe('DecisionCache', () => {
     cache.put('h', decision({ policyVersion: 5, decisionId: 'aud_5' }));
     expect(cache.version).toBe(5);
     expect(cache.get('h')).toMatchObject({ decisionId: 'aud_5' });
+  });
+
+  // First in, first out through a ring of keys (src/decision-cache.ts states the bound and cost).
+  it('holds at most its bound, evicting the entry put longest ago, one at a time', () => {
+    const cache = new DecisionCache(3);
+    for (const key of ['a', 'b', 'c']) cache.put(key, decision({ decisionId: `aud_${key}` }));
+    cache.put('a', decision({ decisionId: 'aud_a2' }));
+    expect(cache.size).toBe(3);
+    cache.put('d', decision({ decisionId: 'aud_d' }));
+    expect(cache.size).toBe(3);
+    expect(cache.get('a')).toBeUndefined();
+    expect(['b', 'c', 'd'].map((key) => cache.get(key)?.decisionId)).toEqual(['aud_b', 'aud_c', 'aud_d']);
+    cache.invalidate(4);
+    for (let index = 0; index < 10; index++) cache.put(`k${index}`, decision({ policyVersion: 4 }));
+    expect(cache.size).toBe(3);
+    expect(['k7', 'k8', 'k9'].every((key) => cache.get(key) !== undefined)).toBe(true);
   });
 
   it('starts again from the version a stream resumes from when it is below the newest seen (a restored gateway)', () => {

@@ -7,7 +7,7 @@ import { WriteAheadLog } from '../src/write-ahead-log';
 
 /** An outcome event of about 100 KB (a long result summary), numbered. */
 function event(index: number): AuditEvent {
-  return { eventId: `ev_${index}`, agentId: 'agent_1', plugin: 'FilePlugin', function: 'ReadFile', decision: 'allow', durationMs: 3, resultSummary: 'r'.repeat(100_000) };
+  return { eventId: `ev_${index}`, agentId: 'agent_1', plugin: 'FilePlugin', function: 'ReadFile', decision: 'allow', durationMs: 3, resultSummary: 'r'.repeat(100_000), occurredAt: new Date(0).toISOString() };
 }
 
 describe('WriteAheadLog', () => {
@@ -18,7 +18,7 @@ describe('WriteAheadLog', () => {
   it('refuses a second client on the same file while the first has it, and hands it over on close', async () => {
     const file = path.join(dir, 'audit.wal');
     const first = await WriteAheadLog.openFile(file);
-    await first.log.append(event(1));
+    first.log.append(event(1));
     await expect(WriteAheadLog.openFile(file)).rejects.toThrow(`the audit write-ahead file ${file} is in use by process ${process.pid}; give each client its own auditLogPath`);
     await first.log.close();
     const second = await WriteAheadLog.openFile(file);
@@ -36,22 +36,32 @@ describe('WriteAheadLog', () => {
     expect(fs.existsSync(`${file}.lock`)).toBe(false);
   });
 
+  // A container's process is often pid 1 at every start: the lock its previous run left names
+  // this very process, and refusing it ("in use by process 1") stopped the restarted app.
+  it('takes over a lock naming this process when none of its clients holds the file', async () => {
+    const file = path.join(dir, 'audit.wal');
+    fs.writeFileSync(file, `${JSON.stringify({ event: event(7) })}\n`);
+    fs.writeFileSync(`${file}.lock`, String(process.pid));
+    const { log, unacknowledged } = await WriteAheadLog.openFile(file);
+    expect(unacknowledged.map((pending) => pending.eventId)).toEqual(['ev_7']);
+    await log.close();
+  });
+
   it('stays small while events keep arriving as earlier ones are acknowledged, and loses none', async () => {
     const file = path.join(dir, 'audit.wal');
     const { log } = await WriteAheadLog.openFile(file);
     // Steady traffic: the next event arrives as soon as the last is on disk, and each is
-    // acknowledged once the next is written, so something always waits to be written when an
+    // acknowledged once the next is written, so something is always unacknowledged when an
     // acknowledgement is made. 100 events of 100 KB.
-    let written = log.append(event(0));
-    const acknowledged: Array<Promise<void>> = [];
+    log.append(event(0));
     let largest = 0;
     for (let index = 1; index <= 100; index++) {
-      await written;
-      written = log.append(event(index));
-      acknowledged.push(log.acknowledge([`ev_${index - 1}`]));
+      await log.sync();
+      log.append(event(index));
+      log.acknowledge([`ev_${index - 1}`]);
       largest = Math.max(largest, fs.statSync(file).size);
     }
-    await Promise.all([written, ...acknowledged]);
+    await log.sync();
     // 10 MB went through, never more than an event or two unacknowledged: the file is rewritten
     // once 4 MB were appended (COMPACT_AFTER_BYTES), not left to grow while traffic lasts.
     expect(largest).toBeLessThan(6 * 1024 * 1024);

@@ -65,7 +65,7 @@ function eventIds(entries: AuditEntry[]): string[] {
 it('events written but never sent reach the gateway after a restart, each once, also when resent twice', async () => {
   const agentId = await gateway.createAgent('wal-unsent');
   const wal = tempWal();
-  await writeAndKill(agentId, wal, 20, 3_600_000, 1000);
+  await writeAndKill(agentId, wal, 20, 3_600_000, 500);
   expect(fs.readFileSync(wal, 'utf8').trim().split('\n')).toHaveLength(20);
   const copy = `${wal}.copy`;
   fs.copyFileSync(wal, copy);

@@ -11,16 +11,41 @@ import { dropDatabase } from '../../../../test/support/own-database';
 export const FIXTURES = path.resolve(__dirname, '..', '..', '..', 'fixtures');
 const ADMIN_TOKEN = 'sdk-test-admin-token-0123456789abcdef';
 
+interface SharedCall {
+  name: string;
+  agent: string;
+  plugin: string;
+  function: string;
+  args: Record<string, unknown>;
+  context: Record<string, unknown>;
+}
+
+/** sdk/fixtures/decision-cases.json (its `about` says what each part means). */
 export interface DecisionCases {
   policies: string;
   agents: Array<{ name: string; trustTier: string; tags: string[] }>;
-  cases: Array<{ name: string; agent: string; plugin: string; function: string; args: Record<string, unknown>; context: Record<string, unknown>; expect: { decision: 'allow' | 'deny'; policy: string } }>;
+  cases: Array<SharedCall & { expect: { decision: 'allow' | 'deny'; policy: string } }>;
+  cachedDenials: Array<
+    SharedCall & {
+      calls: number;
+      expect: { decision: 'allow' | 'deny'; policy: string; fromGateway: number; fromCache: number; trail: { decisionEntries: number; cachedEntries: number; cachedNameTheGatewayDecision: boolean } };
+    }
+  >;
+  timeouts: Array<
+    SharedCall & {
+      failureMode: 'fail-closed' | 'fail-open';
+      throwOnDenied: boolean;
+      timeoutSeconds: number;
+      expect: { runs: boolean; decision: 'allow' | 'deny'; source: 'timeout'; throws: boolean; auditedDecision: 'allow' | 'deny' };
+    }
+  >;
 }
 
 export const DECISION_CASES = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'decision-cases.json'), 'utf8')) as DecisionCases;
 
 export interface AuditEntry {
   id: string;
+  timestamp: string;
   source: string;
   kind: string;
   action: string;
