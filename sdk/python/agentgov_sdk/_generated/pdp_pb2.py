@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!agentgov_sdk/_generated/pdp.proto\x12\x0f\x61gentgov.pdp.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xf1\x01\n\rPolicyRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x10\n\x08resource\x18\x03 \x01(\t\x12\x0e\n\x06plugin\x18\x04 \x01(\t\x12\x10\n\x08\x66unction\x18\x05 \x01(\t\x12%\n\x04\x61rgs\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12(\n\x07\x63ontext\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x12\n\ntrust_tier\x18\x08 \x01(\t\x12\x10\n\x08trace_id\x18\t \x01(\t\x12\x13\n\x0b\x61pproval_id\x18\n \x01(\t\"\xab\x02\n\x0ePolicyResponse\x12+\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0e\x32\x19.agentgov.pdp.v1.Decision\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06policy\x18\x03 \x01(\t\x12\x0c\n\x04rule\x18\x04 \x01(\t\x12\x16\n\x0epolicy_version\x18\x05 \x01(\x03\x12\x10\n\x08trace_id\x18\x06 \x01(\t\x12\x12\n\nlatency_ms\x18\x07 \x01(\x01\x12\x13\n\x0b\x64\x65\x63ision_id\x18\x08 \x01(\t\x12\x11\n\tcacheable\x18\t \x01(\x08\x12\x14\n\x0c\x63\x61\x63he_ttl_ms\x18\n \x01(\x03\x12\x10\n\x08\x65nforced\x18\x0b \x01(\x08\x12\x13\n\x0b\x61pproval_id\x18\x0c \x01(\t\x12\x1b\n\x13\x61pproval_expires_at\x18\r \x01(\t\";\n\x12PolicySubscription\x12\x0e\n\x06org_id\x18\x01 \x01(\t\x12\x15\n\rsince_version\x18\x02 \x01(\x03\"f\n\x11PolicyChangeEvent\x12\x16\n\x0epolicy_version\x18\x01 \x01(\x03\x12\x0f\n\x07\x63hanged\x18\x02 \x03(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\n\n\x02\x61t\x18\x04 \x01(\t\x12\x0e\n\x06org_id\x18\x05 \x01(\t*a\n\x08\x44\x65\x63ision\x12\x18\n\x14\x44\x45\x43ISION_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x44\x45\x43ISION_ALLOW\x10\x01\x12\x11\n\rDECISION_DENY\x10\x02\x12\x14\n\x10\x44\x45\x43ISION_PENDING\x10\x03\x32\x91\x02\n\x13PolicyDecisionPoint\x12K\n\x08\x45valuate\x12\x1e.agentgov.pdp.v1.PolicyRequest\x1a\x1f.agentgov.pdp.v1.PolicyResponse\x12U\n\x0e\x45valuateStream\x12\x1e.agentgov.pdp.v1.PolicyRequest\x1a\x1f.agentgov.pdp.v1.PolicyResponse(\x01\x30\x01\x12V\n\tSubscribe\x12#.agentgov.pdp.v1.PolicySubscription\x1a\".agentgov.pdp.v1.PolicyChangeEvent0\x01\x42\x12\xaa\x02\x0f\x41gentGov.Pdp.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!agentgov_sdk/_generated/pdp.proto\x12\x0f\x61gentgov.pdp.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x85\x02\n\rPolicyRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x10\n\x08resource\x18\x03 \x01(\t\x12\x0e\n\x06plugin\x18\x04 \x01(\t\x12\x10\n\x08\x66unction\x18\x05 \x01(\t\x12%\n\x04\x61rgs\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12(\n\x07\x63ontext\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x12\n\ntrust_tier\x18\x08 \x01(\t\x12\x10\n\x08trace_id\x18\t \x01(\t\x12\x13\n\x0b\x61pproval_id\x18\n \x01(\t\x12\x12\n\nsession_id\x18\x0b \x01(\t\"\xab\x02\n\x0ePolicyResponse\x12+\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0e\x32\x19.agentgov.pdp.v1.Decision\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06policy\x18\x03 \x01(\t\x12\x0c\n\x04rule\x18\x04 \x01(\t\x12\x16\n\x0epolicy_version\x18\x05 \x01(\x03\x12\x10\n\x08trace_id\x18\x06 \x01(\t\x12\x12\n\nlatency_ms\x18\x07 \x01(\x01\x12\x13\n\x0b\x64\x65\x63ision_id\x18\x08 \x01(\t\x12\x11\n\tcacheable\x18\t \x01(\x08\x12\x14\n\x0c\x63\x61\x63he_ttl_ms\x18\n \x01(\x03\x12\x10\n\x08\x65nforced\x18\x0b \x01(\x08\x12\x13\n\x0b\x61pproval_id\x18\x0c \x01(\t\x12\x1b\n\x13\x61pproval_expires_at\x18\r \x01(\t\";\n\x12PolicySubscription\x12\x0e\n\x06org_id\x18\x01 \x01(\t\x12\x15\n\rsince_version\x18\x02 \x01(\x03\"f\n\x11PolicyChangeEvent\x12\x16\n\x0epolicy_version\x18\x01 \x01(\x03\x12\x0f\n\x07\x63hanged\x18\x02 \x03(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\n\n\x02\x61t\x18\x04 \x01(\t\x12\x0e\n\x06org_id\x18\x05 \x01(\t*a\n\x08\x44\x65\x63ision\x12\x18\n\x14\x44\x45\x43ISION_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x44\x45\x43ISION_ALLOW\x10\x01\x12\x11\n\rDECISION_DENY\x10\x02\x12\x14\n\x10\x44\x45\x43ISION_PENDING\x10\x03\x32\x91\x02\n\x13PolicyDecisionPoint\x12K\n\x08\x45valuate\x12\x1e.agentgov.pdp.v1.PolicyRequest\x1a\x1f.agentgov.pdp.v1.PolicyResponse\x12U\n\x0e\x45valuateStream\x12\x1e.agentgov.pdp.v1.PolicyRequest\x1a\x1f.agentgov.pdp.v1.PolicyResponse(\x01\x30\x01\x12V\n\tSubscribe\x12#.agentgov.pdp.v1.PolicySubscription\x1a\".agentgov.pdp.v1.PolicyChangeEvent0\x01\x42\x12\xaa\x02\x0f\x41gentGov.Pdp.V1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentgov_sdk._generated.pdp_pb2', globals())
@@ -22,16 +22,16 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'\252\002\017AgentGov.Pdp.V1'
-  _DECISION._serialized_start=795
-  _DECISION._serialized_end=892
+  _DECISION._serialized_start=815
+  _DECISION._serialized_end=912
   _POLICYREQUEST._serialized_start=85
-  _POLICYREQUEST._serialized_end=326
-  _POLICYRESPONSE._serialized_start=329
-  _POLICYRESPONSE._serialized_end=628
-  _POLICYSUBSCRIPTION._serialized_start=630
-  _POLICYSUBSCRIPTION._serialized_end=689
-  _POLICYCHANGEEVENT._serialized_start=691
-  _POLICYCHANGEEVENT._serialized_end=793
-  _POLICYDECISIONPOINT._serialized_start=895
-  _POLICYDECISIONPOINT._serialized_end=1168
+  _POLICYREQUEST._serialized_end=346
+  _POLICYRESPONSE._serialized_start=349
+  _POLICYRESPONSE._serialized_end=648
+  _POLICYSUBSCRIPTION._serialized_start=650
+  _POLICYSUBSCRIPTION._serialized_end=709
+  _POLICYCHANGEEVENT._serialized_start=711
+  _POLICYCHANGEEVENT._serialized_end=813
+  _POLICYDECISIONPOINT._serialized_start=915
+  _POLICYDECISIONPOINT._serialized_end=1188
 # @@protoc_insertion_point(module_scope)

@@ -26,7 +26,7 @@ class PolicyChangeEvent(_message.Message):
     def __init__(self, policy_version: _Optional[int] = ..., changed: _Optional[_Iterable[str]] = ..., kind: _Optional[str] = ..., at: _Optional[str] = ..., org_id: _Optional[str] = ...) -> None: ...
 
 class PolicyRequest(_message.Message):
-    __slots__ = ["action", "agent_id", "approval_id", "args", "context", "function", "plugin", "resource", "trace_id", "trust_tier"]
+    __slots__ = ["action", "agent_id", "approval_id", "args", "context", "function", "plugin", "resource", "session_id", "trace_id", "trust_tier"]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
@@ -35,6 +35,7 @@ class PolicyRequest(_message.Message):
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
     PLUGIN_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     TRUST_TIER_FIELD_NUMBER: _ClassVar[int]
     action: str
@@ -45,9 +46,10 @@ class PolicyRequest(_message.Message):
     function: str
     plugin: str
     resource: str
+    session_id: str
     trace_id: str
     trust_tier: str
-    def __init__(self, agent_id: _Optional[str] = ..., action: _Optional[str] = ..., resource: _Optional[str] = ..., plugin: _Optional[str] = ..., function: _Optional[str] = ..., args: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., trust_tier: _Optional[str] = ..., trace_id: _Optional[str] = ..., approval_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, agent_id: _Optional[str] = ..., action: _Optional[str] = ..., resource: _Optional[str] = ..., plugin: _Optional[str] = ..., function: _Optional[str] = ..., args: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., trust_tier: _Optional[str] = ..., trace_id: _Optional[str] = ..., approval_id: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
 
 class PolicyResponse(_message.Message):
     __slots__ = ["approval_expires_at", "approval_id", "cache_ttl_ms", "cacheable", "decision", "decision_id", "enforced", "latency_ms", "policy", "policy_version", "reason", "rule", "trace_id"]

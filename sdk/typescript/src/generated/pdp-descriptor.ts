@@ -80,6 +80,10 @@ export const PDP_DESCRIPTOR = {
                     "approvalId": {
                       "type": "string",
                       "id": 10
+                    },
+                    "sessionId": {
+                      "type": "string",
+                      "id": 11
                     }
                   }
                 },

@@ -13,6 +13,7 @@ export interface PolicyRequest {
   'trustTier'?: (string);
   'traceId'?: (string);
   'approvalId'?: (string);
+  'sessionId'?: (string);
 }
 
 export interface PolicyRequest__Output {
@@ -26,4 +27,5 @@ export interface PolicyRequest__Output {
   'trustTier': (string);
   'traceId': (string);
   'approvalId': (string);
+  'sessionId': (string);
 }
