@@ -1,4 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { InMemoryBudgetLedger } from '../policy-engine/budget-ledger';
 import type { PolicySet } from '../policy-engine/policy-set';
 import type { BudgetAnswer, BudgetHold, BudgetLedger, SessionFacts } from '../policy-engine/types';
@@ -33,7 +34,8 @@ export interface Remembered {
 @Injectable()
 export class DecisionMemory {
   /** Reservations of checked calls awaiting `/v1/audit`, oldest first (insertion order). */
-  private readonly settlements = new Map<string, Settlement>();
+  // Insertion order is expiry order (each waits SETTLE_WITHIN_MS); an LRU read with `peek` only, so its oldest is found in O(1) (docs/performance.md).
+  private readonly settlements = new LRUCache<string, Settlement>({ max: MAX_PENDING_SETTLEMENTS });
 
   constructor(
     @Optional() @Inject(SESSION_MEMORY) private readonly sessions: SessionMemory = new SessionStore(),
@@ -73,7 +75,6 @@ export class DecisionMemory {
     if (outcome.status >= 500) return this.release(holds, nowMs);
     if (outcome.upstreamStatus !== undefined) return;
     this.dropExpiredSettlements(nowMs);
-    if (this.settlements.size >= MAX_PENDING_SETTLEMENTS) this.settlements.delete(this.settlements.keys().next().value as string);
     this.settlements.set(decisionId, { orgId: principal.agent.orgId, agentId: principal.agent.id, holds, untilMs: nowMs + SETTLE_WITHIN_MS });
   }
 
@@ -83,7 +84,7 @@ export class DecisionMemory {
    * them, once; false when there is nothing (left) to settle.
    */
   async settle(orgId: string, agentId: string, decisionId: string, cost: number | 'failed', nowMs: number): Promise<boolean> {
-    const settlement = this.settlements.get(decisionId);
+    const settlement = this.settlements.peek(decisionId);
     if (settlement === undefined || settlement.orgId !== orgId || settlement.agentId !== agentId || nowMs > settlement.untilMs) return false;
     this.settlements.delete(decisionId);
     const actual = cost === 'failed' ? 0 : cost;
@@ -103,9 +104,11 @@ export class DecisionMemory {
 
   private dropExpiredSettlements(nowMs: number): void {
     for (let i = 0; i < 2; i++) {
-      const [oldestId, oldest] = this.settlements.entries().next().value ?? [];
-      if (oldest === undefined || oldest.untilMs >= nowMs) return;
-      this.settlements.delete(oldestId as string);
+      const next = this.settlements.rentries().next();
+      if (next.done === true) return;
+      const [oldestId, oldest] = next.value as [string, Settlement];
+      if (oldest.untilMs >= nowMs) return;
+      this.settlements.delete(oldestId);
     }
   }
 }

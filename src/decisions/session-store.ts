@@ -1,4 +1,13 @@
+import { LRUCache } from 'lru-cache';
 import type { LabelGrant, SessionFacts } from '../policy-engine/types';
+
+/**
+ * Sessions in least-recently-used order: finding the oldest is O(1) whatever the history (a
+ * `Map` re-inserted on every touch and trimmed from its front walks the holes its deletions
+ * left, docs/performance.md). Never trimmed by itself: `max` is above the store's own bounds,
+ * which end sessions explicitly so both orders stay in step.
+ */
+type SessionOrder = LRUCache<string, Session>;
 
 /** Who a session belongs to, and its id (`` for the agent's own scope). */
 export interface SessionKey {
@@ -74,8 +83,8 @@ const NO_LABELS: readonly string[] = Object.freeze([]);
  * labelled agent, never evicted earlier: an agent cannot shed one by flooding sessions.
  */
 export class SessionStore {
-  private readonly byOrg = new Map<string, Map<string, Session>>();
-  private readonly byAgent = new Map<string, Map<string, Session>>();
+  private readonly byOrg = new Map<string, SessionOrder>();
+  private readonly byAgent = new Map<string, SessionOrder>();
   private readonly agentLabels = new Map<string, AgentLabels>();
   private readonly maxPerAgent: number;
   private readonly maxPerOrg: number;
@@ -172,12 +181,8 @@ export class SessionStore {
       this.end(session);
       return undefined;
     }
-    // Re-inserting moves the session to the young end of both orders.
-    sessions!.delete(sessionKey);
-    sessions!.set(sessionKey, session);
-    const ofAgent = this.byAgent.get(session.agentKey)!;
-    ofAgent.delete(sessionKey);
-    ofAgent.set(sessionKey, session);
+    // `get` moves the session to the young end of the agent's order; the organization's moved above.
+    this.byAgent.get(session.agentKey)!.get(sessionKey);
     session.touchedAt = nowMs;
     return session;
   }
@@ -187,13 +192,13 @@ export class SessionStore {
     const before = this.byOrg.get(key.orgId);
     if (before !== undefined) {
       this.endIdle(before, nowMs);
-      if (before.size >= this.maxPerOrg) this.end(before.values().next().value as Session);
+      if (before.size >= this.maxPerOrg) this.end(before.rvalues().next().value as Session);
     }
     const ofAgentBefore = this.byAgent.get(agentKey);
-    if (ofAgentBefore !== undefined && ofAgentBefore.size >= this.maxPerAgent) this.end(ofAgentBefore.values().next().value as Session);
+    if (ofAgentBefore !== undefined && ofAgentBefore.size >= this.maxPerAgent) this.end(ofAgentBefore.rvalues().next().value as Session);
     // The evictions above drop a map they empty, so both are looked up again.
-    const sessions = getOrCreate(this.byOrg, key.orgId);
-    const ofAgent = getOrCreate(this.byAgent, agentKey);
+    const sessions = getOrCreate(this.byOrg, key.orgId, this.maxPerOrg);
+    const ofAgent = getOrCreate(this.byAgent, agentKey, this.maxPerAgent);
     const session = new Session(sessionKeyOf(key), key.orgId, agentKey, key.sessionId, nowMs);
     sessions.set(session.key, session);
     ofAgent.set(session.key, session);
@@ -201,9 +206,9 @@ export class SessionStore {
   }
 
   // The oldest-touched sessions are first: ending the idle ones stops at the first fresh one, and at two, so a call never pays for many.
-  private endIdle(sessions: Map<string, Session>, nowMs: number): void {
+  private endIdle(sessions: SessionOrder, nowMs: number): void {
     for (let i = 0; i < 2; i++) {
-      const oldest = sessions.values().next().value as Session | undefined;
+      const oldest = sessions.rvalues().next().value as Session | undefined;
       if (oldest === undefined || nowMs - oldest.touchedAt < this.idleMs) return;
       this.end(oldest);
     }
@@ -219,13 +224,13 @@ export class SessionStore {
   }
 }
 
-function getOrCreate(maps: Map<string, Map<string, Session>>, key: string): Map<string, Session> {
-  let map = maps.get(key);
-  if (map === undefined) {
-    map = new Map();
-    maps.set(key, map);
+function getOrCreate(orders: Map<string, SessionOrder>, key: string, bound: number): SessionOrder {
+  let order = orders.get(key);
+  if (order === undefined) {
+    order = new LRUCache<string, Session>({ max: bound + 1 });
+    orders.set(key, order);
   }
-  return map;
+  return order;
 }
 
 const EMPTY_CALLS: Readonly<Record<string, number>> = Object.freeze(Object.create(null) as Record<string, number>);

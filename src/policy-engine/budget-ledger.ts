@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { BudgetAnswer, BudgetHold, BudgetLedger } from './types';
 
 /** Options of the in-process ledger. */
@@ -56,7 +57,7 @@ class Totals {
  * O(1) amortised; memory is bounded by maxKeys totals of at most maxEntriesPerKey reservations.
  */
 export class InMemoryBudgetLedger implements BudgetLedger {
-  private readonly totals = new Map<string, Totals>();
+  private readonly totals: LRUCache<string, Totals>;
   private readonly maxKeys: number;
   private readonly maxEntriesPerKey: number;
   private readonly settleWithinMs: number;
@@ -64,6 +65,7 @@ export class InMemoryBudgetLedger implements BudgetLedger {
 
   constructor(options: InMemoryBudgetLedgerOptions = {}) {
     this.maxKeys = options.maxKeys ?? 100_000;
+    this.totals = new LRUCache<string, Totals>({ max: this.maxKeys });
     this.maxEntriesPerKey = options.maxEntriesPerKey ?? 100_000;
     this.settleWithinMs = options.settleWithinMs ?? 300_000;
   }
@@ -80,7 +82,7 @@ export class InMemoryBudgetLedger implements BudgetLedger {
   }
 
   peek(key: string, cost: number, limit: number, windowMs: number, nowMs: number): BudgetAnswer {
-    const totals = this.totals.get(key);
+    const totals = this.totals.peek(key);
     if (totals === undefined) return cost <= limit ? { id: '' } : { retryAfterMs: windowMs };
     totals.expire(nowMs, windowMs);
     const wait = this.waitFor(totals, cost, limit, windowMs, nowMs);
@@ -88,16 +90,16 @@ export class InMemoryBudgetLedger implements BudgetLedger {
   }
 
   settle(hold: BudgetHold, actualCost: number, nowMs: number): boolean {
-    const entry = this.totals.get(hold.key)?.byId.get(hold.id);
+    const entry = this.totals.peek(hold.key)?.byId.get(hold.id);
     if (entry === undefined || nowMs > entry.openUntil) return false;
-    this.totals.get(hold.key)!.total += actualCost - entry.cost;
+    this.totals.peek(hold.key)!.total += actualCost - entry.cost;
     entry.cost = actualCost;
     return true;
   }
 
   /** The window's total of a budget (tests, the sidecar's lease). */
   spent(key: string, windowMs: number, nowMs: number): number {
-    const totals = this.totals.get(key);
+    const totals = this.totals.peek(key);
     if (totals === undefined) return 0;
     totals.expire(nowMs, windowMs);
     return totals.total;
@@ -111,14 +113,12 @@ export class InMemoryBudgetLedger implements BudgetLedger {
   }
 
   private touch(key: string, nowMs: number, windowMs: number): Totals {
+    // `get` makes the key the most recently used; past maxKeys the least recently used goes, in O(1).
     let totals = this.totals.get(key);
-    if (totals !== undefined) {
-      this.totals.delete(key);
-    } else {
+    if (totals === undefined) {
       totals = new Totals();
-      if (this.totals.size >= this.maxKeys) this.totals.delete(this.totals.keys().next().value as string);
+      this.totals.set(key, totals);
     }
-    this.totals.set(key, totals);
     totals.expire(nowMs, windowMs);
     return totals;
   }
