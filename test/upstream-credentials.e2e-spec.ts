@@ -10,7 +10,7 @@ import { decisionTokenMiddleware } from '../sdk/typescript/src/index';
 import { credentialKeyId } from '../src/config/credential-keys';
 import { call, TestResponse } from './support/http-client';
 import { ownDatabase, OwnDatabase } from './support/own-database';
-import { freePort, GATEWAY_MAIN, launch, ServiceProcess, waitFor } from './support/processes';
+import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, waitFor } from './support/processes';
 
 /**
  * Upstream credentials and decision tokens as users run them (docs/security.md): the built
@@ -207,9 +207,13 @@ describe('upstream credentials', () => {
   });
 
   it('names the credential’s id in the audit entry, never its value', async () => {
-    const audit = await admin('GET', '/admin/audit?limit=20');
-    const entries = audit.body.entries as Array<{ path: string; details: Record<string, unknown> | null }>;
-    const payments = entries.find((entry) => entry.path === '/payments/invoices');
+    // Audit entries are written in batches off the request path: wait for the proxied request's.
+    let payments: { path: string; details: Record<string, unknown> | null } | undefined;
+    await eventually(async () => {
+      const audit = await admin('GET', '/admin/audit?limit=1000');
+      payments = (audit.body.entries as Array<{ path: string; details: Record<string, unknown> | null }>).find((entry) => entry.path === '/payments/invoices');
+      return payments !== undefined;
+    }, 15_000, 'the audit entry of a request to /payments/invoices');
     expect(payments?.details).toMatchObject({ credentialId: paymentsId });
     const changes = await admin('GET', '/admin/audit?limit=100');
     expect(changes.text).toContain('credential.create');
