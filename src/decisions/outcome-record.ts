@@ -23,30 +23,11 @@ export interface ReportedCall {
 /** An adapter's `/v1/audit` event as its audit entry (kind `outcome`) stamped `ts` (when the call happened), on the gateway and at the edge alike. */
 export function outcomeRecord(agent: AgentSnapshot, event: ReportedCall, traceId: string, ts: number): AuditRecord & { id: string } {
   return {
+    ...reportedCallRecord(agent, event, traceId, ts),
     id: newId('aud'),
-    ts,
-    orgId: agent.orgId,
-    source: 'check',
     kind: 'outcome',
-    traceId: eventTraceId(event, traceId),
-    agentId: agent.id,
-    agentName: agent.name,
-    trustTier: agent.trustTier,
-    action: `${event.plugin}.${event.function}`,
-    method: null,
-    path: null,
-    decision: event.decision,
-    enforced: true,
-    rateLimited: false,
-    policyName: null,
-    rule: null,
     reason: event.resultSummary ?? null,
-    decisionLatencyMs: null,
     latencyMs: event.durationMs,
-    status: null,
-    upstreamStatus: null,
-    delegationChain: null,
-    input: { plugin: event.plugin, function: event.function, args: event.arguments ?? {} },
     details: { eventId: event.eventId ?? null, decisionId: event.decisionId ?? null, durationMs: event.durationMs, resultSummary: event.resultSummary ?? null },
   };
 }
@@ -59,11 +40,23 @@ export function outcomeRecord(agent: AgentSnapshot, event: ReportedCall, traceId
  */
 export function cachedDecisionRecord(agent: AgentSnapshot, event: ReportedCall, reused: LinkedDecision, traceId: string, ts: number): AuditRecord & { id: string } {
   return {
+    ...reportedCallRecord(agent, event, traceId, ts),
     id: decisionIdAt(ts),
+    kind: 'decision',
+    policyName: reused.policyName,
+    rule: reused.rule,
+    reason: reused.reason,
+    latencyMs: null,
+    details: { cached: true, decisionId: event.decisionId ?? null, eventId: event.eventId ?? null, durationMs: event.durationMs, resultSummary: event.resultSummary ?? null },
+  };
+}
+
+/** What both entries of a reported call say alike: who, the call, and the decision as applied. */
+function reportedCallRecord(agent: AgentSnapshot, event: ReportedCall, traceId: string, ts: number): Omit<AuditRecord, 'kind' | 'latencyMs' | 'details'> {
+  return {
     ts,
     orgId: agent.orgId,
     source: 'check',
-    kind: 'decision',
     traceId: eventTraceId(event, traceId),
     agentId: agent.id,
     agentName: agent.name,
@@ -74,16 +67,14 @@ export function cachedDecisionRecord(agent: AgentSnapshot, event: ReportedCall, 
     decision: event.decision,
     enforced: true,
     rateLimited: false,
-    policyName: reused.policyName,
-    rule: reused.rule,
-    reason: reused.reason,
+    policyName: null,
+    rule: null,
+    reason: null,
     decisionLatencyMs: null,
-    latencyMs: null,
     status: null,
     upstreamStatus: null,
     delegationChain: null,
     input: { plugin: event.plugin, function: event.function, args: event.arguments ?? {} },
-    details: { cached: true, decisionId: event.decisionId ?? null, eventId: event.eventId ?? null, durationMs: event.durationMs, resultSummary: event.resultSummary ?? null },
   };
 }
 
