@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runAlertsBench } from './alerts.bench';
+import { runBoundedBench } from './bounded.bench';
 import { runAnalyticsBench } from './analytics.bench';
 import { runIngestBench } from './ingest.bench';
 import { runMcpBench } from './mcp.bench';
@@ -29,6 +30,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   alerts: runAlertsBench,
   mcp: runMcpBench,
   metrics: runMetricsBench,
+  bounded: runBoundedBench,
   soak: () => import('./soak.bench').then((bench) => bench.runSoakBench()),
 };
 

@@ -224,6 +224,8 @@ export class SessionStore {
   }
 }
 
+// lru-cache allocates its `max` slots up front: an order costs O(bound) memory at creation, one per
+// organization and per agent with sessions, so the per-agent bound stays small (64 by default).
 function getOrCreate(orders: Map<string, SessionOrder>, key: string, bound: number): SessionOrder {
   let order = orders.get(key);
   if (order === undefined) {
