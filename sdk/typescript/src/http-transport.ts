@@ -1,16 +1,6 @@
 import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, RejectionCode, retryAfterOf } from './errors';
 import { APPROVAL_STATUSES, ApprovalStatus, CheckRequest, GatewayDecision, Transport } from './transport';
-import type { AuditRecord } from './governance-client';
-
-/** One event of a POST /v1/audit batch: what became of a checked call, with what the client fills in. */
-export interface AuditEvent extends AuditRecord {
-  eventId: string;
-  agentId: string;
-  /** When the call happened (ISO 8601): the entry is stamped with it, however late it is delivered. */
-  occurredAt: string;
-  /** The decision was applied from the cache, without asking the gateway; decisionId names the one reused. */
-  cached?: boolean;
-}
+import type { AuditEvent } from './audit-event';
 
 /** As the Python SDK maps them: a body too large (413) or not JSON (415) is the request's fault, not an outage. */
 const REJECTIONS: Record<number, RejectionCode> = {
