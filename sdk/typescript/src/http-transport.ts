@@ -72,7 +72,7 @@ export class HttpTransport implements Transport {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
-      if (error instanceof Error && error.name === 'TimeoutError') throw new GatewayTimeoutError(`HTTP ${path}: no answer within ${timeoutMs} ms`);
+      if (errorLike(error)?.name === 'TimeoutError') throw new GatewayTimeoutError(`HTTP ${path}: no answer within ${timeoutMs} ms`);
       throw new GatewayUnavailableError(`HTTP ${path}: ${causeOf(error)}`, true);
     }
     const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
@@ -84,8 +84,26 @@ export class HttpTransport implements Transport {
   }
 }
 
+/** What failed, with its cause: `fetch failed (connect ECONNREFUSED 127.0.0.1:3000)`. */
 function causeOf(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = (error as Error & { cause?: unknown }).cause;
-  return cause instanceof Error ? `${error.message} (${cause.message})` : error.message;
+  const failure = errorLike(error);
+  if (failure === undefined) return String(error);
+  const cause = errorLike(failure.cause);
+  return cause === undefined ? failure.message : `${failure.message} (${cause.message})`;
+}
+
+interface ErrorLike {
+  name: string;
+  message: string;
+  cause?: unknown;
+}
+
+/**
+ * An error by its shape, not by `instanceof`: fetch's errors are made in Node's own realm, and
+ * in another (a vm context, a test runner's sandbox) `instanceof Error` is false for them.
+ */
+function errorLike(value: unknown): ErrorLike | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { name, message } = value as Partial<Record<'name' | 'message', unknown>>;
+  return typeof name === 'string' && typeof message === 'string' ? (value as ErrorLike) : undefined;
 }
