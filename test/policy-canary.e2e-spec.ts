@@ -245,7 +245,8 @@ describe('canary rollouts', () => {
     const alerts = await webhook.waitFor(1, (request) => String(request.json.title).includes(`started (${id})`));
     expect(alerts[0].json.trigger).toBe('policy_canary');
     await putPolicy(org, refunds(1000));
-  });
+    // Five CLI runs, each starting Nest and connecting to the database.
+  }, 240_000);
 
   it('refuse bad input with a 400 naming it, a second rollout or an edit of the policy with a 409', async () => {
     for (const share of [0, 100, 150, 12.5, 'ten']) {
