@@ -17,6 +17,8 @@ import { ALERTS_COMMANDS } from './alerts.command';
 import { CliBootstrap } from './cli-bootstrap';
 import { PoliciesCommand, PoliciesPromoteCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
 import { PoliciesModule } from '../policies/policies.module';
+import { SessionLabelsModule } from '../sessions/session-labels.module';
+import { SessionsClearLabelsCommand, SessionsCommand } from './sessions.command';
 import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
 
 /** Commands that work on the gateway's database, with the gateway's own services. */
@@ -36,6 +38,7 @@ export class CliModule {
         AgentsModule,
         ApprovalsModule,
         PoliciesModule,
+        SessionLabelsModule,
       ],
       providers: [
         CliBootstrap,
@@ -57,6 +60,8 @@ export class CliModule {
         ApprovalsListCommand,
         ApprovalsApproveCommand,
         ApprovalsRejectCommand,
+        SessionsCommand,
+        SessionsClearLabelsCommand,
         ...ALERTS_COMMANDS,
       ],
     };
