@@ -19,6 +19,7 @@ import { PoliciesCommand, PoliciesPromoteCommand, PoliciesTestCommand, PoliciesV
 import { PoliciesModule } from '../policies/policies.module';
 import { SessionLabelsModule } from '../sessions/session-labels.module';
 import { SessionsClearLabelsCommand, SessionsCommand } from './sessions.command';
+import { CANARY_COMMANDS } from './canary.command';
 import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
 
 /** Commands that work on the gateway's database, with the gateway's own services. */
@@ -56,6 +57,7 @@ export class CliModule {
         PoliciesValidateCommand,
         PoliciesTestCommand,
         PoliciesPromoteCommand,
+        ...CANARY_COMMANDS,
         ApprovalsCommand,
         ApprovalsListCommand,
         ApprovalsApproveCommand,
