@@ -59,13 +59,6 @@ export class StoredCredentials implements UpstreamCredentials, OnModuleInit {
     return found.sort((a, b) => (a.credential.id < b.credential.id ? -1 : 1));
   }
 
-  /** Seals a value for row `id` of `orgId` with the current key; throws when no key is configured. */
-  seal(id: string, orgId: string, value: string): { sealed: Buffer; keyId: string } {
-    const key = this.config.credentialKeys.current;
-    if (key === undefined) throw new KeyMissing();
-    return { sealed: sealValue(key, value, boundTo(id, orgId)), keyId: key.id };
-  }
-
   /** Loads the row `id` again (created, rotated or revoked on some instance). */
   async reload(id: string): Promise<void> {
     const row = await this.rows.findOne({ where: { id } });
@@ -132,13 +125,6 @@ export class StoredCredentials implements UpstreamCredentials, OnModuleInit {
     const credential: InjectedCredential = { id: row.id, placement: placementOf(row), value };
     this.index.set(row.orgId, route, credential);
     if (row.forEdge) this.edge.set(row.id, { orgId: row.orgId, route, credential });
-  }
-}
-
-/** Thrown when a credential is stored while no key is configured. */
-export class KeyMissing extends Error {
-  constructor() {
-    super('The upstream credential store has no key: set CREDENTIALS_KEY_FILE (or CREDENTIALS_KEY) to 32 random bytes (docs/configuration.md)');
   }
 }
 
