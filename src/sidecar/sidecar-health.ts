@@ -5,6 +5,7 @@ import { AuditWal, WalState } from './audit-wal';
 import { BundleStore } from './bundle-store';
 import { BundleSync } from './bundle-sync';
 import { GatewayLink } from './gateway-link';
+import { EdgeGrants, EdgeGrantState } from './edge-grants';
 
 /** GET /health of the sidecar (docs/sidecar.md), plus why it fails closed and its audit buffer. */
 export interface SidecarHealthReport {
@@ -31,6 +32,8 @@ export interface SidecarHealthReport {
   failClosedReason: string | null;
   keyPinning: 'configured' | 'first-use' | 'none';
   audit: WalState & { lastForward: string | null; forwardError: string | null };
+  /** The gateway's grant: when the certificate of its decision-token key expires, the edge credentials in force (ids only), why no new grant came. */
+  edgeGrant: EdgeGrantState;
 }
 
 const STARTED_MS = Date.now();
@@ -44,6 +47,7 @@ export class SidecarHealth {
     private readonly link: GatewayLink,
     private readonly wal: AuditWal,
     private readonly forwarder: AuditForwarder,
+    private readonly grants: EdgeGrants,
   ) {}
 
   report(nowMs = Date.now()): SidecarHealthReport {
@@ -69,6 +73,7 @@ export class SidecarHealth {
       failClosedReason: failure,
       keyPinning: this.store.keyPinning,
       audit: { ...audit, lastForward: iso(this.forwarder.lastForwardMs), forwardError: this.forwarder.lastError },
+      edgeGrant: this.grants.state(),
     };
   }
 }
