@@ -89,6 +89,12 @@ export class AppConfig {
     /** REDIS_URL: shared rate-limit counters and cross-instance events when set. */
     url?: string;
   };
+  readonly budgetLeases: {
+    /** BUDGET_LEASE_PERCENT: share of a budget's limit one sidecar lease holds (at least the cost of the call asking). */
+    percent: number;
+    /** BUDGET_LEASE_TTL: how long a sidecar may spend a lease; then it is returned with what was spent. */
+    ttlMs: number;
+  };
   readonly audit: {
     /** AUDIT_REDACT: argument names whose values are stored as [redacted]. */
     redact: string[];
@@ -175,6 +181,7 @@ export class AppConfig {
       },
       policies: { file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')), git: readPoliciesGit(read) },
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
+      budgetLeases: { percent: read.int('BUDGET_LEASE_PERCENT', 10, 1, 100), ttlMs: read.durationMs('BUDGET_LEASE_TTL', '1m') },
       audit: {
         redact: readAuditRedact(read),
         batchSize: read.int('AUDIT_BATCH_SIZE', 5000, 1, 10000),

@@ -49,19 +49,58 @@ export function decisionDetails(decision: Decision, derivedAction?: string, appr
   return { ...details, ...(decision.budget === undefined ? {} : { budget: decision.budget }), ...memory };
 }
 
-/** An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's entry is checked, not trusted); null when nothing is. */
+/**
+ * An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's
+ * entry is checked, not trusted): its alerts, limits, session and reservation; null when nothing is.
+ */
 export function ingestedDetails(details: unknown): DecisionDetails | null {
   const derived = typeof details === 'object' && details !== null ? (details as { derivedAction?: unknown }).derivedAction : undefined;
   const approvalId = typeof details === 'object' && details !== null ? (details as { approvalId?: unknown }).approvalId : undefined;
   const credentialId = typeof details === 'object' && details !== null ? (details as { credentialId?: unknown }).credentialId : undefined;
-  return detailsOf(
+  const kept = detailsOf(
     firedAlertsIn(details),
-    rateLimitIn(details),
+    tripIn(details, 'rateLimit'),
     typeof derived === 'string' ? bounded(derived) : undefined,
     typeof approvalId === 'string' ? bounded(approvalId) : undefined,
     shadowIn(details),
     typeof credentialId === 'string' ? bounded(credentialId) : undefined,
   );
+  const memory = memoryIn(details);
+  return kept === null && memory === null ? null : { ...kept, ...memory };
+}
+
+/** Longest label list an ingested session names: a session keeps at most 64 labels, an agent 64 (session-store.ts). */
+const MAX_INGESTED_LABELS = 64;
+const LABEL_WORD = /^[a-z][a-z0-9_]{0,63}$/;
+const INGESTED_SESSION_ID = /^[A-Za-z0-9._:-]{0,128}$/;
+
+/** The session, budget and reservation an ingested entry names, each only when well formed; null when none is. */
+function memoryIn(details: unknown): Pick<DecisionDetails, 'session' | 'budget' | 'reserved'> | null {
+  if (typeof details !== 'object' || details === null) return null;
+  const { reserved } = details as { reserved?: unknown };
+  const memory: Pick<DecisionDetails, 'session' | 'budget' | 'reserved'> = {};
+  const budget = tripIn(details, 'budget');
+  if (budget !== undefined) memory.budget = budget;
+  if (typeof reserved === 'number' && Number.isFinite(reserved) && reserved >= 0) memory.reserved = reserved;
+  const session = sessionIn((details as { session?: unknown }).session);
+  if (session !== undefined) memory.session = session;
+  return Object.keys(memory).length === 0 ? null : memory;
+}
+
+function sessionIn(value: unknown): SessionDetails | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { id, labels, agentLabels, labelsAdded } = value as Record<string, unknown>;
+  if (typeof id !== 'string' || !INGESTED_SESSION_ID.test(id)) return undefined;
+  const read = labelsIn(labels);
+  const agentRead = labelsIn(agentLabels);
+  if (read === undefined || agentRead === undefined) return undefined;
+  const added = labelsAdded === undefined ? undefined : labelsIn(labelsAdded);
+  return { id, labels: read, agentLabels: agentRead, ...(added === undefined ? {} : { labelsAdded: added }) };
+}
+
+function labelsIn(value: unknown): string[] | undefined {
+  if (!Array.isArray(value) || value.length > MAX_INGESTED_LABELS * 2) return undefined;
+  return value.every((label) => typeof label === 'string' && LABEL_WORD.test(label)) ? (value as string[]) : undefined;
 }
 
 /** Details naming only what there is; null when there is nothing. */
@@ -111,8 +150,8 @@ export function firedAlertsIn(details: unknown): FiredAlert[] {
   return alerts.slice(0, MAX_FIRED_ALERTS).filter(isFiredAlert).map(({ policy, rule, reason }) => ({ policy: bounded(policy), rule: bounded(rule), reason: bounded(reason) }));
 }
 
-function rateLimitIn(details: unknown): RateLimitTrip | undefined {
-  const trip = typeof details === 'object' && details !== null ? (details as { rateLimit?: unknown }).rateLimit : undefined;
+function tripIn(details: unknown, field: 'rateLimit' | 'budget'): RateLimitTrip | undefined {
+  const trip = typeof details === 'object' && details !== null ? (details as Record<string, unknown>)[field] : undefined;
   if (typeof trip !== 'object' || trip === null) return undefined;
   const { limit, retryAfterSeconds } = trip as Record<string, unknown>;
   if (typeof limit !== 'string' || typeof retryAfterSeconds !== 'number' || !Number.isSafeInteger(retryAfterSeconds) || retryAfterSeconds < 0) return undefined;

@@ -4,6 +4,7 @@ import { AuditForwarder } from './audit-forwarder';
 import { AuditWal, WalState } from './audit-wal';
 import { BundleStore } from './bundle-store';
 import { BundleSync } from './bundle-sync';
+import { EdgeBudgetLedger } from './edge-budget-ledger';
 import { GatewayLink } from './gateway-link';
 import { EdgeGrants, EdgeGrantState } from './edge-grants';
 
@@ -34,6 +35,8 @@ export interface SidecarHealthReport {
   audit: WalState & { lastForward: string | null; forwardError: string | null };
   /** The gateway's grant: when the certificate of its decision-token key expires, the edge credentials in force (ids only), why no new grant came. */
   edgeGrant: EdgeGrantState;
+  /** Budget leases held (one per budget being spent here) and those waiting for the gateway to take them back (docs/sidecar.md "Budgets"). */
+  budgetLeases: { held: number; returning: number };
 }
 
 const STARTED_MS = Date.now();
@@ -48,6 +51,7 @@ export class SidecarHealth {
     private readonly wal: AuditWal,
     private readonly forwarder: AuditForwarder,
     private readonly grants: EdgeGrants,
+    private readonly budgets: EdgeBudgetLedger,
   ) {}
 
   report(nowMs = Date.now()): SidecarHealthReport {
@@ -74,6 +78,7 @@ export class SidecarHealth {
       keyPinning: this.store.keyPinning,
       audit: { ...audit, lastForward: iso(this.forwarder.lastForwardMs), forwardError: this.forwarder.lastError },
       edgeGrant: this.grants.state(),
+      budgetLeases: this.budgets.state(),
     };
   }
 }
