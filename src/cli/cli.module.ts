@@ -22,6 +22,7 @@ import { ALERTS_COMMANDS } from './alerts.command';
 import { CliBootstrap } from './cli-bootstrap';
 import { PoliciesCommand, PoliciesPromoteCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
 import { PoliciesModule } from '../policies/policies.module';
+import { CANARY_COMMANDS } from './canary.command';
 import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
 
 /** Commands that work on the gateway's database, with the gateway's own services. */
@@ -60,6 +61,7 @@ export class CliModule {
         PoliciesValidateCommand,
         PoliciesTestCommand,
         PoliciesPromoteCommand,
+        ...CANARY_COMMANDS,
         ApprovalsCommand,
         ApprovalsListCommand,
         ApprovalsApproveCommand,
