@@ -22,6 +22,8 @@ import { ALERTS_COMMANDS } from './alerts.command';
 import { CliBootstrap } from './cli-bootstrap';
 import { PoliciesCommand, PoliciesPromoteCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
 import { PoliciesModule } from '../policies/policies.module';
+import { SessionLabelsModule } from '../sessions/session-labels.module';
+import { SessionsClearLabelsCommand, SessionsCommand } from './sessions.command';
 import { CANARY_COMMANDS } from './canary.command';
 import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
 
@@ -44,6 +46,7 @@ export class CliModule {
         PoliciesModule,
         // Not CredentialsModule: its store decrypts every credential at start, which the tool neither needs nor may (it may run without the key, to list).
         TypeOrmModule.forFeature([UpstreamCredential]),
+        SessionLabelsModule,
       ],
       providers: [
         CliBootstrap,
@@ -66,6 +69,8 @@ export class CliModule {
         ApprovalsListCommand,
         ApprovalsApproveCommand,
         ApprovalsRejectCommand,
+        SessionsCommand,
+        SessionsClearLabelsCommand,
         ...ALERTS_COMMANDS,
         CredentialSealer,
         CredentialsService,
