@@ -89,6 +89,8 @@ export class PolicyCanariesService {
       if (failures.length > 0 && !force) throw testsFailed(failures, 'The new version fails stored policy tests');
       await manager.getRepository(PolicyCanary).insert({
         id,
+        // Entries recorded before the start carry no cohort of this rollout: counting starts here.
+        countedSeq: await chainHead(manager, orgId),
         orgId,
         policyName: request.policy,
         source: request.source,
@@ -113,13 +115,13 @@ export class PolicyCanariesService {
 
   async list(principal: AdminPrincipal): Promise<CanaryListView> {
     const rows = await this.dataSource.getRepository(PolicyCanary).find({ where: { orgId: principal.orgId }, order: { startedAt: 'DESC' }, take: LISTED });
-    return { canaries: await Promise.all(rows.map(async (row) => toView(row, row.state === 'running' ? await this.statsOf(row) : row.stats))) };
+    return { canaries: await Promise.all(rows.map(async (row) => toView(row, await this.statsOf(row)))) };
   }
 
   /** One rollout with both cohorts' counts and rates: live while it runs, as they were when it ended after. */
   async get(principal: AdminPrincipal, id: string): Promise<CanaryView> {
     const row = await this.find(principal.orgId, id);
-    return toView(row, row.state === 'running' ? await this.statsOf(row) : row.stats);
+    return toView(row, await this.statsOf(row));
   }
 
   /** Puts the new version in force for every agent (refused like any change when stored tests fail, unless forced). */
@@ -166,23 +168,46 @@ export class PolicyCanariesService {
     }
   }
 
-  /** Each cohort's decisions over the rollout so far, from the audit trail (decisions where the policy applied). */
+  /**
+   * Each cohort's decisions over the rollout so far (decisions where the policy applied), from
+   * the audit trail, counted incrementally: the entries the organization's hash chain recorded
+   * since the last count are added to the stored counts, under the rollout's row lock, so the
+   * cost of a count is what was recorded since the one before, whatever the window, and two
+   * instances never count an entry twice. Entries are numbered in commit order (the chain head
+   * is locked until its batch commits), so none is skipped.
+   */
   async statsOf(row: PolicyCanary): Promise<CanaryStats> {
-    const rows: Array<{ cohort: string; decisions: string; denied: string; approvals: string; errors: string }> = await this.dataSource.query(
-      `SELECT details->'canary'->>'cohort' AS cohort, count(*) AS decisions,
-         count(*) FILTER (WHERE decision = 'deny' AND status IS DISTINCT FROM 202) AS denied,
-         count(*) FILTER (WHERE status = 202) AS approvals,
-         count(*) FILTER (WHERE status >= 500 OR upstream_status >= 500) AS errors
-       FROM audit_entries
-       WHERE org_id = $1 AND ts >= $2 AND ts <= $3 AND kind = 'decision' AND details->'canary'->>'rollout' = $4
-       GROUP BY 1`,
-      [row.orgId, row.startedAt, row.endedAt ?? new Date(), row.id],
-    );
-    const of = (cohort: string): CohortStats => {
-      const found = rows.find((item) => item.cohort === cohort);
-      return found === undefined ? EMPTY : { decisions: Number(found.decisions), denied: Number(found.denied), approvals: Number(found.approvals), errors: Number(found.errors) };
-    };
-    return { canary: of('canary'), stable: of('stable') };
+    if (row.state !== 'running') return row.stats ?? { canary: EMPTY, stable: EMPTY };
+    return this.dataSource.transaction(async (manager) => {
+      const locked = await manager.getRepository(PolicyCanary).findOne({ where: { id: row.id, orgId: row.orgId }, lock: { mode: 'pessimistic_write' } });
+      const counted = locked?.stats ?? { canary: EMPTY, stable: EMPTY };
+      if (locked === null || locked.state !== 'running') return counted;
+      const head = await chainHead(manager, row.orgId);
+      if (head <= locked.countedSeq) return counted;
+      const rows: Array<{ cohort: string; decisions: string; denied: string; approvals: string; errors: string }> = await manager.query(
+        `SELECT details->'canary'->>'cohort' AS cohort, count(*) AS decisions,
+           count(*) FILTER (WHERE decision = 'deny' AND status IS DISTINCT FROM 202) AS denied,
+           count(*) FILTER (WHERE status = 202) AS approvals,
+           count(*) FILTER (WHERE status >= 500 OR upstream_status >= 500) AS errors
+         FROM audit_entries
+         WHERE org_id = $1 AND seq > $2 AND seq <= $3 AND kind = 'decision' AND details->'canary'->>'rollout' = $4
+         GROUP BY 1`,
+        [row.orgId, locked.countedSeq, head, row.id],
+      );
+      const added = (cohort: string, base: CohortStats): CohortStats => {
+        const found = rows.find((item) => item.cohort === cohort);
+        if (found === undefined) return base;
+        return {
+          decisions: base.decisions + Number(found.decisions),
+          denied: base.denied + Number(found.denied),
+          approvals: base.approvals + Number(found.approvals),
+          errors: base.errors + Number(found.errors),
+        };
+      };
+      const stats = { canary: added('canary', counted.canary), stable: added('stable', counted.stable) };
+      await manager.getRepository(PolicyCanary).update({ id: row.id, orgId: row.orgId }, { stats, countedSeq: head });
+      return stats;
+    });
   }
 
   private async endWithout(actor: PolicyActor, id: string, state: 'rolled_back' | 'aborted', outcome: string): Promise<CanaryView> {
@@ -220,6 +245,12 @@ export class PolicyCanariesService {
   private tell(step: CanaryStep): void {
     for (const listener of this.listeners) listener(step);
   }
+}
+
+/** The place of the organization's newest committed audit entry in its hash chain (0 before the first). */
+async function chainHead(manager: EntityManager, orgId: string): Promise<number> {
+  const rows: Array<{ seq: string }> = await manager.query('SELECT seq FROM audit_chain_heads WHERE org_id = $1', [orgId]);
+  return rows.length === 0 ? 0 : Number(rows[0].seq);
 }
 
 /** Ends the rollout in the caller's transaction, if it still runs; 409 when another step came first. */

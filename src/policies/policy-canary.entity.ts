@@ -77,7 +77,11 @@ export class PolicyCanary {
   @Column('text', { nullable: true })
   outcome: string | null;
 
-  /** The cohorts' counts when it ended. */
+  /** The cohorts' counts over the organization's audit entries up to `countedSeq`; final once it ended. */
   @Column('jsonb', { nullable: true })
   stats: CanaryStats | null;
+
+  /** The place in the organization's audit chain (`seq`) the counts reach. */
+  @Column('bigint', { name: 'counted_seq', transformer: bigint })
+  countedSeq: number;
 }
