@@ -1,22 +1,22 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Logger } from 'pino';
-import { AgentsModule } from '../agents/agents.module';
-import { ApprovalsModule } from '../approvals/approvals.module';
+import { AgentsModule } from '../gateway/agents/agents.module';
+import { ApprovalsModule } from '../gateway/approvals/approvals.module';
 import { ApprovalsApproveCommand, ApprovalsCommand, ApprovalsListCommand, ApprovalsRejectCommand } from './approvals.command';
-import { AuditModule } from '../audit/audit.module';
-import { ClusterModule } from '../cluster/cluster.module';
-import { AppConfig } from '../config/app-config';
-import { ConfigModule } from '../config/config.module';
-import { DatabaseModule } from '../database/database.module';
-import { KeysModule } from '../keys/keys.module';
-import { LoggingModule } from '../logging/logging.module';
-import { OrganizationsModule } from '../organizations/organizations.module';
+import { AuditModule } from '../gateway/audit/audit.module';
+import { ClusterModule } from '../gateway/changes/cluster.module';
+import { AppConfig } from '../core/config/app-config';
+import { ConfigModule } from '../core/config/config.module';
+import { DatabaseModule } from '../gateway/database/database.module';
+import { KeysModule } from '../gateway/signing-keys/keys.module';
+import { LoggingModule } from '../core/logging/logging.module';
+import { OrganizationsModule } from '../gateway/organizations/organizations.module';
 import { AgentsCommand, AgentsCreateCommand, AgentsListCommand, AgentsRevokeCommand, AgentsTokenCommand } from './agents.command';
 import { AgsCommand } from './ags.command';
 import { ALERTS_COMMANDS } from './alerts.command';
 import { CliBootstrap } from './cli-bootstrap';
 import { PoliciesCommand, PoliciesPromoteCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
-import { PoliciesModule } from '../policies/policies.module';
+import { PoliciesModule } from '../gateway/policies/policies.module';
 import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
 
 /** Commands that work on the gateway's database, with the gateway's own services. */

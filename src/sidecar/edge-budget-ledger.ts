@@ -1,4 +1,4 @@
-import type { BudgetLedger } from '../policy-engine/types';
+import type { BudgetLedger } from '../core/policy-engine/types';
 
 /** What a spent budget at the edge tells the caller to wait, ms. */
 const EDGE_RETRY_MS = 60_000;

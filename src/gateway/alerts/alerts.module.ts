@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { ApprovalsModule } from '../approvals/approvals.module';
+import { GatewayDecisionsModule } from '../decision/gateway-decisions.module';
+import { PolicySourcesModule } from '../policies/policy-sources.module';
+import { AlertService } from './alert.service';
+import { PolicySourceAlerts } from './policy-source-alerts';
+
+/** Outgoing alerts (docs/alerts.md) on the per-decision events of every entry point. */
+@Module({
+  imports: [GatewayDecisionsModule, ApprovalsModule, PolicySourcesModule],
+  providers: [AlertService, PolicySourceAlerts],
+  exports: [AlertService],
+})
+export class AlertsModule {}
