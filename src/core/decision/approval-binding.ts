@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Decision } from '../policy-engine/types';
 import type { Principal } from './agent-authenticator';
 import type { ApprovalSubject } from './approval-ports';
-import { canonicalJson } from '../edge-protocol/bundle-format';
+import { canonicalJson } from '../common/canonical-json';
 
 /** What of a decision request an approval binds (a DecisionRequest). */
 export interface BoundRequest {

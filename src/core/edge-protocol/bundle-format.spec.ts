@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { JWK } from 'jose';
-import { BUNDLE_FORMAT, BundleContent, bundleSignatureProblem, canonicalJson, contentTag, isNewerVersion, publicKeyOf, signBundle } from './bundle-format';
+import { canonicalJson } from '../common/canonical-json';
+import { BUNDLE_FORMAT, BundleContent, bundleSignatureProblem, contentTag, isNewerVersion, publicKeyOf, signBundle } from './bundle-format';
 
 function content(overrides: Partial<BundleContent> = {}): BundleContent {
   return {
