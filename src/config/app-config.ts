@@ -84,6 +84,8 @@ export class AppConfig {
     file: string;
     /** POLICIES_GIT_*: the bootstrap organization's policies kept in step with a git repository (docs/policies.md "Policies from git"). */
     git?: PoliciesGitSettings;
+    /** CANARY_CHECK_INTERVAL (default 10s): how often running canary rollouts are compared (docs/policies.md "Canary rollouts"). */
+    canaryCheckMs: number;
   };
   readonly redis: {
     /** REDIS_URL: shared rate-limit counters and cross-instance events when set. */
@@ -179,7 +181,11 @@ export class AppConfig {
       proxy: {
         ...readProxyVariables(read),
       },
-      policies: { file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')), git: readPoliciesGit(read) },
+      policies: {
+        file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')),
+        git: readPoliciesGit(read),
+        canaryCheckMs: read.durationMs('CANARY_CHECK_INTERVAL', '10s', 1000),
+      },
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
       budgetLeases: { percent: read.int('BUDGET_LEASE_PERCENT', 10, 1, 100), ttlMs: read.durationMs('BUDGET_LEASE_TTL', '1m') },
       audit: {
