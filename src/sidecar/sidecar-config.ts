@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
-import { publicKeyOfText } from '../decisions/bundle-format';
-import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../decisions/sidecar-protocol';
-import { ConfigError, GatewayMode, LogLevel, packageVersion } from '../config/app-config';
-import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs, readTelemetrySettings, TelemetrySettings } from '../config/shared-settings';
-import type { ProxySettings } from '../proxy/proxy-settings';
-import { EnvReader, hasCredentials } from '../config/env-reader';
+import { publicKeyOfText } from '../core/edge-protocol/bundle-format';
+import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../core/edge-protocol/sidecar-protocol';
+import { ConfigError, GatewayMode, LogLevel, packageVersion } from '../core/config/app-config';
+import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs, readTelemetrySettings, TelemetrySettings } from '../core/config/shared-settings';
+import type { ProxySettings } from '../core/proxy/proxy-settings';
+import { EnvReader, hasCredentials } from '../core/config/env-reader';
 
 
 /** Largest BUNDLE_PUBLIC_KEY file read: a key is a few hundred bytes; a wrong path (a device, a log) must not be read whole. */
@@ -60,6 +60,8 @@ export class SidecarConfig {
   readonly auditRedact: readonly string[];
   /** SHUTDOWN_TIMEOUT_MS: longest a SIGTERM/SIGINT shutdown may take. */
   readonly shutdownTimeoutMs: number;
+  /** DECISION_TOKENS: `true` adds X-Service-Decision-Token, signed with the sidecar's own certified key, to every request its /proxy forwards after an allow (docs/security.md "Sidecars"). */
+  readonly decisionTokens: boolean;
   /** METRICS_PORT, METRICS_TOKEN, LOG_REQUESTS, SLOW_REQUEST_MS, OTEL_*: as the gateway's (shared-settings.ts). */
   readonly telemetry: TelemetrySettings;
 
@@ -96,6 +98,7 @@ export class SidecarConfig {
       sidecarId: read.optionalString('SIDECAR_ID'),
       auditBufferMaxBytes: read.int('AUDIT_BUFFER_MAX_BYTES', 256 * 1024 * 1024, 4096, Number.MAX_SAFE_INTEGER),
       auditDurability: read.oneOf('AUDIT_DURABILITY', ['write', 'sync'] as const, 'write'),
+      decisionTokens: read.bool('DECISION_TOKENS', true),
       auditForwardIntervalMs: read.int('AUDIT_FORWARD_INTERVAL_MS', 1000, 10, 3_600_000),
     };
     if (values.sidecarId !== undefined && !SIDECAR_ID_FORMAT.test(values.sidecarId)) read.errors.push(`SIDECAR_ID: ${SIDECAR_ID_RULE}`);
