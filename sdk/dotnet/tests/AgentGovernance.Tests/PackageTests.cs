@@ -13,6 +13,7 @@ namespace AgentGovernance.Tests;
 /// demo policies. Also what the packages hold: that README, symbols, the repository and commit,
 /// and no folder of the machine that built them.
 /// </summary>
+[Collection(AloneGroup.Name)]
 public sealed partial class PackageTests : IAsyncLifetime
 {
     private const string Notes = "Buy milk; call Ada about the Q3 report.\n";
@@ -166,4 +167,11 @@ public sealed partial class PackageTests : IAsyncLifetime
         Assert.True(process.ExitCode == 0, $"{program} {string.Join(' ', arguments)} exited with {process.ExitCode}: {await output}\n{await errors}");
         return await output;
     }
+}
+
+/// <summary>Tests that pack and build (minutes of both cores): run after the others, alone, so no gateway of theirs starts starved.</summary>
+[CollectionDefinition(Name, DisableParallelization = true)]
+public sealed class AloneGroup
+{
+    public const string Name = "alone";
 }
