@@ -1,4 +1,3 @@
-import { EDGE_BUDGET_LEDGER } from './edge-budget-ledger';
 import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import type { Logger } from 'pino';
@@ -24,12 +23,18 @@ import { ADAPTER_AUTHENTICATION, OUTCOME_LEDGER } from '../decisions/adapter-por
 import { APPROVAL_DESK } from '../decisions/approval-ports';
 import { GatewayApprovals } from './gateway-approvals';
 import { ProxyHandler } from '../proxy/proxy-handler';
+import { DECISION_TOKENS, DecisionTokenSigner } from '../decisions/decision-token';
+import { UPSTREAM_CREDENTIALS } from '../decisions/upstream-credentials';
+import { EdgeGrants } from './edge-grants';
+import { GatewayLink } from './gateway-link';
+import { sidecarKeys } from './sidecar-keys';
 import { MCP_SETTINGS, McpHandler, McpSettings } from '../mcp/mcp.handler';
 import { readMcpServers } from '../mcp/mcp-server-list';
 import { AgentTokenMcpAuthentication, MCP_AUTHENTICATION } from '../mcp/mcp-authentication';
 import { McpGovernor } from '../mcp/mcp-governor';
 import { NO_PINNING, TOOL_PINS } from '../mcp/tool-pins';
 import { EdgeToolPins } from './edge-tool-pins';
+import { EdgeBudgetLedger } from './edge-budget-ledger';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
@@ -85,7 +90,8 @@ export class SidecarModule {
             { provide: DECISION_LOG, useExisting: AuditWal },
             { provide: APPROVAL_DESK, useClass: GatewayApprovals },
             { provide: RATE_LIMITER, useFactory: () => new SlidingWindowLimiter() },
-            { provide: BUDGET_LEDGER, useValue: EDGE_BUDGET_LEDGER },
+            EdgeBudgetLedger,
+            { provide: BUDGET_LEDGER, useExisting: EdgeBudgetLedger },
             {
               provide: DECISION_SETTINGS,
               inject: [BundleStore],
@@ -109,6 +115,17 @@ export class SidecarModule {
         SidecarTelemetry,
         PdpService,
         ProxyHandler,
+        {
+          provide: EdgeGrants,
+          inject: [BundleStore, GatewayLink, LOGGER],
+          useFactory: (store: BundleStore, link: GatewayLink, log: Logger) => new EdgeGrants(sidecarKeys(config.cacheDir), store, link, config.cacheDir, log),
+        },
+        { provide: UPSTREAM_CREDENTIALS, useExisting: EdgeGrants },
+        {
+          provide: DECISION_TOKENS,
+          inject: [EdgeGrants, BundleStore],
+          useFactory: (grants: EdgeGrants, store: BundleStore): DecisionTokenSigner | null => (config.decisionTokens ? new DecisionTokenSigner(() => grants.tokenKey(), () => store.tokenIssuer) : null),
+        },
         AdapterHttpHandler,
         EdgeApprovalStatus,
         OutcomeRecorder,

@@ -1,26 +1,17 @@
 import { performance } from 'node:perf_hooks';
 import fs from 'node:fs';
 import { AuditBatcher } from './audit-batcher';
+import type { AuditRecord } from './audit-event';
 import { claimOrphans, processAuditFile } from './audit-files';
 import { DecisionCache } from './decision-cache';
 import { ApprovalPendingError, GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
 import { GrpcTransport } from './grpc-transport';
 import { HttpTransport } from './http-transport';
 import { raisedSummary, summaryOf } from './result-summary';
+import { currentSession } from './session';
 import { CallOptions, callOptions, GovernanceOptions, MAX_APPROVAL_WAIT_SECONDS, ResolvedOptions, resolveOptions } from './options';
 import type { ApprovalStatus, CheckRequest, CheckResult, GatewayDecision, Transport } from './transport';
 import { WriteAheadLog } from './write-ahead-log';
-
-/** What an audited call did (POST /v1/audit without the ids the client fills in). */
-export interface AuditRecord {
-  plugin: string;
-  function: string;
-  decision: 'allow' | 'deny';
-  durationMs: number;
-  resultSummary?: string;
-  decisionId?: string;
-  traceId?: string;
-}
 
 /** guard()'s answer when a policy denied the call and throwOnDenied is false: the call did not run. */
 export class SoftDenial {
@@ -133,6 +124,8 @@ export class GovernanceClient {
   private async decide(plugin: string, fn: string, args: Record<string, unknown>, context: Record<string, unknown>, call: CallOptions, approvalId?: string): Promise<CheckResult> {
     const request: CheckRequest = { agentId: this.options.agentId, plugin, function: fn, args, context, trustTier: call.trustTier };
     if (approvalId !== undefined && approvalId !== '') request.approvalId = approvalId;
+    const sessionId = currentSession() ?? this.options.sessionId;
+    if (sessionId !== '') request.sessionId = sessionId;
     refuseNonFinite(request);
     // An answer to an approval is never cacheable, and a cached answer must not stand in for presenting one.
     const hash = this.options.cache && request.approvalId === undefined ? DecisionCache.hashOf(request) : '';

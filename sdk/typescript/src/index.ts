@@ -1,10 +1,12 @@
 export { GovernanceClient, SoftDenial } from './governance-client';
-export type { AuditRecord, CheckOptions } from './governance-client';
+export type { CheckOptions } from './governance-client';
+export type { AuditRecord } from './audit-event';
 export { ApprovalPendingError, GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
 export type { RejectionCode } from './errors';
 export type { FailureMode, GovernanceOptions, PluginOptions } from './options';
 export type { AnswerSource, ApprovalStatus, CheckResult } from './transport';
 export { summaryOf } from './result-summary';
+export { currentSession, inSession } from './session';
 export { DecisionTokenError, DecisionTokenVerifier, requestHash } from './decision-token-verifier';
 export type { DecisionTokenProblem, DecisionTokenVerifierOptions, JsonWebKeySet, ReceivedRequest, VerifiedDecision } from './decision-token-verifier';
 export { decisionTokenMiddleware } from './decision-token-middleware';
