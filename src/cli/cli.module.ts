@@ -7,7 +7,12 @@ import { AuditModule } from '../audit/audit.module';
 import { ClusterModule } from '../cluster/cluster.module';
 import { AppConfig } from '../config/app-config';
 import { ConfigModule } from '../config/config.module';
+import { CredentialSealer } from '../credentials/credential-sealer';
+import { CredentialsService } from '../credentials/credentials.service';
+import { UpstreamCredential } from '../credentials/upstream-credential.entity';
 import { DatabaseModule } from '../database/database.module';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { CREDENTIALS_COMMANDS } from './credentials.command';
 import { KeysModule } from '../keys/keys.module';
 import { LoggingModule } from '../logging/logging.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
@@ -17,6 +22,9 @@ import { ALERTS_COMMANDS } from './alerts.command';
 import { CliBootstrap } from './cli-bootstrap';
 import { PoliciesCommand, PoliciesPromoteCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
 import { PoliciesModule } from '../policies/policies.module';
+import { SessionLabelsModule } from '../sessions/session-labels.module';
+import { SessionsClearLabelsCommand, SessionsCommand } from './sessions.command';
+import { CANARY_COMMANDS } from './canary.command';
 import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
 
 /** Commands that work on the gateway's database, with the gateway's own services. */
@@ -36,6 +44,9 @@ export class CliModule {
         AgentsModule,
         ApprovalsModule,
         PoliciesModule,
+        // Not CredentialsModule: its store decrypts every credential at start, which the tool neither needs nor may (it may run without the key, to list).
+        TypeOrmModule.forFeature([UpstreamCredential]),
+        SessionLabelsModule,
       ],
       providers: [
         CliBootstrap,
@@ -53,11 +64,17 @@ export class CliModule {
         PoliciesValidateCommand,
         PoliciesTestCommand,
         PoliciesPromoteCommand,
+        ...CANARY_COMMANDS,
         ApprovalsCommand,
         ApprovalsListCommand,
         ApprovalsApproveCommand,
         ApprovalsRejectCommand,
+        SessionsCommand,
+        SessionsClearLabelsCommand,
         ...ALERTS_COMMANDS,
+        CredentialSealer,
+        CredentialsService,
+        ...CREDENTIALS_COMMANDS,
       ],
     };
   }

@@ -84,6 +84,8 @@ export class AppConfig {
     file: string;
     /** POLICIES_GIT_*: the bootstrap organization's policies kept in step with a git repository (docs/policies.md "Policies from git"). */
     git?: PoliciesGitSettings;
+    /** CANARY_CHECK_INTERVAL (default 10s): how often running canary rollouts are compared (docs/policies.md "Canary rollouts"). */
+    canaryCheckMs: number;
   };
   readonly redis: {
     /** REDIS_URL: shared rate-limit counters and cross-instance events when set. */
@@ -179,7 +181,11 @@ export class AppConfig {
       proxy: {
         ...readProxyVariables(read),
       },
-      policies: { file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')), git: readPoliciesGit(read) },
+      policies: {
+        file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')),
+        git: readPoliciesGit(read),
+        canaryCheckMs: read.durationMs('CANARY_CHECK_INTERVAL', '10s', 1000),
+      },
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
       budgetLeases: { percent: read.int('BUDGET_LEASE_PERCENT', 10, 1, 100), ttlMs: read.durationMs('BUDGET_LEASE_TTL', '1m') },
       audit: {
@@ -340,6 +346,8 @@ export interface PoliciesGitSettings {
   pollMs: number;
   /** POLICIES_GIT_ALLOWED_SIGNERS: an SSH allowed-signers file; when set, a commit not signed by one of them is refused. */
   allowedSigners?: string;
+  /** POLICIES_GIT_ORG (default the bootstrap organization, org_default): the organization whose policies follow the repository. */
+  orgId: string;
 }
 
 function readPoliciesGit(read: EnvReader): PoliciesGitSettings | undefined {
@@ -350,6 +358,7 @@ function readPoliciesGit(read: EnvReader): PoliciesGitSettings | undefined {
   return {
     url: /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url : path.resolve(url),
     branch: read.string('POLICIES_GIT_BRANCH', 'main'),
+    orgId: read.string('POLICIES_GIT_ORG', 'org_default'),
     path: folder,
     pollMs: read.durationMs('POLICIES_GIT_POLL_INTERVAL', '60s', 1000),
     ...(signers === undefined ? {} : { allowedSigners: path.resolve(signers) }),

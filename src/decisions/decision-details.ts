@@ -1,4 +1,5 @@
 import type { Decision, FiredAlert, RateLimitTrip, ShadowDecision } from '../policy-engine/types';
+import type { CanaryDetails } from './canary-cohort';
 
 /** At most this many fired alert rules are carried by one entry (a policy set rarely has more than a few). */
 export const MAX_FIRED_ALERTS = 32;
@@ -29,6 +30,8 @@ export interface DecisionDetails {
   shadow?: readonly ShadowDecision[];
   /** The upstream credential injected into the forwarded request (docs/security.md "Upstream credentials"). */
   credentialId?: string;
+  /** The canary rollout whose policy applied, and which version of it decided (docs/policies.md "Canary rollouts"). */
+  canary?: CanaryDetails;
 }
 
 /** What an audit entry says of the session a decision read (docs/policies.md "Sessions"). */
@@ -43,8 +46,16 @@ export interface SessionDetails {
 export type MemoryDetails = Pick<DecisionDetails, 'session' | 'reserved'>;
 
 /** A decision's `details`, or null when it has none. */
-export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string, shadow?: readonly ShadowDecision[], memory?: MemoryDetails, credentialId?: string): DecisionDetails | null {
-  const details = detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId, shadow ?? [], credentialId);
+export function decisionDetails(
+  decision: Decision,
+  derivedAction?: string,
+  approvalId?: string,
+  shadow?: readonly ShadowDecision[],
+  memory?: MemoryDetails,
+  credentialId?: string,
+  canary?: CanaryDetails,
+): DecisionDetails | null {
+  const details = detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId, shadow ?? [], credentialId, canary);
   if (decision.budget === undefined && memory === undefined) return details;
   return { ...details, ...(decision.budget === undefined ? {} : { budget: decision.budget }), ...memory };
 }
@@ -64,6 +75,7 @@ export function ingestedDetails(details: unknown): DecisionDetails | null {
     typeof approvalId === 'string' ? bounded(approvalId) : undefined,
     shadowIn(details),
     typeof credentialId === 'string' ? bounded(credentialId) : undefined,
+    canaryIn(details),
   );
   const memory = memoryIn(details);
   return kept === null && memory === null ? null : { ...kept, ...memory };
@@ -111,8 +123,9 @@ function detailsOf(
   approvalId: string | undefined,
   shadow: readonly ShadowDecision[],
   credentialId?: string,
+  canary?: CanaryDetails,
 ): DecisionDetails | null {
-  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined && shadow.length === 0 && credentialId === undefined) return null;
+  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined && shadow.length === 0 && credentialId === undefined && canary === undefined) return null;
   const details: DecisionDetails = {};
   if (alerts.length > 0) details.alerts = alerts;
   if (rateLimit !== undefined) details.rateLimit = rateLimit;
@@ -120,7 +133,19 @@ function detailsOf(
   if (approvalId !== undefined) details.approvalId = approvalId;
   if (shadow.length > 0) details.shadow = shadow;
   if (credentialId !== undefined) details.credentialId = credentialId;
+  if (canary !== undefined) details.canary = canary;
   return details;
+}
+
+const COHORTS: ReadonlySet<unknown> = new Set(['canary', 'stable']);
+
+/** The canary cohort an ingested entry names, when well formed. */
+function canaryIn(details: unknown): CanaryDetails | undefined {
+  const canary = typeof details === 'object' && details !== null ? (details as { canary?: unknown }).canary : undefined;
+  if (typeof canary !== 'object' || canary === null) return undefined;
+  const { rollout, policy, cohort } = canary as Record<string, unknown>;
+  if (typeof rollout !== 'string' || typeof policy !== 'string' || !COHORTS.has(cohort)) return undefined;
+  return { rollout: bounded(rollout), policy: bounded(policy), cohort: cohort as CanaryDetails['cohort'] };
 }
 
 const SHADOW_OUTCOMES: ReadonlySet<unknown> = new Set(['allow', 'deny', 'require_approval']);

@@ -6,6 +6,7 @@ import type { AdminPrincipal } from '../common/admin-principal';
 import { KeyRing } from '../keys/key-ring';
 import { CANONICAL_TIERS, canonicalTier, TIER_NAMES } from '../policy-engine/tiers';
 import type { PolicyDefinition } from '../policy-engine/types';
+import type { CanaryRollout } from '../decisions/canary-cohort';
 import { BUNDLE_FORMAT, BundleAgent, BundleContent, BundleTiers, BundleToolPin, contentTag, SignedBundle, signBundle } from '../decisions/bundle-format';
 
 /** A bundle ready to serve, with the tag `If-None-Match` compares against. */
@@ -41,7 +42,7 @@ const TIERS: BundleTiers = {
 /**
  * Builds an organization's signed bundle for edge sidecars (docs/architecture.md "Edge
  * sidecar") from the same rows the gateway decides on. Its version is the time of the newest
- * change it reflects (policy version, agent update or revocation, signing key, API key, MCP tool pin), so it only
+ * change it reflects (policy version, agent update or revocation, signing key, API key, MCP tool pin, edge credential), so it only
  * grows and is the same for the same content; the ETag is a hash of the content.
  */
 @Injectable()
@@ -61,13 +62,15 @@ export class BundlesService {
   }
 
   private async content(orgId: string): Promise<BundleContent> {
-    const [policies, policyVersion, agents, keys, apiKeys, toolPins] = await Promise.all([
+    const [policies, canary, policyVersion, agents, keys, apiKeys, toolPins, edgeCredentials] = await Promise.all([
       this.policies(orgId),
+      this.canary(orgId),
       this.policyVersion(orgId),
       this.agents(orgId),
       this.keyRing.publishedKeys(),
       this.apiKeys(orgId),
       this.toolPins(orgId),
+      this.edgeCredentials(orgId),
     ]);
     const keyTimes = await this.keyTimes(keys.map((key) => key.kid).filter((kid): kid is string => typeof kid === 'string'));
     const times = [
@@ -76,6 +79,7 @@ export class BundlesService {
       ...keyTimes,
       ...apiKeys.flatMap((key) => [key.created_at, key.revoked_at]),
       ...toolPins.map((pin) => pin.pinned_at),
+      ...edgeCredentials.flatMap((credential) => [credential.created_at, credential.rotated_at, credential.revoked_at]),
     ];
     return {
       format: BUNDLE_FORMAT,
@@ -83,12 +87,14 @@ export class BundlesService {
       version: newest(times),
       policyVersion: policyVersion.version,
       policies,
+      ...(canary === undefined ? {} : { canary }),
       tiers: TIERS,
       agents: agents.map(toBundleAgent),
       revoked: agents.filter((agent) => agent.revoked_at !== null).map((agent) => agent.id),
       keys: [...keys].sort((a, b) => String(a.kid).localeCompare(String(b.kid))),
       apiKeys: apiKeys.filter((key) => key.revoked_at === null).map((key) => ({ id: key.id, hash: key.key_hash })),
       toolPins: toolPins.map((pin) => ({ server: pin.server, tool: pin.tool, hash: pin.pinned_hash, definition: pin.pinned_definition })),
+      edgeCredentials: edgeCredentials.filter((credential) => credential.revoked_at === null).map((credential) => ({ id: credential.id, version: credential.version })),
       tokenIssuer: this.config.http.publicUrl,
       gatewayMode: this.config.mode,
     };
@@ -97,6 +103,15 @@ export class BundlesService {
   private async policies(orgId: string): Promise<PolicyDefinition[]> {
     const rows: Array<{ definition: PolicyDefinition }> = await this.dataSource.query('SELECT definition FROM policies WHERE org_id = $1 ORDER BY position', [orgId]);
     return rows.map((row) => row.definition);
+  }
+
+  /** The running rollout: the sidecar draws the same cohorts (docs/policies.md "Canary rollouts"). Its start and end take policy versions, so the version reflects it. */
+  private async canary(orgId: string): Promise<CanaryRollout | undefined> {
+    const rows: Array<{ id: string; policy_name: string; share: number; definition: PolicyDefinition }> = await this.dataSource.query(
+      `SELECT id, policy_name, share, definition FROM policy_canaries WHERE org_id = $1 AND state = 'running'`,
+      [orgId],
+    );
+    return rows.length === 0 ? undefined : { id: rows[0].id, policy: rows[0].policy_name, share: rows[0].share, definition: rows[0].definition };
   }
 
   private async policyVersion(orgId: string): Promise<{ version: number; at: Date | null }> {
@@ -119,6 +134,11 @@ export class BundlesService {
   /** Pins only: a held definition is not in force (the sidecar holds every definition but the pinned one). */
   private toolPins(orgId: string): Promise<ToolPinRow[]> {
     return this.dataSource.query('SELECT server, tool, pinned_hash, pinned_definition, pinned_at FROM mcp_tool_pins WHERE org_id = $1 ORDER BY server, tool', [orgId]);
+  }
+
+  /** Revoked ones too: their revocation time is a change the version must reflect. */
+  private edgeCredentials(orgId: string): Promise<Array<{ id: string; version: number; created_at: Date; rotated_at: Date | null; revoked_at: Date | null }>> {
+    return this.dataSource.query('SELECT id, version, created_at, rotated_at, revoked_at FROM upstream_credentials WHERE org_id = $1 AND for_edge ORDER BY id', [orgId]);
   }
 
   private async keyTimes(kids: string[]): Promise<Date[]> {

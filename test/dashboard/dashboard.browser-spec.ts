@@ -116,7 +116,7 @@ function entryIds(page: Page): Promise<string[]> {
 
 /** Readable at this width: each section, once loaded, is no wider than the screen (wide tables scroll inside their box). */
 async function expectEverySectionFits(page: Page, width: number): Promise<void> {
-  for (const [section, heading] of [['Agents', 'Agents'], ['Audit', 'Audit trail'], ['Policies', 'Policies'], ['Approvals', 'Approvals'], ['Sidecars', 'Sidecars']]) {
+  for (const [section, heading] of [['Agents', 'Agents'], ['Audit', 'Audit trail'], ['Policies', 'Policies'], ['Approvals', 'Approvals'], ['Sidecars', 'Sidecars'], ['Credentials', 'Upstream credentials']]) {
     await page.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link', { name: section }).click();
     await page.getByRole('heading', { name: heading, exact: true }).waitFor();
     await page.locator('main [role="status"]', { hasText: 'Loading' }).first().waitFor({ state: 'detached' });
@@ -356,6 +356,29 @@ describe('the dashboard at /dashboard', () => {
     await screenshot(page, 'policy');
   });
 
+  it('shows a canary rollout with both cohorts’ rates, and aborts it', async () => {
+    const version = 'name: no-orders\nmatch: { action: "write:orders*" }\nrules:\n  - name: unprivileged-orders\n    condition: agent.trust_tier < privileged\n    action: deny\n    reason: Orders need a privileged agent\n';
+    const started = await gateway.admin<{ id: string }>('POST', '/admin/canaries', { policy: 'no-orders', source: version, share: 50, minDecisions: 1_000_000 });
+    expect(started.status).toBe(201);
+    const agents = Object.values(gateway.agents);
+    for (const agent of agents) await gateway.proxy(agent, 'POST', '/orders', { item: 'pen' });
+    const page = await signIn('/dashboard/policies');
+    const row = page.getByTestId('canaries').locator('tbody tr').first();
+    await textWhen(row, (text) => text.includes('running'), 'the running canary rollout');
+    type Cohort = { decisions: number; denyRate: number };
+    await eventually(async () => {
+      await page.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link', { name: 'Policies' }).click();
+      const shown = (await gateway.admin<{ canary: Cohort; stable: Cohort }>('GET', `/admin/canaries/${started.body.id}`)).body;
+      if (shown.canary.decisions + shown.stable.decisions < agents.length) return false;
+      const text = (await row.textContent()) ?? '';
+      return text.includes(`${integer.format(shown.canary.decisions)} decisions · ${shown.canary.denyRate}% denied`) && text.includes(`${integer.format(shown.stable.decisions)} decisions · ${shown.stable.denyRate}% denied`);
+    }, 20_000, 'both cohorts’ rates as the API gives them');
+    await screenshot(page, 'canaries');
+    await page.getByRole('button', { name: 'Abort the canary of no-orders' }).click();
+    await textWhen(row, (text) => text.includes('aborted by hand'), 'the aborted rollout');
+    expect((await gateway.admin<{ state: string }>('GET', `/admin/canaries/${started.body.id}`)).body.state).toBe('aborted');
+  });
+
   it('shows the sidecar fleet with its bundle age and audit gaps', async () => {
     const page = await signIn('/dashboard/sidecars');
     const [sidecar] = (await gateway.admin<{ sidecars: Array<{ id: string; received: number; gaps: unknown[] }> }>('GET', '/admin/sidecars')).body.sidecars;
@@ -452,5 +475,59 @@ describe('the dashboard at /dashboard', () => {
     expect((await gateway.admin('GET', '/admin/mcp/tools?held=true')).body).toEqual({ tools: [] });
     const pins = (await gateway.admin<{ tools: Array<{ tool: string; pinned: { description: string } }> }>('GET', '/admin/mcp/tools')).body.tools;
     expect(pins).toContainEqual(expect.objectContaining({ tool: 'read_file', pinned: expect.objectContaining({ description: READ_FILE_CHANGED }) }));
+  });
+  it('stores, rotates and revokes an upstream credential, never showing or receiving its secret', async () => {
+    const first = `sk_dashboard_${Date.now()}_first`;
+    const second = `sk_dashboard_${Date.now()}_second`;
+    const page = await signIn('/dashboard/credentials');
+    const answers: string[] = [];
+    page.on('response', (response) => void response.text().then((text) => answers.push(text), () => undefined));
+    const agent = gateway.agents.supportBot;
+    const injected = async () => ((await gateway.proxy<{ headers: Record<string, string> }>(agent, 'GET', '/payments/invoices')).body.headers ?? {})['x-api-key'];
+
+    await page.getByLabel('Route').fill('/proxy/payments');
+    await page.getByLabel('Goes in').selectOption('header');
+    await page.getByLabel('Header name').fill('X-Api-Key');
+    const secretField = page.getByLabel('Secret', { exact: true });
+    expect(await secretField.getAttribute('type')).toBe('password');
+    await secretField.fill(first);
+    await page.getByRole('button', { name: 'Store credential' }).click();
+    await textWhen(page.getByRole('status').filter({ hasText: 'stored for' }), (text) => text.includes('stored for /proxy/payments'), 'the stored notice');
+    expect(await secretField.inputValue()).toBe('');
+    const listed = (await gateway.admin<{ credentials: Array<{ id: string; version: number }> }>('GET', '/admin/credentials')).body.credentials;
+    expect(listed).toHaveLength(1);
+    const id = listed[0].id;
+    const row = page.getByTestId('credentials').locator('tr', { hasText: id });
+    await textWhen(row.locator('td[data-column="placement"]'), (text) => text === 'header X-Api-Key', 'the placement');
+    expect(await row.locator('td[data-column="version"]').textContent()).toBe('1');
+    expect(await injected()).toBe(first);
+
+    // A route that does not exist is the gateway's 400, shown with its message.
+    await page.getByLabel('Route').fill('/elsewhere');
+    await page.getByLabel('Header name').fill('X-Api-Key');
+    await secretField.fill('x');
+    await page.getByRole('button', { name: 'Store credential' }).click();
+    await textWhen(page.getByRole('alert'), (text) => text.includes('a route is `/proxy` or `/proxy/<prefix>`'), 'the refusal');
+
+    await page.getByRole('button', { name: `Rotate ${id}` }).click();
+    await page.getByLabel('New secret', { exact: true }).fill(second);
+    await page.getByRole('form', { name: `New secret for ${id}` }).getByRole('button', { name: 'Rotate' }).click();
+    await textWhen(page.getByRole('status').filter({ hasText: 'rotated' }), (text) => text.includes(`Credential ${id} rotated: version 2 is in force.`), 'the rotation');
+    await textWhen(row.locator('td[data-column="version"]'), (text) => text === '2', 'version 2');
+    expect(await injected()).toBe(second);
+    await screenshot(page, 'credentials');
+
+    await page.getByRole('button', { name: `Revoke ${id}` }).click();
+    await page.getByRole('button', { name: 'Yes, revoke' }).click();
+    await textWhen(row.locator('td[data-column="status"]'), (text) => text === 'revoked', 'the revocation');
+    expect((await gateway.admin('GET', `/admin/credentials/${id}`)).body).toMatchObject({ revokedAt: expect.any(String) });
+    expect(await injected()).toBeUndefined();
+
+    const html = await page.content();
+    for (const value of [first, second]) {
+      expect(html.includes(value)).toBe(false);
+      expect(answers.some((text) => text.includes(value))).toBe(false);
+    }
+    expect(answers.some((text) => text.includes(id))).toBe(true);
   });
 });
