@@ -322,3 +322,27 @@ export interface Sidecar {
   unforwarded: number;
   renumbered: number;
 }
+
+/** GET /admin/sessions/timeline: one session of an agent, its calls oldest first (docs/policies.md "Seen"). */
+export interface SessionTimeline {
+  agentId: string;
+  sessionId: string;
+  labels: string[];
+  agentLabels: string[];
+  calls: Array<{
+    id: string;
+    timestamp: string;
+    source: string;
+    action: string;
+    decision: 'allow' | 'deny';
+    policy: string | null;
+    rule: string | null;
+    reason: string | null;
+    labels: string[];
+    agentLabels: string[];
+    labelsAdded: string[];
+    reserved: number | null;
+    budget: string | null;
+  }>;
+  truncated: boolean;
+}
