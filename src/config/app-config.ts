@@ -89,6 +89,10 @@ export class AppConfig {
     /** REDIS_URL: shared rate-limit counters and cross-instance events when set. */
     url?: string;
   };
+  readonly approvals: {
+    /** APPROVALS_MAX_PENDING_PER_AGENT: most pending approvals one agent may have open; beyond them its held requests are denied. */
+    maxPendingPerAgent: number;
+  };
   readonly audit: {
     /** AUDIT_REDACT: argument names whose values are stored as [redacted]. */
     redact: string[];
@@ -175,6 +179,9 @@ export class AppConfig {
       },
       policies: { file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')), git: readPoliciesGit(read) },
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
+      approvals: {
+        maxPendingPerAgent: read.int('APPROVALS_MAX_PENDING_PER_AGENT', 20, 1, 10_000),
+      },
       audit: {
         redact: readAuditRedact(read),
         batchSize: read.int('AUDIT_BATCH_SIZE', 5000, 1, 10000),
