@@ -96,6 +96,13 @@ module.exports = {
       from: { path: '^(src|web)/' },
       to: { circular: true, dependencyTypesNot: ['type-only'] },
     },
+    {
+      name: 'sdk-no-cycles',
+      comment: 'The TypeScript SDK is a package of its own, small enough to have no module depending on itself through others, through types either (its generated protobuf types nest by nature: a Struct holds Values).',
+      severity: 'error',
+      from: { path: '^sdk/typescript/src/', pathNot: '^sdk/typescript/src/generated/' },
+      to: { circular: true },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

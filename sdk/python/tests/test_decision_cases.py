@@ -1,6 +1,7 @@
 """The decision cases shared with the other SDKs (sdk/fixtures/decision-cases.json, whose `about`
 says what each part means), through this SDK: each case over gRPC and over the HTTP fallback;
-cached decisions on the trail; timeouts under each failure mode and throw_on_denied."""
+cached decisions on the trail; timeouts under each failure mode and throw_on_denied; no gateway
+at the address."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, Dict
 
 import pytest
 
-from agentgov_sdk import GatewayTimeoutError, SoftDenial
+from agentgov_sdk import GatewayTimeoutError, GatewayUnreachableError, SoftDenial
 from conftest import MakeClient
 from gateway_process import FIXTURES, Gateway, free_port
 from relay import StalledServer
@@ -112,3 +113,36 @@ def test_shared_timeout_case(case: Dict[str, Any], gateway: Gateway, make_client
     except GatewayTimeoutError:
         pass
     assert bool(runs) == expect["runs"]
+
+
+# A host name that never resolves (RFC 2606 reserves .invalid).
+UNRESOLVABLE_HOST = "agentgov-unreachable.invalid"
+
+
+@pytest.mark.parametrize("case", SHARED["unreachable"], ids=[case["name"] for case in SHARED["unreachable"]])
+def test_shared_unreachable_case(case: Dict[str, Any], make_client: MakeClient) -> None:
+    """Nothing listens on either transport: fail-closed raises at once whatever throw_on_denied
+    says and records nothing (no call happened); fail-open allows and queues an event saying so."""
+    if case["address"] == "unresolvable":
+        addresses = {"gateway_url": f"http://{UNRESOLVABLE_HOST}:3000", "grpc_address": f"{UNRESOLVABLE_HOST}:50051"}
+    else:
+        addresses = {"gateway_url": f"http://127.0.0.1:{free_port()}", "grpc_address": f"127.0.0.1:{free_port()}"}
+    client = make_client(**addresses, timeout_seconds=case["timeoutSeconds"], failure_mode=case["failureMode"],
+                         throw_on_denied=case["throwOnDenied"], cache_enabled=False)
+    expect = case["expect"]
+    if expect["throws"]:
+        # Not a timeout: the answer that nothing is there came at once.
+        with pytest.raises(GatewayUnreachableError):
+            client.check(case["plugin"], case["function"], case["args"], context=case["context"])
+    else:
+        decision = client.check(case["plugin"], case["function"], case["args"], context=case["context"])
+        assert (decision.decision, decision.source, decision.enforced) == ("allow", "fail-open", False)
+    assert client._audit.pending() == expect["auditEvents"]
+    runs = []
+    try:
+        assert client.guard(case["plugin"], case["function"], case["args"], lambda: runs.append(1), context=case["context"]) is None
+        assert not expect["throws"]
+    except GatewayUnreachableError:
+        assert expect["throws"]
+    assert bool(runs) == expect["runs"]
+    assert client._audit.pending() == expect["auditEvents"] * 2

@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { GatewayRejectedError } from './errors';
-import type { AuditEvent } from './http-transport';
+import { AuditEvent, MAX_AUDIT_BATCH } from './audit-event';
 import type { AuditDurability } from './options';
 import { WriteAheadLog } from './write-ahead-log';
-
-/** The most events one POST /v1/audit takes (README "Audit events"). */
-export const MAX_AUDIT_BATCH = 500;
 
 export interface AuditBatcherOptions {
   log: WriteAheadLog;

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import fs from 'node:fs';
 import { AuditBatcher } from './audit-batcher';
+import type { AuditRecord } from './audit-event';
 import { claimOrphans, processAuditFile } from './audit-files';
 import { DecisionCache } from './decision-cache';
 import { ApprovalPendingError, GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
@@ -10,17 +11,6 @@ import { raisedSummary, summaryOf } from './result-summary';
 import { CallOptions, callOptions, GovernanceOptions, MAX_APPROVAL_WAIT_SECONDS, ResolvedOptions, resolveOptions } from './options';
 import type { ApprovalStatus, CheckRequest, CheckResult, GatewayDecision, Transport } from './transport';
 import { WriteAheadLog } from './write-ahead-log';
-
-/** What an audited call did (POST /v1/audit without the ids the client fills in). */
-export interface AuditRecord {
-  plugin: string;
-  function: string;
-  decision: 'allow' | 'deny';
-  durationMs: number;
-  resultSummary?: string;
-  decisionId?: string;
-  traceId?: string;
-}
 
 /** guard()'s answer when a policy denied the call and throwOnDenied is false: the call did not run. */
 export class SoftDenial {

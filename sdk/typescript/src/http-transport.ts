@@ -1,16 +1,6 @@
 import { GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, RejectionCode, retryAfterOf } from './errors';
 import { APPROVAL_STATUSES, ApprovalStatus, CheckRequest, GatewayDecision, Transport } from './transport';
-import type { AuditRecord } from './governance-client';
-
-/** One event of a POST /v1/audit batch: what became of a checked call, with what the client fills in. */
-export interface AuditEvent extends AuditRecord {
-  eventId: string;
-  agentId: string;
-  /** When the call happened (ISO 8601): the entry is stamped with it, however late it is delivered. */
-  occurredAt: string;
-  /** The decision was applied from the cache, without asking the gateway; decisionId names the one reused. */
-  cached?: boolean;
-}
+import type { AuditEvent } from './audit-event';
 
 /** As the Python SDK maps them: a body too large (413) or not JSON (415) is the request's fault, not an outage. */
 const REJECTIONS: Record<number, RejectionCode> = {
@@ -82,7 +72,7 @@ export class HttpTransport implements Transport {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
-      if (error instanceof Error && error.name === 'TimeoutError') throw new GatewayTimeoutError(`HTTP ${path}: no answer within ${timeoutMs} ms`);
+      if (errorLike(error)?.name === 'TimeoutError') throw new GatewayTimeoutError(`HTTP ${path}: no answer within ${timeoutMs} ms`);
       throw new GatewayUnavailableError(`HTTP ${path}: ${causeOf(error)}`, true);
     }
     const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
@@ -94,8 +84,26 @@ export class HttpTransport implements Transport {
   }
 }
 
+/** What failed, with its cause: `fetch failed (connect ECONNREFUSED 127.0.0.1:3000)`. */
 function causeOf(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = (error as Error & { cause?: unknown }).cause;
-  return cause instanceof Error ? `${error.message} (${cause.message})` : error.message;
+  const failure = errorLike(error);
+  if (failure === undefined) return String(error);
+  const cause = errorLike(failure.cause);
+  return cause === undefined ? failure.message : `${failure.message} (${cause.message})`;
+}
+
+interface ErrorLike {
+  name: string;
+  message: string;
+  cause?: unknown;
+}
+
+/**
+ * An error by its shape, not by `instanceof`: fetch's errors are made in Node's own realm, and
+ * in another (a vm context, a test runner's sandbox) `instanceof Error` is false for them.
+ */
+function errorLike(value: unknown): ErrorLike | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { name, message } = value as Partial<Record<'name' | 'message', unknown>>;
+  return typeof name === 'string' && typeof message === 'string' ? (value as ErrorLike) : undefined;
 }

@@ -1,5 +1,6 @@
 export { GovernanceClient, SoftDenial } from './governance-client';
-export type { AuditRecord, CheckOptions } from './governance-client';
+export type { CheckOptions } from './governance-client';
+export type { AuditRecord } from './audit-event';
 export { ApprovalPendingError, GatewayRejectedError, GatewayTimeoutError, GatewayUnavailableError, PolicyDeniedError } from './errors';
 export type { RejectionCode } from './errors';
 export type { FailureMode, GovernanceOptions, PluginOptions } from './options';

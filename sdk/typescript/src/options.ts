@@ -1,6 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
-import { MAX_AUDIT_BATCH } from './audit-batcher';
+import { MAX_AUDIT_BATCH } from './audit-event';
 
 export type FailureMode = 'fail-closed' | 'fail-open';
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { AuditEvent } from './http-transport';
+import type { AuditEvent } from './audit-event';
 
 const fdatasync = promisify(fs.fdatasync);
 

@@ -1,5 +1,5 @@
 import { GatewayTimeoutError, GatewayUnavailableError, GovernanceClient, GovernanceOptions, SoftDenial } from '../src';
-import { AuditEntry, DECISION_CASES, forwarder, freePort, SdkGateway, stalledServer, tempWal } from './support/sdk-gateway';
+import { AuditEntry, DECISION_CASES, forwarder, freePort, SdkGateway, stalledServer, tempWal, UNRESOLVABLE_HOST } from './support/sdk-gateway';
 
 /**
  * What the client does without a decision: timeouts against a server that never answers, and
@@ -84,12 +84,6 @@ describe('failure modes against an unreachable gateway', () => {
   }, 120_000);
   afterAll(() => gateway?.stop());
 
-  it('fail-closed (the default) throws GatewayUnavailableError', async () => {
-    const closed = await client({ gatewayUrl: `http://127.0.0.1:${await freePort()}`, grpcAddress: `127.0.0.1:${await freePort()}`, throwOnDenied: false });
-    await expect(closed.check('FilePlugin', 'ReadFile', { path: '/tmp/a' })).rejects.toBeInstanceOf(GatewayUnavailableError);
-    expect(closed.pendingAudit).toBe(0);
-  });
-
   it('fail-open allows, and its failure-mode audit event reaches the gateway once it is back', async () => {
     const agentId = await gateway.createAgent('fail-open-agent');
     const deadPort = await freePort();
@@ -164,5 +158,46 @@ describe('shared timeout cases', () => {
     let runs = false;
     await timing.guard(shared.plugin, shared.function, shared.args, () => (runs = true), shared.context).catch(() => undefined);
     expect(runs).toBe(shared.expect.runs);
+  });
+});
+
+// sdk/fixtures/decision-cases.json `unreachable`: nothing listens at either address (a closed
+// loopback port, or a name that never resolves). Fail-closed throws at once, whatever
+// throwOnDenied says, and records nothing (no call happened); fail-open allows and says so.
+describe('shared unreachable cases', () => {
+  async function addresses(kind: 'closed-port' | 'unresolvable'): Promise<Pick<GovernanceOptions, 'gatewayUrl' | 'grpcAddress'>> {
+    if (kind === 'unresolvable') return { gatewayUrl: `http://${UNRESOLVABLE_HOST}:3000`, grpcAddress: `${UNRESOLVABLE_HOST}:50051` };
+    return { gatewayUrl: `http://127.0.0.1:${await freePort()}`, grpcAddress: `127.0.0.1:${await freePort()}` };
+  }
+
+  it.each(DECISION_CASES.unreachable.map((shared) => [shared.name, shared] as const))('%s', async (_name, shared) => {
+    const unreachable = await client({
+      ...(await addresses(shared.address)),
+      timeoutSeconds: shared.timeoutSeconds,
+      failureMode: shared.failureMode,
+      throwOnDenied: shared.throwOnDenied,
+    });
+    const checked = await unreachable.check(shared.plugin, shared.function, shared.args, shared.context).then(
+      (result) => ({ result }),
+      (error: unknown) => ({ error }),
+    );
+    if (shared.expect.throws) {
+      // Not a timeout: the answer that nothing is there came at once. The message names the cause.
+      expect(checked).toEqual({ error: expect.any(GatewayUnavailableError) });
+      const cause = shared.address === 'closed-port' ? 'ECONNREFUSED' : UNRESOLVABLE_HOST;
+      expect((checked as { error: Error }).error.message).toMatch(new RegExp(`^HTTP /v1/check: fetch failed \\(.*${cause.replace(/\./g, '\\.')}`));
+    } else {
+      expect(checked).toEqual({ result: expect.objectContaining({ allowed: true, decision: 'allow', via: 'failure-mode', enforced: false }) });
+    }
+    expect(unreachable.pendingAudit).toBe(shared.expect.auditEvents);
+
+    let runs = false;
+    const guarded = await unreachable.guard(shared.plugin, shared.function, shared.args, () => (runs = true), shared.context).then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    expect(runs).toBe(shared.expect.runs);
+    expect(guarded).toEqual(shared.expect.throws ? { error: expect.any(GatewayUnavailableError) } : { value: true });
+    expect(unreachable.pendingAudit).toBe(shared.expect.auditEvents * 2);
   });
 });

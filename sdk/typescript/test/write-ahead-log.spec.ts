@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { AuditEvent } from '../src/http-transport';
+import type { AuditEvent } from '../src/audit-event';
 import { WriteAheadLog } from '../src/write-ahead-log';
 
 /** An outcome event of about 100 KB (a long result summary), numbered. */

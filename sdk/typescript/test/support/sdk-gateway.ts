@@ -39,6 +39,15 @@ export interface DecisionCases {
       expect: { runs: boolean; decision: 'allow' | 'deny'; source: 'timeout'; throws: boolean; auditedDecision: 'allow' | 'deny' };
     }
   >;
+  unreachable: Array<
+    SharedCall & {
+      address: 'closed-port' | 'unresolvable';
+      failureMode: 'fail-closed' | 'fail-open';
+      throwOnDenied: boolean;
+      timeoutSeconds: number;
+      expect: { runs: boolean; throws: boolean; auditEvents: number };
+    }
+  >;
 }
 
 export const DECISION_CASES = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'decision-cases.json'), 'utf8')) as DecisionCases;
@@ -211,6 +220,9 @@ export async function forwarder(port: number, target: number): Promise<{ close: 
 }
 
 export { freePort };
+
+/** A host name that never resolves (RFC 2606 reserves .invalid). */
+export const UNRESOLVABLE_HOST = 'agentgov-unreachable.invalid';
 /** A write-ahead file path in a new temp directory. */
 export function tempWal(): string {
   return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agentgov-sdk-wal-')), 'audit.wal');
