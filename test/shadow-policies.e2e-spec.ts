@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { call } from './support/http-client';
+import { eventually } from './support/processes';
 import { auditEntries, createAgent, proxy } from './support/org-fixtures';
 import { createOrganization, startGateway, testEnv, TestGateway, TestOrganization } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';
@@ -122,6 +123,7 @@ describe('shadow policies', () => {
       { name: 'no-secrets', mode: 'enforce' },
       { name: 'reports-need-trust', mode: 'shadow' },
     ]);
+    expect((await proxy(gateway, agent.token, 'GET', '/reports/q3')).status).toBe(200);
     const promoted = await ags('policy', 'promote', 'reports-need-trust', '--org', org.id);
     expect(promoted.stderr).toBe('');
     expect(promoted.code).toBe(0);
@@ -131,6 +133,8 @@ describe('shadow policies', () => {
     expect(stored.body.source).not.toContain('shadow');
     const [change] = await auditEntries(gateway, org, 'action=admin:policy.update', 1);
     expect(change.details).toMatchObject({ policy: 'reports-need-trust' });
+    // The CLI's change reaches the running gateway through the database's change notification.
+    await eventually(async () => (await proxy(gateway, agent.token, 'GET', '/reports/q3')).status === 403, 10_000, 'the promoted policy in force at the gateway');
   });
 
   it('in force once promoted through the API: what it only recorded is now denied', async () => {

@@ -7,7 +7,7 @@ export type AlertSeverity = 'critical' | 'warning' | 'info';
  * What raised an alert: the three ALERT_ON triggers, an `alert` rule of a policy (always on),
  * or `ags alerts test`.
  */
-export type AlertTrigger = 'deny' | 'error' | 'rate_limit' | 'alert_rule' | 'approval' | 'policy_source' | 'test';
+export type AlertTrigger = 'deny' | 'error' | 'rate_limit' | 'alert_rule' | 'approval' | 'policy_source' | 'policy_canary' | 'test';
 
 /** The audit-entry fields an alert carries (`entry` in docs/alerts.md "The generic webhook"); `''` when unknown. */
 export interface AlertEntry {

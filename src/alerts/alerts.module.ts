@@ -4,11 +4,13 @@ import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.m
 import { PolicySourcesModule } from '../policies/policy-sources.module';
 import { AlertService } from './alert.service';
 import { PolicySourceAlerts } from './policy-source-alerts';
+import { CanaryAlerts } from './canary-alerts';
+import { PoliciesModule } from '../policies/policies.module';
 
 /** Outgoing alerts (docs/alerts.md) on the per-decision events of every entry point. */
 @Module({
-  imports: [GatewayDecisionsModule, ApprovalsModule, PolicySourcesModule],
-  providers: [AlertService, PolicySourceAlerts],
+  imports: [GatewayDecisionsModule, ApprovalsModule, PoliciesModule, PolicySourcesModule],
+  providers: [AlertService, PolicySourceAlerts, CanaryAlerts],
   exports: [AlertService],
 })
 export class AlertsModule {}

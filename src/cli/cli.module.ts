@@ -17,6 +17,7 @@ import { ALERTS_COMMANDS } from './alerts.command';
 import { CliBootstrap } from './cli-bootstrap';
 import { PoliciesCommand, PoliciesPromoteCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
 import { PoliciesModule } from '../policies/policies.module';
+import { CANARY_COMMANDS } from './canary.command';
 import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
 
 /** Commands that work on the gateway's database, with the gateway's own services. */
@@ -53,6 +54,7 @@ export class CliModule {
         PoliciesValidateCommand,
         PoliciesTestCommand,
         PoliciesPromoteCommand,
+        ...CANARY_COMMANDS,
         ApprovalsCommand,
         ApprovalsListCommand,
         ApprovalsApproveCommand,

@@ -8,8 +8,10 @@ import { OfflineCliModule } from './offline-cli.module';
 /** Commander's own outcomes that are not failures. */
 const CLEAN_EXITS = new Set(['commander.helpDisplayed', 'commander.help', 'commander.version']);
 
-/** Commands that run without the database, so they work beside a running embedded gateway (all of `policies` but `promote`). */
+/** Commands that run without the database, so they work beside a running embedded gateway (all of `policies` but `promote` and `canary`). */
 const OFFLINE_COMMANDS = new Set(['policies', 'policy', 'alerts']);
+/** The `policies` subcommands that work on the database. */
+const DATABASE_POLICY_COMMANDS = new Set(['promote', 'canary']);
 
 // A reader that stops early (`ags alerts config | head -1`) closes the pipe: the rest of the output is
 // not wanted, so the command ends there. Unhandled, the write failed with an EPIPE stack trace.
@@ -35,7 +37,7 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     },
   };
-  if (OFFLINE_COMMANDS.has(process.argv[2] ?? '') && process.argv[3] !== 'promote') return CommandFactory.run(OfflineCliModule, options);
+  if (OFFLINE_COMMANDS.has(process.argv[2] ?? '') && !DATABASE_POLICY_COMMANDS.has(process.argv[3] ?? '')) return CommandFactory.run(OfflineCliModule, options);
   const config = AppConfig.fromEnv();
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 'ags', 2);
   await CommandFactory.run(CliModule.forRoot(config, logger), options);

@@ -11,6 +11,7 @@ import { BOOTSTRAP_ORG_ID } from '../organizations/organizations.service';
 import { PoliciesService } from '../policies/policies.service';
 import { CliError, fail, printFields } from './cli-output';
 import { junitReport } from './junit-report';
+import { CanaryCommandGroup } from './canary.command';
 import { runTestFiles, SuiteRun, TEST_EXIT, TestRunError } from './policy-test-run';
 
 /** Reads and validates a policies file; reports every error as `file:line:column: …`. */
@@ -148,9 +149,9 @@ export class PoliciesPromoteCommand extends CliCommand {
   }
 }
 
-const POLICIES_GROUP = { name: 'policies', aliases: ['policy'], description: 'Check, test and try policies files (no database needed); promote shadow policies' };
+const POLICIES_GROUP = { name: 'policies', aliases: ['policy'], description: 'Check, test and try policies files (no database needed); promote shadow policies; canary rollouts' };
 
-@SubCommand({ ...POLICIES_GROUP, subCommands: [PoliciesValidateCommand, PoliciesTestCommand, PoliciesPromoteCommand] })
+@SubCommand({ ...POLICIES_GROUP, subCommands: [PoliciesValidateCommand, PoliciesTestCommand, PoliciesPromoteCommand, CanaryCommandGroup] })
 export class PoliciesCommand extends CommandGroup {}
 
 /** The same group where there is no database (OfflineCliModule): the commands on files only. */

@@ -12,7 +12,7 @@ export type ClusterEvent =
   /** Emitted locally after the cross-instance channel reconnects: events may have been missed. */
   | { type: 'resync' };
 
-/** What a change did: to a policy, or to an agent or API key the decisions depend on. */
-export type PolicyChangeKind = 'created' | 'updated' | 'deleted' | 'agent_revoked' | 'agent_changed' | 'apikey_revoked';
+/** What a change did: to a policy, or to an agent or API key the decisions depend on, or a canary rollout started or ended (rolled back or aborted; a promotion is `updated`). */
+export type PolicyChangeKind = 'created' | 'updated' | 'deleted' | 'agent_revoked' | 'agent_changed' | 'apikey_revoked' | 'canary_started' | 'canary_ended';
 
 export type ClusterEventHandler = (event: ClusterEvent) => void;

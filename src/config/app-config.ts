@@ -84,6 +84,8 @@ export class AppConfig {
     file: string;
     /** POLICIES_GIT_*: the bootstrap organization's policies kept in step with a git repository (docs/policies.md "Policies from git"). */
     git?: PoliciesGitSettings;
+    /** CANARY_CHECK_INTERVAL (default 10s): how often running canary rollouts are compared (docs/policies.md "Canary rollouts"). */
+    canaryCheckMs: number;
   };
   readonly redis: {
     /** REDIS_URL: shared rate-limit counters and cross-instance events when set. */
@@ -92,6 +94,12 @@ export class AppConfig {
   readonly approvals: {
     /** APPROVALS_MAX_PENDING_PER_AGENT: most pending approvals one agent may have open; beyond them its held requests are denied. */
     maxPendingPerAgent: number;
+  };
+  readonly budgetLeases: {
+    /** BUDGET_LEASE_PERCENT: share of a budget's limit one sidecar lease holds (at least the cost of the call asking). */
+    percent: number;
+    /** BUDGET_LEASE_TTL: how long a sidecar may spend a lease; then it is returned with what was spent. */
+    ttlMs: number;
   };
   readonly audit: {
     /** AUDIT_REDACT: argument names whose values are stored as [redacted]. */
@@ -177,11 +185,16 @@ export class AppConfig {
       proxy: {
         ...readProxyVariables(read),
       },
-      policies: { file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')), git: readPoliciesGit(read) },
+      policies: {
+        file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')),
+        git: readPoliciesGit(read),
+        canaryCheckMs: read.durationMs('CANARY_CHECK_INTERVAL', '10s', 1000),
+      },
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
       approvals: {
         maxPendingPerAgent: read.int('APPROVALS_MAX_PENDING_PER_AGENT', 20, 1, 10_000),
       },
+      budgetLeases: { percent: read.int('BUDGET_LEASE_PERCENT', 10, 1, 100), ttlMs: read.durationMs('BUDGET_LEASE_TTL', '1m') },
       audit: {
         redact: readAuditRedact(read),
         batchSize: read.int('AUDIT_BATCH_SIZE', 5000, 1, 10000),

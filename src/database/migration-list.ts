@@ -20,6 +20,7 @@ import { ApprovalBinding1764979200041 } from '../../migrations/1764979200041-app
 import { PolicyTests1764979200046 } from '../../migrations/1764979200046-policy-tests';
 import { OidcClientAgent1765065600000 } from '../../migrations/1765065600000-oidc-client-agent';
 import { UpstreamCredentials1765065600100 } from '../../migrations/1765065600100-upstream-credentials';
+import { PolicyCanaries1765152000000 } from '../../migrations/1765152000000-policy-canaries';
 import { ApprovalPaging1765152000041 } from '../../migrations/1765152000041-approval-paging';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
@@ -46,5 +47,6 @@ export const MIGRATIONS = [
   PolicyTests1764979200046,
   OidcClientAgent1765065600000,
   UpstreamCredentials1765065600100,
+  PolicyCanaries1765152000000,
   ApprovalPaging1765152000041,
 ];

@@ -1,6 +1,7 @@
 import { createHash, createPublicKey, KeyObject, sign, verify } from 'node:crypto';
 import type { JWK } from 'jose';
 import type { PolicyDefinition } from '../policy-engine/types';
+import type { CanaryRollout } from './canary-cohort';
 
 /** Format tag of the bundle documents this code writes and reads. */
 export const BUNDLE_FORMAT = 'agentgov.bundle/1';
@@ -50,6 +51,8 @@ export interface BundleContent {
   version: string;
   policyVersion: number;
   policies: PolicyDefinition[];
+  /** The canary rollout running in the organization: the sidecar draws the same cohorts as the gateway (docs/policies.md "Canary rollouts"). */
+  canary?: CanaryRollout;
   tiers: BundleTiers;
   agents: BundleAgent[];
   /** Ids of the revoked agents (also flagged in `agents`). */
@@ -191,5 +194,13 @@ function bundleShapeProblem(value: unknown): string | null {
   if (typeof bundle.orgId !== 'string' || typeof bundle.tokenIssuer !== 'string') return 'orgId or tokenIssuer missing';
   if (!Array.isArray(bundle.policies) || !Array.isArray(bundle.agents) || !Array.isArray(bundle.keys) || !Array.isArray(bundle.revoked)) return 'policies, agents, keys or revoked missing';
   if (bundle.apiKeys !== undefined && !Array.isArray(bundle.apiKeys)) return 'apiKeys is not a list';
+  if (bundle.canary !== undefined && !isCanaryShape(bundle.canary)) return 'canary is not a rollout (id, policy, share 1-99, definition)';
   return null;
+}
+
+function isCanaryShape(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const { id, policy, share, definition } = value as Record<string, unknown>;
+  const named = typeof definition === 'object' && definition !== null && (definition as { name?: unknown }).name === policy;
+  return typeof id === 'string' && typeof policy === 'string' && Number.isInteger(share) && (share as number) >= 1 && (share as number) <= 99 && named;
 }

@@ -24,6 +24,16 @@ describe('decision details', () => {
     expect(ingestedDetails({ rateLimit: 'x', alerts: [FIRED] })).toEqual({ alerts: [FIRED] });
   });
 
+  it('take from an ingested entry its session, budget and reservation when well formed', () => {
+    const session = { id: 's-1', labels: ['private_data'], agentLabels: [], labelsAdded: ['private_data'] };
+    const budget = { limit: '100/1h per_agent budget', retryAfterSeconds: 30 };
+    expect(ingestedDetails({ session, budget, reserved: 10 })).toEqual({ session, budget, reserved: 10 });
+    expect(ingestedDetails({ session: { ...session, labels: ['Not A Word'] } })).toBeNull();
+    expect(ingestedDetails({ session: { ...session, id: 'x'.repeat(129) } })).toBeNull();
+    expect(ingestedDetails({ reserved: -1 })).toBeNull();
+    expect(ingestedDetails({ reserved: 5, session: 'x' })).toEqual({ reserved: 5 });
+  });
+
   it('take from an ingested entry only well-formed alerts, at most MAX_FIRED_ALERTS of them', () => {
     expect(firedAlertsIn({ alerts: [FIRED] })).toEqual([FIRED]);
     expect(firedAlertsIn(null)).toEqual([]);

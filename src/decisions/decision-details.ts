@@ -1,4 +1,5 @@
 import type { Decision, FiredAlert, RateLimitTrip, ShadowDecision } from '../policy-engine/types';
+import type { CanaryDetails } from './canary-cohort';
 
 /** At most this many fired alert rules are carried by one entry (a policy set rarely has more than a few). */
 export const MAX_FIRED_ALERTS = 32;
@@ -29,6 +30,8 @@ export interface DecisionDetails {
   shadow?: readonly ShadowDecision[];
   /** The upstream credential injected into the forwarded request (docs/security.md "Upstream credentials"). */
   credentialId?: string;
+  /** The canary rollout whose policy applied, and which version of it decided (docs/policies.md "Canary rollouts"). */
+  canary?: CanaryDetails;
 }
 
 /** What an audit entry says of the session a decision read (docs/policies.md "Sessions"). */
@@ -43,25 +46,73 @@ export interface SessionDetails {
 export type MemoryDetails = Pick<DecisionDetails, 'session' | 'reserved'>;
 
 /** A decision's `details`, or null when it has none. */
-export function decisionDetails(decision: Decision, derivedAction?: string, approvalId?: string, shadow?: readonly ShadowDecision[], memory?: MemoryDetails, credentialId?: string): DecisionDetails | null {
-  const details = detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId, shadow ?? [], credentialId);
+export function decisionDetails(
+  decision: Decision,
+  derivedAction?: string,
+  approvalId?: string,
+  shadow?: readonly ShadowDecision[],
+  memory?: MemoryDetails,
+  credentialId?: string,
+  canary?: CanaryDetails,
+): DecisionDetails | null {
+  const details = detailsOf(decision.alerts ?? [], decision.rateLimit, derivedAction, approvalId, shadow ?? [], credentialId, canary);
   if (decision.budget === undefined && memory === undefined) return details;
   return { ...details, ...(decision.budget === undefined ? {} : { budget: decision.budget }), ...memory };
 }
 
-/** An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's entry is checked, not trusted); null when nothing is. */
+/**
+ * An ingested decision entry's `details`, keeping only what is well formed (an edge sidecar's
+ * entry is checked, not trusted): its alerts, limits, session and reservation; null when nothing is.
+ */
 export function ingestedDetails(details: unknown): DecisionDetails | null {
   const derived = typeof details === 'object' && details !== null ? (details as { derivedAction?: unknown }).derivedAction : undefined;
   const approvalId = typeof details === 'object' && details !== null ? (details as { approvalId?: unknown }).approvalId : undefined;
   const credentialId = typeof details === 'object' && details !== null ? (details as { credentialId?: unknown }).credentialId : undefined;
-  return detailsOf(
+  const kept = detailsOf(
     firedAlertsIn(details),
-    rateLimitIn(details),
+    tripIn(details, 'rateLimit'),
     typeof derived === 'string' ? bounded(derived) : undefined,
     typeof approvalId === 'string' ? bounded(approvalId) : undefined,
     shadowIn(details),
     typeof credentialId === 'string' ? bounded(credentialId) : undefined,
+    canaryIn(details),
   );
+  const memory = memoryIn(details);
+  return kept === null && memory === null ? null : { ...kept, ...memory };
+}
+
+/** Longest label list an ingested session names: a session keeps at most 64 labels, an agent 64 (session-store.ts). */
+const MAX_INGESTED_LABELS = 64;
+const LABEL_WORD = /^[a-z][a-z0-9_]{0,63}$/;
+const INGESTED_SESSION_ID = /^[A-Za-z0-9._:-]{0,128}$/;
+
+/** The session, budget and reservation an ingested entry names, each only when well formed; null when none is. */
+function memoryIn(details: unknown): Pick<DecisionDetails, 'session' | 'budget' | 'reserved'> | null {
+  if (typeof details !== 'object' || details === null) return null;
+  const { reserved } = details as { reserved?: unknown };
+  const memory: Pick<DecisionDetails, 'session' | 'budget' | 'reserved'> = {};
+  const budget = tripIn(details, 'budget');
+  if (budget !== undefined) memory.budget = budget;
+  if (typeof reserved === 'number' && Number.isFinite(reserved) && reserved >= 0) memory.reserved = reserved;
+  const session = sessionIn((details as { session?: unknown }).session);
+  if (session !== undefined) memory.session = session;
+  return Object.keys(memory).length === 0 ? null : memory;
+}
+
+function sessionIn(value: unknown): SessionDetails | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { id, labels, agentLabels, labelsAdded } = value as Record<string, unknown>;
+  if (typeof id !== 'string' || !INGESTED_SESSION_ID.test(id)) return undefined;
+  const read = labelsIn(labels);
+  const agentRead = labelsIn(agentLabels);
+  if (read === undefined || agentRead === undefined) return undefined;
+  const added = labelsAdded === undefined ? undefined : labelsIn(labelsAdded);
+  return { id, labels: read, agentLabels: agentRead, ...(added === undefined ? {} : { labelsAdded: added }) };
+}
+
+function labelsIn(value: unknown): string[] | undefined {
+  if (!Array.isArray(value) || value.length > MAX_INGESTED_LABELS * 2) return undefined;
+  return value.every((label) => typeof label === 'string' && LABEL_WORD.test(label)) ? (value as string[]) : undefined;
 }
 
 /** Details naming only what there is; null when there is nothing. */
@@ -72,8 +123,9 @@ function detailsOf(
   approvalId: string | undefined,
   shadow: readonly ShadowDecision[],
   credentialId?: string,
+  canary?: CanaryDetails,
 ): DecisionDetails | null {
-  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined && shadow.length === 0 && credentialId === undefined) return null;
+  if (alerts.length === 0 && rateLimit === undefined && derivedAction === undefined && approvalId === undefined && shadow.length === 0 && credentialId === undefined && canary === undefined) return null;
   const details: DecisionDetails = {};
   if (alerts.length > 0) details.alerts = alerts;
   if (rateLimit !== undefined) details.rateLimit = rateLimit;
@@ -81,7 +133,19 @@ function detailsOf(
   if (approvalId !== undefined) details.approvalId = approvalId;
   if (shadow.length > 0) details.shadow = shadow;
   if (credentialId !== undefined) details.credentialId = credentialId;
+  if (canary !== undefined) details.canary = canary;
   return details;
+}
+
+const COHORTS: ReadonlySet<unknown> = new Set(['canary', 'stable']);
+
+/** The canary cohort an ingested entry names, when well formed. */
+function canaryIn(details: unknown): CanaryDetails | undefined {
+  const canary = typeof details === 'object' && details !== null ? (details as { canary?: unknown }).canary : undefined;
+  if (typeof canary !== 'object' || canary === null) return undefined;
+  const { rollout, policy, cohort } = canary as Record<string, unknown>;
+  if (typeof rollout !== 'string' || typeof policy !== 'string' || !COHORTS.has(cohort)) return undefined;
+  return { rollout: bounded(rollout), policy: bounded(policy), cohort: cohort as CanaryDetails['cohort'] };
 }
 
 const SHADOW_OUTCOMES: ReadonlySet<unknown> = new Set(['allow', 'deny', 'require_approval']);
@@ -111,8 +175,8 @@ export function firedAlertsIn(details: unknown): FiredAlert[] {
   return alerts.slice(0, MAX_FIRED_ALERTS).filter(isFiredAlert).map(({ policy, rule, reason }) => ({ policy: bounded(policy), rule: bounded(rule), reason: bounded(reason) }));
 }
 
-function rateLimitIn(details: unknown): RateLimitTrip | undefined {
-  const trip = typeof details === 'object' && details !== null ? (details as { rateLimit?: unknown }).rateLimit : undefined;
+function tripIn(details: unknown, field: 'rateLimit' | 'budget'): RateLimitTrip | undefined {
+  const trip = typeof details === 'object' && details !== null ? (details as Record<string, unknown>)[field] : undefined;
   if (typeof trip !== 'object' || trip === null) return undefined;
   const { limit, retryAfterSeconds } = trip as Record<string, unknown>;
   if (typeof limit !== 'string' || typeof retryAfterSeconds !== 'number' || !Number.isSafeInteger(retryAfterSeconds) || retryAfterSeconds < 0) return undefined;

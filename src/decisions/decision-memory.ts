@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { InMemoryBudgetLedger } from '../policy-engine/budget-ledger';
 import type { PolicySet } from '../policy-engine/policy-set';
-import type { BudgetAnswer, BudgetHold, BudgetLedger, SessionFacts } from '../policy-engine/types';
+import type { BudgetAnswer, BudgetHold, BudgetLedger, LabelGrant, SessionFacts } from '../policy-engine/types';
 import type { Principal } from './agent-authenticator';
 import { BUDGET_LEDGER, SESSION_MEMORY, SessionMemory } from './decision-sources';
 import { SessionKey, SessionStore } from './session-store';
@@ -90,6 +90,25 @@ export class DecisionMemory {
     const actual = cost === 'failed' ? 0 : cost;
     const settled = await Promise.all(settlement.holds.map((hold) => this.budgets.settle(hold, actual, nowMs)));
     return settled.some(Boolean);
+  }
+
+  /**
+   * A call an edge sidecar let through, from its ingested audit entry: remembered in this
+   * memory as the gateway's own are, so a session (or agent) labelled at the edge carries its
+   * labels here too. Each label takes the scope and ttl the organization's policies give it
+   * (an agent label's ttl counted from the edge decision); labels only accumulate.
+   */
+  rememberEdgeCall(set: PolicySet, owner: { orgId: string; agentId: string }, sessionId: string, action: string, labelsAdded: readonly string[], atMs: number, nowMs: number): void {
+    if (!set.usesSession) return;
+    const grants: LabelGrant[] = [];
+    const sessionLabels: string[] = [];
+    for (const label of labelsAdded) {
+      const ttlMs = set.agentLabelTtl(label);
+      if (ttlMs === undefined) sessionLabels.push(label);
+      else if (atMs + ttlMs > nowMs) grants.push({ policy: '', rule: '', labels: [label], scope: 'agent', ttlMs: atMs + ttlMs - nowMs });
+    }
+    if (sessionLabels.length > 0) grants.push({ policy: '', rule: '', labels: sessionLabels, scope: 'session', ttlMs: 0 });
+    this.sessions.remember({ orgId: owner.orgId, agentId: owner.agentId, sessionId }, action, grants, nowMs);
   }
 
   /** Ends labels (the admin API): of one session, or of the agent itself. */

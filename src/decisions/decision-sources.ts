@@ -3,6 +3,7 @@ import type { AuditRecord } from './audit-record';
 import type { PolicySet } from '../policy-engine/policy-set';
 import type { AgentFacts, BudgetLedger, LabelGrant, OrgFacts, RateLimiter, SessionFacts } from '../policy-engine/types';
 import type { SessionKey } from './session-store';
+import type { LoadedCanary } from './canary-cohort';
 
 /*
  * What the governed decision reads and writes, as small interfaces (Cerbos's PolicyLoader is the
@@ -15,6 +16,8 @@ import type { SessionKey } from './session-store';
 export interface LoadedPolicies {
   set: PolicySet;
   version: number;
+  /** The canary rollout running in the organization, if one is: its agents decide on `canary.set`. */
+  canary?: LoadedCanary;
 }
 
 /** An agent as the decision path sees it: its current record, with decision facts prebuilt. */

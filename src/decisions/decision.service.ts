@@ -13,6 +13,7 @@ import { approvalSubject } from './approval-binding';
 import { DecisionEvents } from './decision-events';
 import { decisionIdAt } from './decision-id';
 import { decisionDetails, MemoryDetails } from './decision-details';
+import { CanaryDetails, canaryDetails, cohortSet } from './canary-cohort';
 import { DecisionMemory, Remembered } from './decision-memory';
 import {
   AgentSnapshot,
@@ -98,6 +99,8 @@ export interface Verdict {
   remembered?: Remembered;
   /** What the shadow policies that applied would have decided; recorded in the audit entry, never enforced. */
   shadow?: readonly ShadowDecision[];
+  /** The rollout and cohort whose version of the rolled-out policy decided, when that policy applied. */
+  canary?: CanaryDetails;
   nowMs: number;
   decisionMs: number;
 }
@@ -145,6 +148,12 @@ export class DecisionService {
     return this.policies.get(orgId);
   }
 
+  /** The policies an agent's decisions are made on: those in force, or a running rollout's canary set when the agent is in its cohort. */
+  async policiesFor(agent: AgentSnapshot): Promise<PolicySet> {
+    const policies = await this.policies.get(agent.orgId);
+    return cohortSet(policies.set, policies.canary, agent.id).set;
+  }
+
   /**
    * Decides, without recording: quota (429 quota_exceeded, not a decision), backpressure, the
    * applicable policies, the complete args if a policy reads them, evaluation. An evaluation
@@ -159,31 +168,33 @@ export class DecisionService {
     const backpressure = this.log.whenWritable();
     if (backpressure !== undefined) await backpressure;
     const policies = await this.policies.get(orgId);
+    // One agent decides on one version of a rolled-out policy, whichever question is asked (docs/policies.md "Canary rollouts").
+    const { set, cohort } = cohortSet(policies.set, policies.canary, principal.agent.id);
     const questions = questionsOf(principal, request);
-    const applicable = questions.map((question) => policies.set.applicable(question.target));
-    const args = await this.argsFor(request, policies, applicable);
+    const applicable = questions.map((question) => set.applicable(question.target));
+    const args = await this.argsFor(request, set, applicable);
     if (!isArgs(args)) return this.fixedVerdict(principal, request, args, nowMs, policies.version);
     const org = this.usage.orgFacts?.(orgId);
     const started = performance.now();
-    const session = this.memory.recall(policies.set, principal, request.sessionId, nowMs);
-    const env = this.envFor(policies.set, questions.length, nowMs);
+    const session = this.memory.recall(set, principal, request.sessionId, nowMs);
+    const env = this.envFor(set, questions.length, nowMs);
     let input = inputOf(principal.agent, principal.delegation, request, args, org, session);
     const asked = input;
     let decision: Decision;
     const approvalHolds: Decision[] = [];
     try {
-      decision = await policies.set.evaluate(input, env, applicable[0]);
+      decision = await set.evaluate(input, env, applicable[0]);
       if (decision.approval !== undefined) approvalHolds.push(...(decision.approvalHolds ?? [decision]));
       // Every question is asked until one is denied: a hold on one never hides a deny on another.
       for (let i = 1; i < questions.length && !isDenial(decision); i++) {
         const other = inputOf(questions[i].agent, principal.delegation, { ...request, action: questions[i].target.action }, args, org, session);
-        const decided = await policies.set.evaluate(other, env, applicable[i]);
+        const decided = await set.evaluate(other, env, applicable[i]);
         if (decided.effect === 'allow') continue;
         if (decided.approval !== undefined) approvalHolds.push(...(decided.approvalHolds ?? [decided]));
         if (isDenial(decided) || decision.effect === 'allow') [input, decision] = [other, decided];
       }
     } catch (error) {
-      this.memory.afterDecision(policies.set, principal, request.sessionId, { action: request.action, letThrough: false, labels: undefined, holds: env.holds, facts: undefined }, nowMs);
+      this.memory.afterDecision(set, principal, request.sessionId, { action: request.action, letThrough: false, labels: undefined, holds: env.holds, facts: undefined }, nowMs);
       this.recordFailure(principal, request, input, nowMs, performance.now() - started, error);
       throw error;
     }
@@ -200,9 +211,11 @@ export class DecisionService {
       nowMs,
       decisionMs: performance.now() - started,
     };
-    if (policies.set.shadowPolicies.length > 0) verdict.shadow = await this.shadowOf(policies, asked, nowMs);
+    if (set.shadowPolicies.length > 0) verdict.shadow = await this.shadowOf(set, asked, nowMs);
+    const canary = canaryDetails(policies.set, policies.canary, cohort, asked);
+    if (canary !== undefined) verdict.canary = canary;
     const decided = decision.approval !== undefined && this.enforcing ? await this.approvalVerdict(verdict, decision.approval, approvalHolds) : verdict;
-    return this.remember(policies.set, decided, env.holds, session);
+    return this.remember(set, decided, env.holds, session);
   }
 
   /** The evaluation environment: the rate limiter and the budget ledger, once per request whatever the questions. */
@@ -251,9 +264,9 @@ export class DecisionService {
    * "Shadow policies"): recorded, never enforced. Their evaluation failing (rate-limit counters
    * unavailable) costs the decision nothing: no shadow result is recorded then.
    */
-  private async shadowOf(policies: LoadedPolicies, input: DecisionInput, nowMs: number): Promise<readonly ShadowDecision[] | undefined> {
+  private async shadowOf(set: PolicySet, input: DecisionInput, nowMs: number): Promise<readonly ShadowDecision[] | undefined> {
     try {
-      const decided = await policies.set.shadowDecisions(input, this.env(nowMs));
+      const decided = await set.shadowDecisions(input, this.env(nowMs));
       return decided.length > 0 ? decided : undefined;
     } catch {
       return undefined;
@@ -261,8 +274,8 @@ export class DecisionService {
   }
 
   /** The request's args, completed by `fullArgs` when an applicable policy reads the body. */
-  private async argsFor(request: DecisionRequest, policies: LoadedPolicies, applicable: readonly CompiledPolicy[][]): Promise<DecisionInput['args'] | Decision> {
-    if (request.fullArgs === undefined || !applicable.some((list) => policies.set.readsBodyArgs(list))) return request.args;
+  private async argsFor(request: DecisionRequest, set: PolicySet, applicable: readonly CompiledPolicy[][]): Promise<DecisionInput['args'] | Decision> {
+    if (request.fullArgs === undefined || !applicable.some((list) => set.readsBodyArgs(list))) return request.args;
     const names = new Set<string>();
     for (const list of applicable) for (const policy of list) for (const name of policy.argNames) names.add(name);
     return request.fullArgs(names);
@@ -375,7 +388,7 @@ export class DecisionService {
       upstreamStatus: outcome.upstreamStatus ?? null,
       delegationChain: principal.delegation.chain.length > 0 ? principal.delegation.chain : null,
       input: verdict.input,
-      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId, verdict.shadow, memoryDetails(verdict), outcome.credentialId),
+      details: decisionDetails(decision, request.derivedAction !== request.action ? request.derivedAction : undefined, verdict.approvalId, verdict.shadow, memoryDetails(verdict), outcome.credentialId, verdict.canary),
     };
     if (verdict.holds !== undefined) this.memory.afterOutcome(verdict.id, principal, verdict.holds, outcome, verdict.nowMs);
     this.log.record(entry);

@@ -6,6 +6,7 @@ import type { AdminPrincipal } from '../common/admin-principal';
 import { KeyRing } from '../keys/key-ring';
 import { CANONICAL_TIERS, canonicalTier, TIER_NAMES } from '../policy-engine/tiers';
 import type { PolicyDefinition } from '../policy-engine/types';
+import type { CanaryRollout } from '../decisions/canary-cohort';
 import { BUNDLE_FORMAT, BundleAgent, BundleContent, BundleTiers, BundleToolPin, contentTag, SignedBundle, signBundle } from '../decisions/bundle-format';
 
 /** A bundle ready to serve, with the tag `If-None-Match` compares against. */
@@ -61,8 +62,9 @@ export class BundlesService {
   }
 
   private async content(orgId: string): Promise<BundleContent> {
-    const [policies, policyVersion, agents, keys, apiKeys, toolPins] = await Promise.all([
+    const [policies, canary, policyVersion, agents, keys, apiKeys, toolPins] = await Promise.all([
       this.policies(orgId),
+      this.canary(orgId),
       this.policyVersion(orgId),
       this.agents(orgId),
       this.keyRing.publishedKeys(),
@@ -83,6 +85,7 @@ export class BundlesService {
       version: newest(times),
       policyVersion: policyVersion.version,
       policies,
+      ...(canary === undefined ? {} : { canary }),
       tiers: TIERS,
       agents: agents.map(toBundleAgent),
       revoked: agents.filter((agent) => agent.revoked_at !== null).map((agent) => agent.id),
@@ -97,6 +100,15 @@ export class BundlesService {
   private async policies(orgId: string): Promise<PolicyDefinition[]> {
     const rows: Array<{ definition: PolicyDefinition }> = await this.dataSource.query('SELECT definition FROM policies WHERE org_id = $1 ORDER BY position', [orgId]);
     return rows.map((row) => row.definition);
+  }
+
+  /** The running rollout: the sidecar draws the same cohorts (docs/policies.md "Canary rollouts"). Its start and end take policy versions, so the version reflects it. */
+  private async canary(orgId: string): Promise<CanaryRollout | undefined> {
+    const rows: Array<{ id: string; policy_name: string; share: number; definition: PolicyDefinition }> = await this.dataSource.query(
+      `SELECT id, policy_name, share, definition FROM policy_canaries WHERE org_id = $1 AND state = 'running'`,
+      [orgId],
+    );
+    return rows.length === 0 ? undefined : { id: rows[0].id, policy: rows[0].policy_name, share: rows[0].share, definition: rows[0].definition };
   }
 
   private async policyVersion(orgId: string): Promise<{ version: number; at: Date | null }> {

@@ -3,16 +3,18 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from '../audit/audit.module';
 import { GatewayDecisionsModule } from '../gateway-decisions/gateway-decisions.module';
 import { KeysModule } from '../keys/keys.module';
+import { BudgetLeasesController } from './budget-leases.controller';
+import { BudgetLeasesService } from './budget-leases.service';
 import { BundlesController } from './bundles.controller';
 import { BundlesService } from './bundles.service';
 import { SidecarAuditRange } from './sidecar-audit-range.entity';
 import { Sidecar } from './sidecar.entity';
 import { SidecarsService } from './sidecars.service';
 
-/** The gateway's side of the edge sidecar: signed bundles, audit ingestion, fleet status. */
+/** The gateway's side of the edge sidecar: signed bundles, audit ingestion, fleet status, budget leases. */
 @Module({
   imports: [TypeOrmModule.forFeature([Sidecar, SidecarAuditRange]), AuditModule, KeysModule, GatewayDecisionsModule],
-  controllers: [BundlesController],
-  providers: [BundlesService, SidecarsService],
+  controllers: [BundlesController, BudgetLeasesController],
+  providers: [BundlesService, SidecarsService, BudgetLeasesService],
 })
 export class FleetModule {}

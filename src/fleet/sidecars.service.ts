@@ -6,6 +6,8 @@ import type { AuditRecord } from '../decisions/audit-record';
 import { AuditWriter } from '../audit/audit-writer';
 import type { AdminPrincipal } from '../common/admin-principal';
 import { DecisionEvents } from '../decisions/decision-events';
+import { DecisionMemory } from '../decisions/decision-memory';
+import { POLICY_SOURCE, PolicySource } from '../decisions/decision-sources';
 import { DecisionDetails, ingestedDetails } from '../decisions/decision-details';
 import type { Decision } from '../policy-engine/types';
 import { LOGGER } from '../logging/logging.module';
@@ -48,6 +50,8 @@ export class SidecarsService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly writer: AuditWriter,
     private readonly events: DecisionEvents,
+    private readonly memory: DecisionMemory,
+    @Inject(POLICY_SOURCE) private readonly policies: PolicySource,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -110,7 +114,24 @@ export class SidecarsService {
     for (const record of records) {
       if (record.kind === 'decision' && written.has(record.id)) this.events.emit({ entry: record, decision: ingestedDecision(record), ingested: true });
     }
+    await this.rememberEdgeCalls(orgId, records.filter((record) => written.has(record.id)));
     return written;
+  }
+
+  /**
+   * The calls the sidecar let through in a session, in its order, remembered in the gateway's
+   * session memory too (docs/sidecar.md "Sessions and budgets"): labels added at the edge hold
+   * at the gateway. Only entries naming a session cost anything.
+   */
+  private async rememberEdgeCalls(orgId: string, records: readonly AuditRecord[]): Promise<void> {
+    const calls = records.filter((record) => record.kind === 'decision' && record.agentId !== null && (record.decision === 'allow' || !record.enforced) && (record.details as DecisionDetails | null)?.session !== undefined);
+    if (calls.length === 0) return;
+    const { set } = await this.policies.get(orgId);
+    const nowMs = Date.now();
+    for (const call of calls) {
+      const session = (call.details as DecisionDetails).session!;
+      this.memory.rememberEdgeCall(set, { orgId, agentId: call.agentId! }, session.id, call.action, session.labelsAdded ?? [], call.ts, nowMs);
+    }
   }
 
   /**

@@ -8,7 +8,7 @@ import { AppConfig } from '../config/app-config';
 import { SETTLE_WITHIN_MS } from '../decisions/decision-memory';
 import { LOGGER } from '../logging/logging.module';
 import { InMemoryBudgetLedger } from '../policy-engine/budget-ledger';
-import type { BudgetAnswer, BudgetHold, BudgetLedger } from '../policy-engine/types';
+import type { BudgetAnswer, BudgetHold, BudgetLeaseAnswer, BudgetLeasing, BudgetLedger } from '../policy-engine/types';
 import { RedisBudgetLedger } from './redis-budget-ledger';
 
 /** Shortest time between two warnings of failing budget totals. */
@@ -20,8 +20,8 @@ const WARN_INTERVAL_MS = 60_000;
  * call (503), as rate limits do: a budget that cannot be checked is not spent blindly.
  */
 @Injectable()
-export class GatewayBudgetLedger implements BudgetLedger, OnApplicationShutdown {
-  private readonly ledger: BudgetLedger;
+export class GatewayBudgetLedger implements BudgetLedger, BudgetLeasing, OnApplicationShutdown {
+  private readonly ledger: BudgetLedger & BudgetLeasing;
   private readonly redis?: Redis;
   private lastWarnedAt = -Infinity;
 
@@ -46,11 +46,15 @@ export class GatewayBudgetLedger implements BudgetLedger, OnApplicationShutdown 
     return this.unavailableOnFailure(this.ledger.peek(key, cost, limit, windowMs, nowMs));
   }
 
+  lease(key: string, owner: string, least: number, want: number, limit: number, windowMs: number, leaseMs: number, nowMs: number): BudgetLeaseAnswer | Promise<BudgetLeaseAnswer> {
+    return this.unavailableOnFailure(this.ledger.lease(key, owner, least, want, limit, windowMs, leaseMs, nowMs));
+  }
+
   settle(hold: BudgetHold, actualCost: number, nowMs: number): boolean | Promise<boolean> {
     return this.ledger.settle(hold, actualCost, nowMs);
   }
 
-  private unavailableOnFailure(answer: BudgetAnswer | Promise<BudgetAnswer>): BudgetAnswer | Promise<BudgetAnswer> {
+  private unavailableOnFailure<T>(answer: T | Promise<T>): T | Promise<T> {
     if (!(answer instanceof Promise)) return answer;
     return answer.catch((error: unknown) => {
       const now = Date.now();

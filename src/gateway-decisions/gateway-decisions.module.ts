@@ -49,7 +49,8 @@ import { PolicySimulator } from '../policies/policy-simulator';
         { provide: DECISION_LOG, useExisting: AuditWriter },
         { provide: APPROVAL_DESK, useExisting: StoredApprovals },
         { provide: RATE_LIMITER, useClass: GatewayRateLimiter },
-        { provide: BUDGET_LEDGER, useClass: GatewayBudgetLedger },
+        GatewayBudgetLedger,
+        { provide: BUDGET_LEDGER, useExisting: GatewayBudgetLedger },
         { provide: SESSION_MEMORY, useFactory: () => new SessionStore() },
         {
           provide: DECISION_SETTINGS,

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import type { BudgetAnswer, BudgetHold, BudgetLedger } from '../policy-engine/types';
+import type { BudgetAnswer, BudgetHold, BudgetLeaseAnswer, BudgetLeasing, BudgetLedger } from '../policy-engine/types';
 
 /*
  * A budget in Redis: a sorted set of its reservations (scored by time), a hash of their costs and
@@ -21,24 +21,44 @@ for _, id in ipairs(expired) do
 end
 if #expired > 0 then redis.call('ZREMRANGEBYSCORE', zkey, '-inf', now - window) end
 if redis.call('ZCARD', zkey) == 0 then total = 0 end
-`;
-
-const RESERVE = `${EXPIRE}
-local cost, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
-if total + cost > limit + 1e-9 then
-  redis.call('SET', tkey, tostring(total), 'PX', window)
+-- Keys only ever live longer: a lease's reservation is dated ahead, and a later call must not cut it short.
+local function keep(ms)
+  for _, key in ipairs({zkey, hkey, tkey}) do
+    if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
+  end
+end
+local function wait_for(window)
+  redis.call('SET', tkey, tostring(total), 'KEEPTTL')
+  keep(window)
   local oldest = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
   if oldest[2] == nil then return {'wait', tostring(window)} end
   return {'wait', tostring(math.max(1, tonumber(oldest[2]) + window - now))}
 end
+`;
+
+const RESERVE = `${EXPIRE}
+local cost, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+if total + cost > limit + 1e-9 then return wait_for(window) end
 if ARGV[4] ~= '1' then return {'fits', ''} end
 local id = time[1] .. time[2] .. ':' .. ARGV[5]
 redis.call('ZADD', zkey, now, id)
 redis.call('HSET', hkey, id, tostring(cost))
-redis.call('SET', tkey, tostring(total + cost), 'PX', window)
-redis.call('PEXPIRE', zkey, window)
-redis.call('PEXPIRE', hkey, window)
+redis.call('SET', tkey, tostring(total + cost), 'KEEPTTL')
+keep(window)
 return {'held', id}
+`;
+
+/* A lease (BudgetLeasing): up to ARGV[4], at least ARGV[1], dated ARGV[5] ms ahead, its id prefixed by its owner ARGV[6]. */
+const LEASE = `${EXPIRE}
+local least, limit, want, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+if total + least > limit + 1e-9 then return wait_for(window) end
+local granted = math.max(least, math.min(want, limit - total))
+local id = ARGV[6] .. '/' .. time[1] .. time[2] .. ':' .. ARGV[7]
+redis.call('ZADD', zkey, now + lease, id)
+redis.call('HSET', hkey, id, tostring(granted))
+redis.call('SET', tkey, tostring(total + granted), 'KEEPTTL')
+keep(lease + window)
+return {'held', id, tostring(granted)}
 `;
 
 const SETTLE = `
@@ -57,12 +77,20 @@ const KEY_PREFIX = 'agentgov:';
 type Script = (...args: unknown[]) => Promise<unknown>;
 
 /** Budgets shared by all gateway instances (REDIS_URL). */
-export class RedisBudgetLedger implements BudgetLedger {
+export class RedisBudgetLedger implements BudgetLedger, BudgetLeasing {
   private sequence = 0;
 
   constructor(private readonly redis: Redis) {
     redis.defineCommand('agentgovBudgetReserve', { numberOfKeys: 3, lua: RESERVE });
     redis.defineCommand('agentgovBudgetSettle', { numberOfKeys: 3, lua: SETTLE });
+    redis.defineCommand('agentgovBudgetLease', { numberOfKeys: 3, lua: LEASE });
+  }
+
+  async lease(key: string, owner: string, least: number, want: number, limit: number, windowMs: number, leaseMs: number): Promise<BudgetLeaseAnswer> {
+    const args = [String(least), String(limit), String(windowMs), String(want), String(leaseMs), owner, String(++this.sequence % 1e9)];
+    const [kind, value, granted] = (await this.script('agentgovBudgetLease').call(this.redis, ...keysOf(key), ...args)) as [string, string, string?];
+    if (kind === 'wait') return { retryAfterMs: Number(value) };
+    return { id: value, granted: Number(granted) };
   }
 
   reserve(key: string, cost: number, limit: number, windowMs: number): Promise<BudgetAnswer> {

@@ -109,7 +109,7 @@ export class McpGovernor {
   async filter(caller: McpCaller, kind: ListingKind, items: readonly Listed[]): Promise<Set<Listed>> {
     const { principal, server } = caller;
     const pinned = kind === 'resource' ? undefined : await this.pins.check(principal.agent.orgId, server.name, items.map((item) => item.definition), { fresh: true });
-    const policies = await this.decisions.policiesOf(principal.agent.orgId);
+    const policies = await this.decisions.policiesFor(principal.agent);
     const offered = new Set<Listed>();
     for (const item of items) {
       const state = pinned?.get(item.definition.name);
@@ -121,7 +121,7 @@ export class McpGovernor {
       }
       if (state?.newcomer === true) this.recordNewcomer(caller, item.definition.name);
       if (request.tool !== undefined) request.tool = { ...request.tool, pinned: true };
-      if (policies.set.denialRegardlessOfRequest(this.decisions.inputFor(principal, request), policies.set.applicable(request)) === undefined) offered.add(item);
+      if (policies.denialRegardlessOfRequest(this.decisions.inputFor(principal, request), policies.applicable(request)) === undefined) offered.add(item);
     }
     return offered;
   }

@@ -11,12 +11,15 @@ import { PolicyTestFile } from './policy-test.entity';
 import { PolicyTestsController } from './policy-tests.controller';
 import { PolicyTestsService } from './policy-tests.service';
 import { PolicyVersion } from '../policy-changes/policy-version.entity';
+import { PolicyCanariesController } from './policy-canaries.controller';
+import { PolicyCanariesService } from './policy-canaries.service';
+import { PolicyCanary } from './policy-canary.entity';
 
-/** Policy storage, versions, stored tests, the admin API and the compiled-set registry. */
+/** Policy storage, versions, stored tests, canary rollouts, the admin API and the compiled-set registry. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Policy, PolicyVersion, PolicyTestFile]), AuditModule, OrganizationsModule, PolicyChangesModule],
-  controllers: [PoliciesController, PolicyTestsController],
-  providers: [PoliciesService, PolicyTestsService, PolicyRegistry],
-  exports: [PoliciesService, PolicyRegistry, PolicyChangesModule],
+  imports: [TypeOrmModule.forFeature([Policy, PolicyVersion, PolicyTestFile, PolicyCanary]), AuditModule, OrganizationsModule, PolicyChangesModule],
+  controllers: [PoliciesController, PolicyTestsController, PolicyCanariesController],
+  providers: [PoliciesService, PolicyTestsService, PolicyRegistry, PolicyCanariesService],
+  exports: [PoliciesService, PolicyRegistry, PolicyCanariesService, PolicyChangesModule],
 })
 export class PoliciesModule {}

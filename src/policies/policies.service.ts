@@ -20,7 +20,16 @@ import { forcedDetails, PolicyTestsService, testsFailed } from './policy-tests.s
 import { PolicyDetailView, PolicyListView, PolicyTestFailureView, PolicyVersionListView, PolicyView, ValidationResultView } from './policies.dto';
 
 /** Who changes policies: an admin token, the CLI, or the policies file. */
-export type PolicyActor = AdminPrincipal | { orgId: string; tokenId: 'cli' | 'file' | `git:${string}` };
+export type PolicyActor = AdminPrincipal | { orgId: string; tokenId: 'cli' | 'file' | 'gateway' | `git:${string}` };
+
+/** A canary rollout's new version, put in force by its promotion. */
+export interface PromotedCanary {
+  name: string;
+  source: string;
+  definition: PolicyDefinition;
+  /** Ends the rollout in the promotion's transaction. */
+  end: (manager: EntityManager, version: number) => Promise<void>;
+}
 
 interface Change {
   name: string;
@@ -69,6 +78,7 @@ export class PoliciesService {
     await this.commit(actor, async (manager, version) => {
       const existing = await manager.getRepository(Policy).findOne({ where: { orgId: actor.orgId, name } });
       refuseGitOwned(existing);
+      await refuseRolledOut(manager, actor.orgId, name);
       if (existing === null) {
         await this.organizations.assertCanAdd(manager, actor.orgId, 'policies', () => manager.getRepository(Policy).count({ where: { orgId: actor.orgId } }));
         created = true;
@@ -91,6 +101,7 @@ export class PoliciesService {
       const existing = await manager.getRepository(Policy).findOne({ where: { orgId: actor.orgId, name } });
       if (existing === null) throw AppError.notFound('policy', name);
       refuseGitOwned(existing);
+      await refuseRolledOut(manager, actor.orgId, name);
       if (existing.definition.mode !== 'shadow') throw new AppError(ErrorCode.Conflict, `policy ${name} is already in force: only a shadow policy is promoted`);
       const { mode: _shadow, ...definition } = existing.definition;
       const source = stringify(definition);
@@ -100,9 +111,28 @@ export class PoliciesService {
     return this.get(actor as AdminPrincipal, name);
   }
 
+  /**
+   * Puts a canary rollout's new version in force (docs/policies.md "Canary rollouts"), ending the
+   * rollout in the same transaction: one new version, refused like any change when stored tests
+   * fail, unless forced. The version in force when the rollout started is replaced; a new policy
+   * is created.
+   */
+  async promoteCanary(actor: PolicyActor, canary: PromotedCanary, force = false): Promise<number> {
+    const version = await this.commit(actor, async (manager, next) => {
+      const existing = await manager.getRepository(Policy).findOne({ where: { orgId: actor.orgId, name: canary.name } });
+      refuseGitOwned(existing);
+      if (existing === null) await this.organizations.assertCanAdd(manager, actor.orgId, 'policies', () => manager.getRepository(Policy).count({ where: { orgId: actor.orgId } }));
+      await canary.end(manager, next);
+      await this.write(manager, actor.orgId, canary.definition, canary.source, 'api', next, existing);
+      return [{ name: canary.name, kind: existing === null ? 'created' : 'updated', source: canary.source }];
+    }, force);
+    return version!;
+  }
+
   async remove(actor: PolicyActor, name: string, force = false): Promise<{ version: number }> {
     const version = await this.commit(actor, async (manager) => {
       refuseGitOwned(await manager.getRepository(Policy).findOne({ where: { orgId: actor.orgId, name } }));
+      await refuseRolledOut(manager, actor.orgId, name);
       const result = await manager.getRepository(Policy).delete({ orgId: actor.orgId, name });
       if (!result.affected) throw AppError.notFound('policy', name);
       return [{ name, kind: 'deleted', source: null }];
@@ -237,6 +267,12 @@ export class PoliciesService {
  */
 export function parseProposedSource(source: string): PolicyDefinition[] {
   return loadPolicyFileOrDocument(source, 'proposed');
+}
+
+/** A policy being rolled out changes through its rollout (promoted or aborted), or another edit would be compared as the canary. */
+async function refuseRolledOut(manager: EntityManager, orgId: string, name: string): Promise<void> {
+  const rows: Array<{ id: string }> = await manager.query(`SELECT id FROM policy_canaries WHERE org_id = $1 AND policy_name = $2 AND state = 'running'`, [orgId, name]);
+  if (rows.length > 0) throw new AppError(ErrorCode.Conflict, `policy ${name} has a canary rollout running (${rows[0].id}): promote or abort it first`);
 }
 
 /** A policy kept in git changes there, never through the API or the CLI: the next commit would undo the edit. */

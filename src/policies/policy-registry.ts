@@ -9,6 +9,7 @@ import { formatPolicyError, PolicyLoadError } from '../policy-engine/errors';
 import { PolicySet } from '../policy-engine/policy-set';
 import type { PolicyDefinition } from '../policy-engine/types';
 import type { LoadedPolicies, PolicySource } from '../decisions/decision-sources';
+import { LoadedCanary, loadCanary } from '../decisions/canary-cohort';
 
 /**
  * Compiled policy sets per organization for the decision path: compiled once per change, kept
@@ -73,7 +74,32 @@ export class PolicyRegistry implements PolicySource, OnModuleInit {
       [orgId],
     );
     const version = rows.length > 0 ? Number(rows[0].version ?? 0) : await this.currentVersion(orgId);
-    return { set: this.compile(orgId, rows.map((row) => row.definition)), version };
+    const definitions = rows.map((row) => row.definition);
+    const loaded: LoadedPolicies = { set: this.compile(orgId, definitions), version };
+    const canary = await this.canaryOf(orgId, definitions);
+    if (canary !== undefined) loaded.canary = canary;
+    return loaded;
+  }
+
+  /**
+   * The organization's running rollout, compiled. Checked when it started; should it no longer
+   * compile beside the policies in force, every agent decides on those (logged), which is what
+   * ending it would do.
+   */
+  private async canaryOf(orgId: string, definitions: PolicyDefinition[]): Promise<LoadedCanary | undefined> {
+    const rows: Array<{ id: string; policy_name: string; share: number; definition: PolicyDefinition }> = await this.dataSource.query(
+      `SELECT id, policy_name, share, definition FROM policy_canaries WHERE org_id = $1 AND state = 'running'`,
+      [orgId],
+    );
+    if (rows.length === 0) return undefined;
+    const [row] = rows;
+    try {
+      return loadCanary(definitions, { id: row.id, policy: row.policy_name, share: row.share, definition: row.definition }, orgId);
+    } catch (error) {
+      if (!(error instanceof PolicyLoadError)) throw error;
+      this.logger.error({ orgId, rollout: row.id, errors: error.errors.map(formatPolicyError) }, 'canary rollout does not compile beside the policies in force; every agent decides on those');
+      return undefined;
+    }
   }
 
   private async currentVersion(orgId: string): Promise<number> {

@@ -60,7 +60,8 @@ export function budgetTest(ir: BudgetIr, site: RateLimitSite): RateTest {
 
 function held(answer: BudgetAnswer, key: string, cost: number, ir: BudgetIr, label: string, recorder: RateLimitRecorder): boolean {
   if ('retryAfterMs' in answer) return recorder.record(label, Math.max(1, answer.retryAfterMs), true);
-  recorder.env.holds?.push({ key, id: answer.id, cost, limit: ir.limit, windowMs: ir.windowMs });
+  // An empty id holds nothing new: a budget another question of the same request already reserved (onceLedger), or a dry run.
+  if (answer.id !== '') recorder.env.holds?.push({ key, id: answer.id, cost, limit: ir.limit, windowMs: ir.windowMs });
   return recorder.record(label, 0, true);
 }
 

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { BudgetAnswer, BudgetHold, BudgetLedger } from './types';
+import type { BudgetAnswer, BudgetHold, BudgetLeaseAnswer, BudgetLeasing, BudgetLedger } from './types';
 
 /** Options of the in-process ledger. */
 export interface InMemoryBudgetLedgerOptions {
@@ -56,7 +56,7 @@ class Totals {
  * in the window, each at its settled (or still reserved) cost. Reserve, settle and expiry cost
  * O(1) amortised; memory is bounded by maxKeys totals of at most maxEntriesPerKey reservations.
  */
-export class InMemoryBudgetLedger implements BudgetLedger {
+export class InMemoryBudgetLedger implements BudgetLedger, BudgetLeasing {
   private readonly totals: LRUCache<string, Totals>;
   private readonly maxKeys: number;
   private readonly maxEntriesPerKey: number;
@@ -79,6 +79,20 @@ export class InMemoryBudgetLedger implements BudgetLedger {
     totals.byId.set(entry.id, entry);
     totals.total += cost;
     return { id: entry.id };
+  }
+
+  lease(key: string, owner: string, least: number, want: number, limit: number, windowMs: number, leaseMs: number, nowMs: number): BudgetLeaseAnswer {
+    const totals = this.touch(key, nowMs, windowMs);
+    const wait = this.waitFor(totals, least, limit, windowMs, nowMs);
+    if (wait > 0) return { retryAfterMs: wait };
+    const granted = Math.max(least, Math.min(want, limit - totals.total));
+    // Dated at the lease's end and pushed last: entries behind it may leave the window late, never early.
+    const ts = nowMs + leaseMs;
+    const entry: Entry = { id: `${owner}/${ts.toString(36)}.${(++this.sequence).toString(36)}`, ts, cost: granted, openUntil: ts + windowMs };
+    totals.entries.push(entry);
+    totals.byId.set(entry.id, entry);
+    totals.total += granted;
+    return { id: entry.id, granted };
   }
 
   peek(key: string, cost: number, limit: number, windowMs: number, nowMs: number): BudgetAnswer {

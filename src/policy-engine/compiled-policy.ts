@@ -3,6 +3,7 @@ import { compileCondition } from './compiler';
 import type { SyncTest } from './sync-test';
 import { caseInsensitiveGlobMatcher } from './glob';
 import type { RateTest } from './rate-limit-call';
+import { budgetKeyPrefix, budgetLabel } from './budget-call';
 import { parseDuration } from './duration';
 import type { Decision, Effect, FiredAlert, LabelGrant, MatchDefinition, MatchTarget, PolicyDefinition, RuleAction, RuleDefinition } from './types';
 
@@ -21,6 +22,16 @@ export interface CompiledRule {
   readonly grant: LabelGrant | null;
   /** True when the condition reads the request's `args.*` or `context.*`, or counts a rate limit. */
   readonly readsRequest: boolean;
+}
+
+/** One `budget(...)` call of a rule: where its totals are kept and what they may reach. */
+export interface BudgetSite {
+  /** Key prefix of its totals (`budgetKeyPrefix`); the partition follows. */
+  readonly prefix: string;
+  /** `100/1d per_agent budget`. */
+  readonly label: string;
+  readonly limit: number;
+  readonly windowMs: number;
 }
 
 /** A checked policy ready to compile. */
@@ -45,6 +56,8 @@ export class CompiledPolicy {
   readonly usesBudget: boolean;
   /** Reads an arg other than `path` and `method`, so the gateway must parse the JSON body. */
   readonly readsBodyArgs: boolean;
+  /** Its `budget(...)` calls, each with the key prefix of its totals (what a sidecar's lease names). */
+  readonly budgetSites: readonly BudgetSite[];
   readonly rules: readonly CompiledRule[];
   readonly matchesEverything: boolean;
   /** Whether the policy's `match` globs all accept the target; globs ignore case (docs/policies.md "Shape"). */
@@ -70,6 +83,9 @@ export class CompiledPolicy {
     this.usesSession = definition.rules.some((rule) => rule.action === 'label') || conditions.some((condition) => condition.readsSession);
     this.readsBodyArgs = [...this.argNames].some((name) => name !== 'path' && name !== 'method');
     this.rules = definition.rules.map((rule, index) => compileRule(definition.name, rule, index, conditions[index], namespace));
+    this.budgetSites = conditions.flatMap((condition, ruleIndex) =>
+      condition.budgets.map((ir) => Object.freeze({ prefix: budgetKeyPrefix(ir, { policy: definition.name, ruleIndex, namespace }), label: budgetLabel(ir), limit: ir.limit, windowMs: ir.windowMs })),
+    );
     this.matchesEverything = matchKeys(definition.match).length === 0;
     this.matches = targetMatcher(definition.match, matchKeys(definition.match));
     const pluginGlob = matchKeys(definition.match).includes('plugin') ? definition.match?.plugin : undefined;

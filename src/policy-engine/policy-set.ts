@@ -1,4 +1,4 @@
-import { CompiledPolicy, CompiledRule, decision } from './compiled-policy';
+import { BudgetSite, CompiledPolicy, CompiledRule, decision } from './compiled-policy';
 import { EvaluationTracer, ExplanationTracer } from './evaluation-tracer';
 import { peekingLimiter, RateLimitRecorder, RateTest } from './rate-limit-call';
 import { peekingLedger } from './budget-call';
@@ -46,6 +46,9 @@ export class PolicySet {
   /** Some policy reserves budgets: evaluations collect holds for the outcome to settle. */
   readonly usesBudget: boolean;
   private readonly byName: ReadonlyMap<string, CompiledPolicy>;
+  private readonly budgetsByPrefix: ReadonlyMap<string, BudgetSite>;
+  /** Labels some `label` rule puts on the agent, with the longest ttl any gives them. */
+  private readonly agentLabelTtls: ReadonlyMap<string, number>;
   /** Policies whose plugin glob accepts a plugin name: most policies select on the plugin, so this prunes early. */
   private readonly candidatesByPlugin = new Map<string, readonly CompiledPolicy[]>();
 
@@ -60,6 +63,32 @@ export class PolicySet {
     this.usesSession = this.policies.some((policy) => policy.usesSession);
     this.usesBudget = this.policies.some((policy) => policy.usesBudget);
     this.byName = new Map(this.policies.map((policy) => [policy.name, policy]));
+    const ttls = new Map<string, number>();
+    for (const rule of this.policies.flatMap((policy) => policy.rules)) {
+      if (rule.grant?.scope !== 'agent') continue;
+      for (const label of rule.grant.labels) ttls.set(label, Math.max(ttls.get(label) ?? 0, rule.grant.ttlMs));
+    }
+    this.agentLabelTtls = ttls;
+    this.budgetsByPrefix = new Map(this.policies.flatMap((policy) => policy.budgetSites.map((site) => [site.prefix, site] as const)));
+  }
+
+  /** How long a `label` rule puts `label` on the agent (the longest, if several do), ms; undefined when none does (a session label). */
+  agentLabelTtl(label: string): number | undefined {
+    return this.agentLabelTtls.get(label);
+  }
+
+  /**
+   * The budget whose totals a key belongs to (a key is its site's prefix, then its partition),
+   * among the policies in force; undefined when none does (a policy changed or removed).
+   */
+  budgetOf(key: string): BudgetSite | undefined {
+    // The prefix's parts are URI-encoded (budgetKeyPrefix), so it ends at the key's sixth `:`; a per_session partition holds another.
+    let end = -1;
+    for (let i = 0; i < 6; i++) {
+      end = key.indexOf(':', end + 1);
+      if (end < 0) return undefined;
+    }
+    return this.budgetsByPrefix.get(key.slice(0, end + 1));
   }
 
   /**

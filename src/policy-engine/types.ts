@@ -157,6 +157,19 @@ export interface BudgetLedger {
 /** A reservation made, or the wait until the budget could take the cost. */
 export type BudgetAnswer = { readonly id: string } | { readonly retryAfterMs: number };
 
+/** A lease granted (its reservation id and how much it holds), or the wait until the budget could take the least asked. */
+export type BudgetLeaseAnswer = { readonly id: string; readonly granted: number } | { readonly retryAfterMs: number };
+
+/**
+ * Slices of budgets for edge sidecars (docs/sidecar.md "Budgets"). A lease is one reservation
+ * of up to `want` (at least `least`) dated at the lease's end, so it stays in the window as long
+ * as any call spent from it; returning it settles it at what was spent (BudgetLedger.settle).
+ * Its id starts with `<owner>/`, so only its owner returns it.
+ */
+export interface BudgetLeasing {
+  lease(key: string, owner: string, least: number, want: number, limit: number, windowMs: number, leaseMs: number, nowMs: number): BudgetLeaseAnswer | Promise<BudgetLeaseAnswer>;
+}
+
 /** What a `require_approval` rule asks of an approval. */
 export interface ApprovalRequirement {
   /** Tags of the approvers the request is meant for; empty: any admin of the organization. */

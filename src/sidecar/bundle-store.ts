@@ -7,6 +7,7 @@ import { BundleContent, BundleToolPin, bundleSignatureProblem, isNewerVersion, p
 import { AgentSnapshot, AgentSource, agentSnapshot, LoadedPolicies, PolicySource, VerificationKeySource } from '../decisions/decision-sources';
 import { JwkSet } from '../decisions/jwk-set';
 import { compilePolicies } from '../policy-engine/compile-policies';
+import { loadCanary } from '../decisions/canary-cohort';
 import { formatPolicyError, PolicyLoadError } from '../policy-engine/errors';
 import { readFileIfExists, writeFileAtomic } from './atomic-file';
 
@@ -282,6 +283,7 @@ export class BundleStore implements PolicySource, VerificationKeySource {
 
 async function activate(bundle: SignedBundle, etag: string | null, anchor: SignedBundle): Promise<ActiveBundle> {
   const set = compilePolicies(bundle.policies, { namespace: bundle.orgId });
+  const canary = bundle.canary === undefined ? undefined : loadCanary(bundle.policies, bundle.canary, bundle.orgId);
   const revoked = new Set(bundle.revoked);
   const agents = new Map<string, AgentSnapshot>();
   for (const agent of bundle.agents) {
@@ -289,7 +291,7 @@ async function activate(bundle: SignedBundle, etag: string | null, anchor: Signe
   }
   const apiKeyHashes = new Set((bundle.apiKeys ?? []).map((key) => key.hash));
   const toolPins = new Map((bundle.toolPins ?? []).map((pin) => [toolPinKey(pin.server, pin.tool), pin]));
-  return { bundle, etag, policies: { set, version: bundle.policyVersion }, agents, keys: await JwkSet.of(bundle.keys), apiKeyHashes, toolPins, appliedAtMs: Date.now(), anchor };
+  return { bundle, etag, policies: { set, version: bundle.policyVersion, ...(canary === undefined ? {} : { canary }) }, agents, keys: await JwkSet.of(bundle.keys), apiKeyHashes, toolPins, appliedAtMs: Date.now(), anchor };
 }
 
 function toolPinKey(server: string, tool: string): string {

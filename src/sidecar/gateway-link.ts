@@ -13,6 +13,9 @@ const REQUEST_TIMEOUT_MS = 10_000;
  */
 export const MAX_GATEWAY_ANSWER_BYTES = 64 * 1024 * 1024;
 
+/** Largest answer to postJson read: its answers are a few hundred bytes. */
+const MAX_SMALL_ANSWER_BYTES = 64 * 1024;
+
 /** An answer of the gateway, or `unreachable` when none came. */
 export type GatewayAnswer = { status: number; headers: Headers; text: string } | 'unreachable';
 
@@ -45,6 +48,17 @@ export class GatewayLink {
       const text = await boundedText(response, MAX_GATEWAY_ANSWER_BYTES);
       const answer = this.answered(response.status, response.headers, text ?? '');
       return text === null ? 'too_large' : answer;
+    } catch {
+      return this.unreachable();
+    }
+  }
+
+  /** The answer to `POST path` with a small JSON body, given up after `timeoutMs` (a budget lease, asked for on the request path). */
+  async postJson(path: string, body: unknown, timeoutMs: number): Promise<GatewayAnswer> {
+    try {
+      const response = await fetch(`${this.config.gatewayUrl}${path}`, { method: 'POST', headers: this.headers({ 'content-type': 'application/json' }), body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+      const text = await boundedText(response, MAX_SMALL_ANSWER_BYTES);
+      return this.answered(response.status, response.headers, text ?? '');
     } catch {
       return this.unreachable();
     }

@@ -4,6 +4,7 @@ import { AuditForwarder } from './audit-forwarder';
 import { AuditWal, WalState } from './audit-wal';
 import { BundleStore } from './bundle-store';
 import { BundleSync } from './bundle-sync';
+import { EdgeBudgetLedger } from './edge-budget-ledger';
 import { GatewayLink } from './gateway-link';
 
 /** GET /health of the sidecar (docs/sidecar.md), plus why it fails closed and its audit buffer. */
@@ -31,6 +32,8 @@ export interface SidecarHealthReport {
   failClosedReason: string | null;
   keyPinning: 'configured' | 'first-use' | 'none';
   audit: WalState & { lastForward: string | null; forwardError: string | null };
+  /** Budget leases held (one per budget being spent here) and those waiting for the gateway to take them back (docs/sidecar.md "Budgets"). */
+  budgetLeases: { held: number; returning: number };
 }
 
 const STARTED_MS = Date.now();
@@ -44,6 +47,7 @@ export class SidecarHealth {
     private readonly link: GatewayLink,
     private readonly wal: AuditWal,
     private readonly forwarder: AuditForwarder,
+    private readonly budgets: EdgeBudgetLedger,
   ) {}
 
   report(nowMs = Date.now()): SidecarHealthReport {
@@ -69,6 +73,7 @@ export class SidecarHealth {
       failClosedReason: failure,
       keyPinning: this.store.keyPinning,
       audit: { ...audit, lastForward: iso(this.forwarder.lastForwardMs), forwardError: this.forwarder.lastError },
+      budgetLeases: this.budgets.state(),
     };
   }
 }

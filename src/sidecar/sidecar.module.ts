@@ -1,4 +1,3 @@
-import { EDGE_BUDGET_LEDGER } from './edge-budget-ledger';
 import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import type { Logger } from 'pino';
@@ -30,6 +29,7 @@ import { AgentTokenMcpAuthentication, MCP_AUTHENTICATION } from '../mcp/mcp-auth
 import { McpGovernor } from '../mcp/mcp-governor';
 import { NO_PINNING, TOOL_PINS } from '../mcp/tool-pins';
 import { EdgeToolPins } from './edge-tool-pins';
+import { EdgeBudgetLedger } from './edge-budget-ledger';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
@@ -85,7 +85,8 @@ export class SidecarModule {
             { provide: DECISION_LOG, useExisting: AuditWal },
             { provide: APPROVAL_DESK, useClass: GatewayApprovals },
             { provide: RATE_LIMITER, useFactory: () => new SlidingWindowLimiter() },
-            { provide: BUDGET_LEDGER, useValue: EDGE_BUDGET_LEDGER },
+            EdgeBudgetLedger,
+            { provide: BUDGET_LEDGER, useExisting: EdgeBudgetLedger },
             {
               provide: DECISION_SETTINGS,
               inject: [BundleStore],

@@ -356,6 +356,29 @@ describe('the dashboard at /dashboard', () => {
     await screenshot(page, 'policy');
   });
 
+  it('shows a canary rollout with both cohorts’ rates, and aborts it', async () => {
+    const version = 'name: no-orders\nmatch: { action: "write:orders*" }\nrules:\n  - name: unprivileged-orders\n    condition: agent.trust_tier < privileged\n    action: deny\n    reason: Orders need a privileged agent\n';
+    const started = await gateway.admin<{ id: string }>('POST', '/admin/canaries', { policy: 'no-orders', source: version, share: 50, minDecisions: 1_000_000 });
+    expect(started.status).toBe(201);
+    const agents = Object.values(gateway.agents);
+    for (const agent of agents) await gateway.proxy(agent, 'POST', '/orders', { item: 'pen' });
+    const page = await signIn('/dashboard/policies');
+    const row = page.getByTestId('canaries').locator('tbody tr').first();
+    await textWhen(row, (text) => text.includes('running'), 'the running canary rollout');
+    type Cohort = { decisions: number; denyRate: number };
+    await eventually(async () => {
+      await page.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link', { name: 'Policies' }).click();
+      const shown = (await gateway.admin<{ canary: Cohort; stable: Cohort }>('GET', `/admin/canaries/${started.body.id}`)).body;
+      if (shown.canary.decisions + shown.stable.decisions < agents.length) return false;
+      const text = (await row.textContent()) ?? '';
+      return text.includes(`${integer.format(shown.canary.decisions)} decisions · ${shown.canary.denyRate}% denied`) && text.includes(`${integer.format(shown.stable.decisions)} decisions · ${shown.stable.denyRate}% denied`);
+    }, 20_000, 'both cohorts’ rates as the API gives them');
+    await screenshot(page, 'canaries');
+    await page.getByRole('button', { name: 'Abort the canary of no-orders' }).click();
+    await textWhen(row, (text) => text.includes('aborted by hand'), 'the aborted rollout');
+    expect((await gateway.admin<{ state: string }>('GET', `/admin/canaries/${started.body.id}`)).body.state).toBe('aborted');
+  });
+
   it('shows the sidecar fleet with its bundle age and audit gaps', async () => {
     const page = await signIn('/dashboard/sidecars');
     const [sidecar] = (await gateway.admin<{ sidecars: Array<{ id: string; received: number; gaps: unknown[] }> }>('GET', '/admin/sidecars')).body.sidecars;

@@ -10,6 +10,12 @@
  * ends; one that disconnects mid-transaction is rolled back. The gateway's embedded mode uses
  * pglite-socket with a single connection, where interleaving cannot happen.
  *
+ * LISTEN/NOTIFY reach the connections that listen, as on PostgreSQL: PGlite's one session writes
+ * a NotificationResponse into the output of whichever statement committed the NOTIFY (a CLI's
+ * policy change, say), so the server takes each one out of that output and sends it to every
+ * connection that ran LISTEN on its channel (a running gateway's cluster event listener).
+ * Without that, a change made by another process never reached a gateway on this database.
+ *
  * `COPY ... FROM STDIN` (the gateway's audit writer on PostgreSQL) is served here, since PGlite's
  * single-user backend cannot read CopyData from the protocol: the server answers CopyInResponse,
  * collects the data up to CopyDone and runs the statement as PGlite's `COPY ... FROM '/dev/blob'`.
@@ -32,6 +38,11 @@ const COMMAND_COMPLETE = 0x43;
 const ERROR_RESPONSE = 0x45;
 const READY_FOR_QUERY = 0x5a;
 const COPY_FROM_STDIN = /^\s*COPY\s+([\s\S]+?)\s+FROM\s+STDIN\s*;?\s*$/i;
+const NOTIFICATION_RESPONSE = 0x41;
+const LISTEN = /^\s*(UN)?LISTEN\s+"?([A-Za-z_][\w$]*)"?\s*;?\s*$/i;
+
+/** Connections listening, by channel. */
+const listeners = new Map();
 
 const queue = [];
 let owner = null;
@@ -76,12 +87,57 @@ function receive(connection, chunk) {
       continue;
     }
     if (type === QUERY && startCopy(connection, message)) continue;
+    if (type === QUERY) noteListen(connection, message);
     connection.group.push(message);
     if (type === SYNC || type === QUERY) {
       enqueue(connection, Buffer.concat(connection.group));
       connection.group = [];
     }
   }
+}
+
+/** Records a LISTEN or UNLISTEN sent as a simple Query (as `pg` sends them). */
+function noteListen(connection, query) {
+  const match = LISTEN.exec(query.toString('utf8', 5, query.length - 1));
+  if (!match) return;
+  const channel = match[2].toLowerCase();
+  if (match[1]) {
+    listeners.get(channel)?.delete(connection);
+    return;
+  }
+  if (!listeners.has(channel)) listeners.set(channel, new Set());
+  listeners.get(channel).add(connection);
+}
+
+/**
+ * The output of one unit, passed on to its connection, but for NotificationResponse messages,
+ * which go to the connections listening on their channel. Messages may span chunks: an
+ * incomplete one waits for the rest.
+ */
+function routedOutput(connection) {
+  let pending = Buffer.alloc(0);
+  return (data) => {
+    pending = pending.length === 0 ? data : Buffer.concat([pending, data]);
+    const passed = [];
+    let offset = 0;
+    while (pending.length - offset >= 5) {
+      const total = 1 + pending.readInt32BE(offset + 1);
+      if (pending.length - offset < total) break;
+      const one = pending.subarray(offset, offset + total);
+      if (one[0] === NOTIFICATION_RESPONSE) notify(Buffer.from(one));
+      else passed.push(one);
+      offset += total;
+    }
+    pending = Buffer.from(pending.subarray(offset));
+    if (passed.length > 0 && !connection.socket.destroyed) connection.socket.write(Buffer.concat(passed));
+  };
+}
+
+/** A NotificationResponse (process id, channel, payload) to every connection listening on its channel. */
+function notify(notification) {
+  const end = notification.indexOf(0, 9);
+  const channel = notification.toString('utf8', 9, end).toLowerCase();
+  for (const connection of listeners.get(channel) ?? []) if (!connection.socket.destroyed) connection.socket.write(notification);
 }
 
 function enqueue(connection, bytes) {
@@ -158,14 +214,10 @@ async function drain() {
       const [unit] = queue.splice(index, 1);
       try {
         if (unit.copy) await runCopy(unit);
-        else
-          await db.runExclusive(() =>
-            db.execProtocolRawStream(unit.bytes, {
-              onRawData: (data) => {
-                if (!unit.connection.socket.destroyed) unit.connection.socket.write(data);
-              },
-            }),
-          );
+        else {
+          const output = routedOutput(unit.connection);
+          await db.runExclusive(() => db.execProtocolRawStream(unit.bytes, { onRawData: (data) => output(Buffer.from(data)) }));
+        }
       } catch {
         // What the backend could not take ends that connection, never the server.
         unit.connection.socket.destroy();
@@ -180,6 +232,7 @@ async function drain() {
 }
 
 async function release(connection) {
+  for (const listening of listeners.values()) listening.delete(connection);
   for (let i = queue.length - 1; i >= 0; i--) if (queue[i].connection === connection) queue.splice(i, 1);
   if (owner !== connection) return;
   owner = null;

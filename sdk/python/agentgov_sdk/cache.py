@@ -16,7 +16,7 @@ from .decision import CheckRequest, Decision
 def request_hash(request: CheckRequest) -> str:
     """A stable hash of everything a decision can depend on (trace id excluded)."""
     material = [request.agent_id, request.plugin, request.function, request.action, request.resource,
-                request.trust_tier, request.args, request.context]
+                request.trust_tier, request.session_id, request.args, request.context]
     encoded = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
 

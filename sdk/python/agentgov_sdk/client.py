@@ -26,6 +26,7 @@ from .cache import DecisionCache, request_hash
 from .decision import CheckRequest, Decision, DecisionSource, SoftDenial
 from .errors import ApprovalPendingError, GatewayError, GatewayTimeoutError, GatewayUnreachableError, PolicyDeniedError
 from .options import MAX_APPROVAL_WAIT_SECONDS, ClientOptions, EffectiveOptions
+from .session import current_session
 from .transports import GrpcTransport, HttpTransport, json_values
 
 logger = logging.getLogger("agentgov_sdk")
@@ -242,7 +243,7 @@ class Client:
         return CheckRequest(
             agent_id=self.options.agent_id, plugin=plugin, function=function, args=dict(args or {}),
             context=dict(context or {}), trust_tier=effective.trust_tier, action=action, resource=resource, trace_id=trace_id,
-            approval_id=approval_id,
+            approval_id=approval_id, session_id=current_session() or self.options.session_id or "",
         )
 
     def _after_approval(self, request: CheckRequest, pending: Decision, effective: EffectiveOptions) -> Decision:

@@ -26,6 +26,8 @@ class CheckRequest:
     trace_id: str = ""
     # The approval of an earlier pending answer, presented for this very call (docs/approvals.md).
     approval_id: str = ""
+    # The session the call belongs to ('' for the agent's own scope; docs/policies.md "Sessions").
+    session_id: str = ""
 
 
 @dataclass(frozen=True)

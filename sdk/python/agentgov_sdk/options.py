@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Literal, Mapping, Optional
 from urllib.parse import urlsplit
 
+from .session import check_session_id
+
 FailureMode = Literal["fail-closed", "fail-open"]
 # When an audit event is durable: "batch" once per audit window (one fsync for the window's
 # events, just before they are sent: a crash of the machine, not of the process, loses at most the
@@ -55,6 +57,9 @@ class ClientOptions:
     # How long guard() waits for a person to decide a call a `require_approval` rule holds
     # (docs/approvals.md); 0 does not wait (the pending call is denied at once).
     approval_wait_seconds: float = 300.0
+    # The session the calls belong to (docs/policies.md "Sessions"); None: the agent's own scope.
+    # session() names one for the calls of a flow instead.
+    session_id: Optional[str] = None
 
     def __post_init__(self) -> None:
         for name in ("gateway_url", "api_key", "agent_id"):
@@ -81,6 +86,8 @@ class ClientOptions:
             raise ValueError(f"approval_wait_seconds must be between 0 and {MAX_APPROVAL_WAIT_SECONDS}")
         if self.audit_flush_interval_seconds <= 0:
             raise ValueError("audit_flush_interval_seconds must be greater than 0")
+        if self.session_id is not None:
+            check_session_id(self.session_id, "session_id")
 
     def resolved_grpc_address(self) -> str:
         """The gRPC address: grpc_address, else the gateway URL's host on port 50051."""

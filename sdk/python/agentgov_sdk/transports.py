@@ -53,7 +53,7 @@ class GrpcTransport:
             agent_id=request.agent_id, action=request.action, resource=request.resource,
             plugin=request.plugin, function=request.function, args=_struct(request.args),
             context=_struct(request.context), trust_tier=request.trust_tier, trace_id=request.trace_id,
-            approval_id=request.approval_id,
+            approval_id=request.approval_id, session_id=request.session_id,
         )
         try:
             answer = self._stub.Evaluate(message, timeout=timeout, metadata=self._metadata)
@@ -147,7 +147,8 @@ class HttpTransport:
             "agentId": request.agent_id, "plugin": request.plugin, "function": request.function,
             "arguments": dict(request.args), "context": dict(request.context), "trustTier": request.trust_tier,
         }
-        for name, value in (("action", request.action), ("resource", request.resource), ("traceId", request.trace_id), ("approvalId", request.approval_id)):
+        for name, value in (("action", request.action), ("resource", request.resource), ("traceId", request.trace_id), ("approvalId", request.approval_id),
+                            ("sessionId", request.session_id)):
             if value:
                 body[name] = value
         return Decision.from_check_json(self.post("/v1/check", body, timeout))

@@ -13,6 +13,8 @@ export const {
   PolicyDeniedError,
   ApprovalPendingError,
   summaryOf,
+  inSession,
+  currentSession,
   DecisionTokenError,
   DecisionTokenVerifier,
   requestHash,

@@ -10,8 +10,8 @@ interface Entry {
 
 /**
  * Decisions the gateway marked cacheable, keyed by the policy version they were made on and a
- * hash of the question (agent, plugin, function, args, context, tier). A newer policy version
- * (from an answer or a Subscribe event) empties it: every entry was made on an older one.
+ * hash of the question (agent, plugin, function, args, context, tier, session). A newer policy
+ * version (from an answer or a Subscribe event) empties it: every entry was made on an older one.
  *
  * Bound: `maxEntries` (default 10,000). Eviction: when full, the entry put longest ago goes
  * (first in, first out, through a ring of keys the size of the bound); an expired entry goes when
@@ -40,7 +40,7 @@ export class DecisionCache {
    * question asked with its keys in another order is only a cache miss, never a wrong answer.
    */
   static hashOf(request: CheckRequest): string {
-    return hash('sha256', JSON.stringify([request.agentId, request.plugin, request.function, request.args, request.context, request.trustTier]), 'base64url');
+    return hash('sha256', JSON.stringify([request.agentId, request.plugin, request.function, request.args, request.context, request.trustTier, request.sessionId ?? '']), 'base64url');
   }
 
   /** The cached decision for `hash` on the current policy version, if still fresh. */

@@ -8,6 +8,7 @@ import { ApprovalPendingError, GatewayRejectedError, GatewayTimeoutError, Gatewa
 import { GrpcTransport } from './grpc-transport';
 import { HttpTransport } from './http-transport';
 import { raisedSummary, summaryOf } from './result-summary';
+import { currentSession } from './session';
 import { CallOptions, callOptions, GovernanceOptions, MAX_APPROVAL_WAIT_SECONDS, ResolvedOptions, resolveOptions } from './options';
 import type { ApprovalStatus, CheckRequest, CheckResult, GatewayDecision, Transport } from './transport';
 import { WriteAheadLog } from './write-ahead-log';
@@ -123,6 +124,8 @@ export class GovernanceClient {
   private async decide(plugin: string, fn: string, args: Record<string, unknown>, context: Record<string, unknown>, call: CallOptions, approvalId?: string): Promise<CheckResult> {
     const request: CheckRequest = { agentId: this.options.agentId, plugin, function: fn, args, context, trustTier: call.trustTier };
     if (approvalId !== undefined && approvalId !== '') request.approvalId = approvalId;
+    const sessionId = currentSession() ?? this.options.sessionId;
+    if (sessionId !== '') request.sessionId = sessionId;
     refuseNonFinite(request);
     // An answer to an approval is never cacheable, and a cached answer must not stand in for presenting one.
     const hash = this.options.cache && request.approvalId === undefined ? DecisionCache.hashOf(request) : '';

@@ -6,6 +6,7 @@ export type { RejectionCode } from './errors';
 export type { FailureMode, GovernanceOptions, PluginOptions } from './options';
 export type { AnswerSource, ApprovalStatus, CheckResult } from './transport';
 export { summaryOf } from './result-summary';
+export { currentSession, inSession } from './session';
 export { DecisionTokenError, DecisionTokenVerifier, requestHash } from './decision-token-verifier';
 export type { DecisionTokenProblem, DecisionTokenVerifierOptions, JsonWebKeySet, ReceivedRequest, VerifiedDecision } from './decision-token-verifier';
 export { decisionTokenMiddleware } from './decision-token-middleware';

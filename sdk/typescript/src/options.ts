@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { MAX_AUDIT_BATCH } from './audit-event';
+import { checkedSessionId } from './session';
 
 export type FailureMode = 'fail-closed' | 'fail-open';
 
@@ -64,9 +65,18 @@ export interface GovernanceOptions {
    * not wait: the pending call is treated as denied at once.
    */
   approvalWaitSeconds?: number;
+  /**
+   * The session the calls belong to (docs/policies.md "Sessions"): 1 to 128 characters of
+   * `A-Z a-z 0-9 . _ : -`. Default: none, the agent's own scope. inSession() names one for the
+   * calls of a flow instead.
+   */
+  sessionId?: string;
 }
 
-/** The options with every default filled in; auditLogPath null: a file of its own in auditDirectory. */
+/**
+ * The options with every default filled in; auditLogPath null: a file of its own in
+ * auditDirectory; sessionId '': none named.
+ */
 export type ResolvedOptions = Required<Omit<GovernanceOptions, 'plugins' | 'auditLogPath'>> & { plugins: Record<string, PluginOptions>; auditLogPath: string | null };
 
 /** What applies to one call of `plugin`. */
@@ -100,6 +110,7 @@ export function resolveOptions(options: GovernanceOptions): ResolvedOptions {
     auditFlushMs: positive(options.auditFlushMs, 'auditFlushMs', MAX_TIMER_MS) ?? 1000,
     grpcRetrySeconds: positive(options.grpcRetrySeconds, 'grpcRetrySeconds') ?? 5,
     approvalWaitSeconds: approvalWait(options.approvalWaitSeconds),
+    sessionId: options.sessionId === undefined ? '' : checkedSessionId(options.sessionId, 'sessionId'),
   };
 }
 

@@ -8,6 +8,8 @@ export interface CheckRequest {
   trustTier: string;
   /** The approval of an earlier `pending` answer, presented for this very request (same agent, plugin, function, args). */
   approvalId?: string;
+  /** The session the call belongs to (docs/policies.md "Sessions"); absent: the agent's own scope. */
+  sessionId?: string;
 }
 
 /** The gateway's answer, the same whichever transport brought it. */

@@ -238,7 +238,8 @@ describe('transports', () => {
   it('tries gRPC again grpcRetrySeconds after falling back, and stays on it once it answers', async () => {
     const relay = await TcpRelay.listen(await freePort(), gateway.grpcPort);
     await relay.close();
-    const recovering = await client({ grpcAddress: `127.0.0.1:${relay.port}`, grpcRetrySeconds: 0.2 });
+    // No cache: once the Subscribe stream connects, a cached HTTP answer would stand in for every later check.
+    const recovering = await client({ grpcAddress: `127.0.0.1:${relay.port}`, grpcRetrySeconds: 0.2, cache: false });
     expect(await recovering.check('FilePlugin', 'ReadFile', { path: '/tmp/a' })).toMatchObject({ via: 'http' });
     await relay.open();
     try {

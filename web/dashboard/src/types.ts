@@ -51,6 +51,33 @@ export interface ShadowPolicyStat {
   topActions: Array<{ key: string; count: number }>;
 }
 
+/** One cohort of a canary rollout (GET /admin/canaries): the decisions the rolled-out policy applied to. */
+export interface CanaryCohort {
+  decisions: number;
+  denied: number;
+  denyRate: number;
+  approvals: number;
+  approvalRate: number;
+  errors: number;
+  errorRate: number;
+}
+
+/** GET /admin/canaries: a canary rollout (docs/policies.md "Canary rollouts"). */
+export interface Canary {
+  id: string;
+  policy: string;
+  state: 'running' | 'promoted' | 'rolled_back' | 'aborted';
+  share: number;
+  margin: number;
+  minDecisions: number;
+  startedAt: string;
+  endsAt: string;
+  endedAt: string | null;
+  outcome: string | null;
+  canary: CanaryCohort;
+  stable: CanaryCohort;
+}
+
 export interface PolicyStat {
   name: string;
   triggered: number;

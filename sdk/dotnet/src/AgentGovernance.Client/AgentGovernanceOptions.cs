@@ -1,11 +1,12 @@
 using System.ComponentModel;
 using System.Globalization;
+using Grpc.Net.Client;
 
 namespace AgentGovernance;
 
 /// <summary>
 /// Options of a <see cref="GovernanceClient"/>: the adapter options (GatewayUrl, ApiKey, AgentId,
-/// DefaultTrustTier, ThrowOnDenied, TimeoutSeconds, per-plugin overrides), the failure mode, and
+/// DefaultTrustTier, ThrowOnDenied, Timeout, SessionId, per-plugin overrides), the failure mode, and
 /// the cache and audit settings. Bound from the <c>AgentGovernance</c> configuration section by
 /// <c>services.AddAgentGovernanceClient(configuration)</c>.
 /// </summary>
@@ -35,10 +36,41 @@ public sealed class AgentGovernanceOptions
     /// <summary>A denial throws <see cref="PolicyDeniedException"/> (a timed-out check under fail-closed: <see cref="GatewayTimeoutException"/>) (default); when false it is a soft denial. Either way a denied call does not run.</summary>
     public bool ThrowOnDenied { get; set; } = true;
 
-    /// <summary>How long a check may take, both transports together. Default 5.</summary>
-    public double TimeoutSeconds { get; set; } = 5;
+    /// <summary>How long a check may take, both transports together; also each audit send. Default 5 s.</summary>
+    public TimeSpan Timeout { get; set; } = TimeSpan.FromSeconds(5);
 
-    /// <summary>Per-plugin overrides of <see cref="DefaultTrustTier"/>, <see cref="TimeoutSeconds"/> and <see cref="ThrowOnDenied"/>, by plugin name (case-insensitive, as Semantic Kernel's plugin names).</summary>
+    /// <summary><see cref="Timeout"/> in seconds, the name of earlier versions (configuration that sets it still works).</summary>
+    [Obsolete("Use Timeout (a TimeSpan).")]
+    [EditorBrowsable(EditorBrowsableState.Never)]
+    public double TimeoutSeconds
+    {
+        get => Timeout.TotalSeconds;
+        set => Timeout = DurationOf(value);
+    }
+
+    /// <summary>
+    /// The session the calls belong to (docs/policies.md "Sessions"): policies remember what a
+    /// session did (<c>session.labels</c>, <c>session.called(...)</c>). 1 to 128 characters of
+    /// <c>A-Z a-z 0-9 . _ : -</c>; unset: the agent's own scope. <see cref="GovernanceSession.Use"/>
+    /// names the session of the calls of one flow (a conversation, a request) instead.
+    /// </summary>
+    public string? SessionId { get; set; }
+
+    /// <summary>
+    /// The handler the HTTP transport (the fallback, <c>POST /v1/audit</c>, approvals) sends
+    /// through: a proxy, client certificates, a test double. The client does not dispose it.
+    /// Default: a <see cref="SocketsHttpHandler"/> of its own.
+    /// </summary>
+    public HttpMessageHandler? HttpHandler { get; set; }
+
+    /// <summary>
+    /// Changes the gRPC channel's options after the client set its own (its HTTP/2 handler,
+    /// <c>MaxReconnectBackoff</c>): credentials, message sizes, a handler of your own
+    /// (<see cref="GrpcChannelOptions.HttpHandler"/>), a logger factory.
+    /// </summary>
+    public Action<GrpcChannelOptions>? ConfigureGrpcChannel { get; set; }
+
+    /// <summary>Per-plugin overrides of <see cref="DefaultTrustTier"/>, <see cref="Timeout"/> and <see cref="ThrowOnDenied"/>, by plugin name (case-insensitive, as Semantic Kernel's plugin names).</summary>
     public IDictionary<string, PluginGovernanceOptions> Plugins { get; } = new Dictionary<string, PluginGovernanceOptions>(StringComparer.OrdinalIgnoreCase);
 
     /// <summary>Context sent with every check; policies read each entry as <c>context.&lt;name&gt;</c>. A call's own context wins over these.</summary>
@@ -78,22 +110,52 @@ public sealed class AgentGovernanceOptions
     /// <summary>Send queued audit events once this many wait. Default 50.</summary>
     public int AuditBatchSize { get; set; } = 50;
 
-    /// <summary>Send queued audit events at least this often, in seconds. Default 1.</summary>
-    public double AuditFlushIntervalSeconds { get; set; } = 1;
+    /// <summary>Send queued audit events at least this often. Default 1 s.</summary>
+    public TimeSpan AuditFlushInterval { get; set; } = TimeSpan.FromSeconds(1);
 
-    /// <summary>After gRPC could not connect, checks use HTTP this long before gRPC is tried again. Default 5.</summary>
-    public double GrpcRetrySeconds { get; set; } = 5;
+    /// <summary><see cref="AuditFlushInterval"/> in seconds, the name of earlier versions.</summary>
+    [Obsolete("Use AuditFlushInterval (a TimeSpan).")]
+    [EditorBrowsable(EditorBrowsableState.Never)]
+    public double AuditFlushIntervalSeconds
+    {
+        get => AuditFlushInterval.TotalSeconds;
+        set => AuditFlushInterval = DurationOf(value);
+    }
+
+    /// <summary>After gRPC could not connect, checks use HTTP this long before gRPC is tried again. Default 5 s.</summary>
+    public TimeSpan GrpcRetryInterval { get; set; } = TimeSpan.FromSeconds(5);
+
+    /// <summary><see cref="GrpcRetryInterval"/> in seconds, the name of earlier versions.</summary>
+    [Obsolete("Use GrpcRetryInterval (a TimeSpan).")]
+    [EditorBrowsable(EditorBrowsableState.Never)]
+    public double GrpcRetrySeconds
+    {
+        get => GrpcRetryInterval.TotalSeconds;
+        set => GrpcRetryInterval = DurationOf(value);
+    }
 
     /// <summary>
     /// How long <see cref="IGovernanceClient.GuardAsync{T}"/> waits for a person to decide a call a
-    /// <c>require_approval</c> rule holds, in seconds (docs/approvals.md). Default 300 (the rule's
-    /// default timeout), at most <see cref="MaxApprovalWaitSeconds"/>; 0 does not wait: the pending
-    /// call is denied at once.
+    /// <c>require_approval</c> rule holds (docs/approvals.md). Default 300 s (the rule's default
+    /// timeout), at most <see cref="MaxApprovalWait"/>; zero does not wait: the pending call is
+    /// denied at once.
     /// </summary>
-    public double ApprovalWaitSeconds { get; set; } = 300;
+    public TimeSpan ApprovalWait { get; set; } = TimeSpan.FromSeconds(300);
 
-    /// <summary>The longest <see cref="ApprovalWaitSeconds"/>: a guarded call blocks its caller for as long as it waits.</summary>
+    /// <summary><see cref="ApprovalWait"/> in seconds, the name of earlier versions.</summary>
+    [Obsolete("Use ApprovalWait (a TimeSpan).")]
+    [EditorBrowsable(EditorBrowsableState.Never)]
+    public double ApprovalWaitSeconds
+    {
+        get => ApprovalWait.TotalSeconds;
+        set => ApprovalWait = double.IsFinite(value) && value >= 0 && value <= MaxSeconds ? TimeSpan.FromSeconds(value) : TimeSpan.MinValue;
+    }
+
+    /// <summary>The longest <see cref="ApprovalWait"/>, in seconds: a guarded call blocks its caller for as long as it waits.</summary>
     public const double MaxApprovalWaitSeconds = 3600;
+
+    /// <summary>The longest <see cref="ApprovalWait"/>.</summary>
+    public static readonly TimeSpan MaxApprovalWait = TimeSpan.FromSeconds(MaxApprovalWaitSeconds);
 
     /// <summary>Every problem of these options, all at once; empty when they are usable.</summary>
     public IReadOnlyList<string> Validate()
@@ -104,10 +166,11 @@ public sealed class AgentGovernanceOptions
         if (string.IsNullOrWhiteSpace(ApiKey)) problems.Add("ApiKey is required");
         if (string.IsNullOrWhiteSpace(AgentId)) problems.Add("AgentId is required");
         if (string.IsNullOrWhiteSpace(DefaultTrustTier)) problems.Add("DefaultTrustTier must not be empty");
-        CheckSeconds(TimeoutSeconds, nameof(TimeoutSeconds), problems);
+        CheckDuration(Timeout, nameof(Timeout), problems);
+        if (SessionId is not null && !GovernanceSession.IsValid(SessionId)) problems.Add(GovernanceSession.Rule(nameof(SessionId)));
         foreach (var (plugin, overrides) in Plugins)
         {
-            if (overrides.TimeoutSeconds is { } seconds) CheckSeconds(seconds, $"Plugins:{plugin}:TimeoutSeconds", problems);
+            if (overrides.Timeout is { } timeout) CheckDuration(timeout, $"Plugins:{plugin}:Timeout", problems);
             if (overrides.TrustTier is { } tier && string.IsNullOrWhiteSpace(tier)) problems.Add($"Plugins:{plugin}:TrustTier must not be empty");
         }
         if (!Enum.IsDefined(FailureMode)) problems.Add("FailureMode must be fail-closed or fail-open");
@@ -115,11 +178,11 @@ public sealed class AgentGovernanceOptions
         if (AuditSyncInterval <= TimeSpan.Zero || AuditSyncInterval > TimeSpan.FromSeconds(10)) problems.Add("AuditSyncInterval must be more than 0 and at most 10 seconds");
         if (CacheMaxEntries < 0) problems.Add("CacheMaxEntries must be at least 0");
         if (AuditBatchSize < 1) problems.Add("AuditBatchSize must be at least 1");
-        CheckSeconds(AuditFlushIntervalSeconds, nameof(AuditFlushIntervalSeconds), problems);
-        CheckSeconds(GrpcRetrySeconds, nameof(GrpcRetrySeconds), problems);
-        if (!double.IsFinite(ApprovalWaitSeconds) || ApprovalWaitSeconds < 0 || ApprovalWaitSeconds > MaxApprovalWaitSeconds)
+        CheckDuration(AuditFlushInterval, nameof(AuditFlushInterval), problems);
+        CheckDuration(GrpcRetryInterval, nameof(GrpcRetryInterval), problems);
+        if (ApprovalWait < TimeSpan.Zero || ApprovalWait > MaxApprovalWait)
         {
-            problems.Add(string.Create(CultureInfo.InvariantCulture, $"ApprovalWaitSeconds must be between 0 and {MaxApprovalWaitSeconds} seconds"));
+            problems.Add(string.Create(CultureInfo.InvariantCulture, $"ApprovalWait must be between 0 and {MaxApprovalWaitSeconds} seconds"));
         }
         return problems;
     }
@@ -127,11 +190,19 @@ public sealed class AgentGovernanceOptions
     /// <summary>The longest wait a <see cref="CancellationTokenSource"/> timer takes is about 49 days; past it every call would fail at once.</summary>
     internal const double MaxSeconds = int.MaxValue / 1000.0;
 
-    private static void CheckSeconds(double seconds, string name, List<string> problems)
+    private static void CheckDuration(TimeSpan duration, string name, List<string> problems)
     {
-        if (!double.IsFinite(seconds) || seconds <= 0) problems.Add($"{name} must be a positive number of seconds");
-        else if (seconds > MaxSeconds) problems.Add(string.Create(CultureInfo.InvariantCulture, $"{name} must be at most {MaxSeconds} seconds"));
+        if (duration <= TimeSpan.Zero) problems.Add($"{name} must be more than 0");
+        else if (duration.TotalSeconds > MaxSeconds) problems.Add(string.Create(CultureInfo.InvariantCulture, $"{name} must be at most {MaxSeconds} seconds"));
     }
+
+    /// <summary>
+    /// A number of seconds of the options of earlier versions as a duration; one that is not a
+    /// positive number becomes zero and one past <see cref="MaxSeconds"/> the largest duration,
+    /// so that validation names the problem rather than the configuration binder throwing.
+    /// </summary>
+    internal static TimeSpan DurationOf(double seconds) =>
+        !double.IsFinite(seconds) || seconds <= 0 ? TimeSpan.Zero : seconds > MaxSeconds ? TimeSpan.MaxValue : TimeSpan.FromSeconds(seconds);
 }
 
 /// <summary>What one plugin's calls may set differently from the client-wide options; null keeps the client's value.</summary>
@@ -140,8 +211,17 @@ public sealed class PluginGovernanceOptions
     /// <summary>The tier hint for this plugin's checks (<c>standard</c>, <c>elevated</c>, <c>restricted</c>).</summary>
     public string? TrustTier { get; set; }
 
-    /// <summary>How long this plugin's checks may take, in seconds.</summary>
-    public double? TimeoutSeconds { get; set; }
+    /// <summary>How long this plugin's checks may take.</summary>
+    public TimeSpan? Timeout { get; set; }
+
+    /// <summary><see cref="Timeout"/> in seconds, the name of earlier versions.</summary>
+    [Obsolete("Use Timeout (a TimeSpan).")]
+    [EditorBrowsable(EditorBrowsableState.Never)]
+    public double? TimeoutSeconds
+    {
+        get => Timeout?.TotalSeconds;
+        set => Timeout = value is { } seconds ? AgentGovernanceOptions.DurationOf(seconds) : null;
+    }
 
     /// <summary>Whether a denial of this plugin's calls throws.</summary>
     public bool? ThrowOnDenied { get; set; }

@@ -53,19 +53,19 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         this.options = options;
         logger = (loggerFactory ?? NullLoggerFactory.Instance).CreateLogger<GovernanceClient>();
         fixedContext = options.Context.ToDictionary(entry => entry.Key, entry => (object?)entry.Value, StringComparer.Ordinal);
-        grpcRetry = TimeSpan.FromSeconds(options.GrpcRetrySeconds);
-        grpc = new GrpcPdpTransport(GrpcAddressOf(options), options.ApiKey!, grpcRetry);
-        http = new HttpPdpTransport(options.GatewayUrl!, options.ApiKey!);
+        grpcRetry = options.GrpcRetryInterval;
+        grpc = new GrpcPdpTransport(GrpcAddressOf(options), options.ApiKey!, grpcRetry, options.ConfigureGrpcChannel);
+        http = new HttpPdpTransport(options.GatewayUrl!, options.ApiKey!, options.HttpHandler);
         cache = new DecisionCache(options.CacheMaxEntries);
-        follower = new PolicyChangeFollower(grpc, cache, TimeSpan.FromSeconds(options.TimeoutSeconds), logger);
-        var auditTimeout = TimeSpan.FromSeconds(options.TimeoutSeconds);
+        follower = new PolicyChangeFollower(grpc, cache, options.Timeout, logger);
+        var auditTimeout = options.Timeout;
         audits = new AuditBatcher(
             options.AuditWalPath is { } walPath
                 ? WriteAheadLog.Open(walPath, options.AuditDurability, options.AuditSyncInterval)
                 : WriteAheadLog.OpenDefault(DefaultWalDirectory(), options.AgentId!, options.AuditDurability, options.AuditSyncInterval),
             (batch, token) => http.SendAuditAsync(batch, auditTimeout, token),
             options.AuditBatchSize,
-            TimeSpan.FromSeconds(options.AuditFlushIntervalSeconds),
+            options.AuditFlushInterval,
             logger);
     }
 
@@ -88,8 +88,8 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     {
         ArgumentException.ThrowIfNullOrEmpty(approvalId);
         ThrowIfDisposed();
-        var wait = maxWait ?? TimeSpan.FromSeconds(options.ApprovalWaitSeconds);
-        var bound = TimeSpan.FromSeconds(Math.Clamp(wait.TotalSeconds, 0, AgentGovernanceOptions.MaxApprovalWaitSeconds));
+        var wait = maxWait ?? options.ApprovalWait;
+        var bound = wait < TimeSpan.Zero ? TimeSpan.Zero : wait > AgentGovernanceOptions.MaxApprovalWait ? AgentGovernanceOptions.MaxApprovalWait : wait;
         var started = Stopwatch.GetTimestamp();
         var pause = FirstApprovalPoll;
         for (;;)
@@ -97,7 +97,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
             ApprovalStatus status;
             try
             {
-                status = await http.ApprovalStatusAsync(approvalId, TimeSpan.FromSeconds(options.TimeoutSeconds), cancellationToken).ConfigureAwait(false);
+                status = await http.ApprovalStatusAsync(approvalId, options.Timeout, cancellationToken).ConfigureAwait(false);
             }
             catch (Exception error) when (error is GatewayUnavailableException or GatewayTimeoutException && !cancellationToken.IsCancellationRequested)
             {
@@ -116,7 +116,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     {
         var (request, call) = Prepare(pluginName, functionName, arguments, context);
         if (approvalId is not null) request = request with { ApprovalId = approvalId };
-        var decision = await DecideAsync(request, call, cancellationToken).ConfigureAwait(false);
+        var decision = await DecideObservedAsync(request, call, cancellationToken).ConfigureAwait(false);
         if (AppliedWithoutGateway(decision)) await RecordOutcomeAsync(request, arguments, decision, TimeSpan.Zero, AppliedSummary(decision)).ConfigureAwait(false);
         if (!decision.IsAllowed && call.ThrowOnDenied) throw DenialOf(pluginName, functionName, decision);
         return decision;
@@ -141,7 +141,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         var status = await WaitForApprovalAsync(pending.ApprovalId, null, cancellationToken).ConfigureAwait(false);
         if (status == ApprovalStatus.Approved) return await DecideAsync(request with { ApprovalId = pending.ApprovalId }, call, cancellationToken).ConfigureAwait(false);
         var why = status == ApprovalStatus.Pending
-            ? string.Create(CultureInfo.InvariantCulture, $"was not decided within the {options.ApprovalWaitSeconds:0.###} s GuardAsync waits (ApprovalWaitSeconds)")
+            ? string.Create(CultureInfo.InvariantCulture, $"was not decided within the {options.ApprovalWait.TotalSeconds:0.###} s GuardAsync waits (ApprovalWait)")
             : $"is {status.ToString().ToLowerInvariant()}";
         return pending with { IsPending = false, Reason = $"Approval {pending.ApprovalId} {why}: {pending.Reason}" };
     }
@@ -162,6 +162,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         cancellationToken.ThrowIfCancellationRequested();
         var eventId = Guid.NewGuid().ToString("N");
         await audits.RecordAsync(new AuditEvent(eventId, AuditJson(eventId, record))).ConfigureAwait(false);
+        GovernanceTelemetry.AuditEvents.Add(1);
         return eventId;
     }
 
@@ -170,7 +171,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     {
         ArgumentNullException.ThrowIfNull(invocation);
         var (request, call) = Prepare(pluginName, functionName, arguments, context);
-        var decision = await DecideAsync(request, call, cancellationToken).ConfigureAwait(false);
+        var decision = await DecideObservedAsync(request, call, cancellationToken).ConfigureAwait(false);
         if (decision.IsPending) decision = await AfterApprovalAsync(request, decision, call, cancellationToken).ConfigureAwait(false);
         if (!decision.IsAllowed)
         {
@@ -200,18 +201,30 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         return audits.FlushAsync(cancellationToken);
     }
 
-    /// <summary>Stops following changes, sends the queued audit events for up to TimeoutSeconds (the rest stays in the write-ahead file for the next client), and closes the connections.</summary>
+    /// <summary>Stops following changes, sends the queued audit events for up to <see cref="AgentGovernanceOptions.Timeout"/> (the rest stays in the write-ahead file for the next client), and closes the connections.</summary>
     public async ValueTask DisposeAsync()
     {
         if (Interlocked.Exchange(ref disposed, 1) == 1) return;
         await follower.DisposeAsync().ConfigureAwait(false);
-        await audits.CloseAsync(TimeSpan.FromSeconds(options.TimeoutSeconds)).ConfigureAwait(false);
+        await audits.CloseAsync(options.Timeout).ConfigureAwait(false);
         grpc.Dispose();
         http.Dispose();
     }
 
-    /// <summary>As <see cref="DisposeAsync"/>, blocking; prefer <see cref="DisposeAsync"/>.</summary>
-    public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
+    /// <summary>
+    /// Closes the client without waiting on the network (no sync-over-async): stops following
+    /// changes, fsyncs the write-ahead file and closes it, and closes the connections. The audit
+    /// events still queued are not sent: they stay in the file, and the next client on it sends
+    /// them. <see cref="DisposeAsync"/> sends them first; prefer it where it can be awaited.
+    /// </summary>
+    public void Dispose()
+    {
+        if (Interlocked.Exchange(ref disposed, 1) == 1) return;
+        follower.Stop();
+        audits.Close();
+        grpc.Dispose();
+        http.Dispose();
+    }
 
     /// <summary>The default result summary of a guarded call: the result's shape, never its content (<see cref="ResultSummary.Of"/>).</summary>
     public static string SummaryOf(object? value) => ResultSummary.Of(value);
@@ -228,7 +241,8 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
             functionName,
             json.ForCheck(arguments, "arguments"),
             json.ForCheck(MergedContext(context), "context"),
-            call.TrustTier);
+            call.TrustTier,
+            SessionId: GovernanceSession.Current ?? options.SessionId);
         return (request, call);
     }
 
@@ -240,6 +254,49 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         var merged = new Dictionary<string, object?>(fixedContext, StringComparer.Ordinal);
         foreach (var (name, value) in context) merged[name] = value;
         return merged;
+    }
+
+    /// <summary>
+    /// <see cref="DecideAsync"/> seen by the client's <see cref="GovernanceTelemetry"/>: an
+    /// activity per check and the checks' counter and duration, each only while someone listens.
+    /// </summary>
+    private async Task<PolicyDecision> DecideObservedAsync(CheckRequest request, PluginCallOptions call, CancellationToken cancellationToken)
+    {
+        var started = Stopwatch.GetTimestamp();
+        using var activity = GovernanceTelemetry.Source.StartActivity(GovernanceTelemetry.CheckActivity, ActivityKind.Client);
+        activity?.SetTag(GovernanceTelemetry.PluginTag, request.Plugin);
+        activity?.SetTag(GovernanceTelemetry.FunctionTag, request.Function);
+        PolicyDecision decision;
+        try
+        {
+            decision = await DecideAsync(request, call, cancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception error)
+        {
+            activity?.SetStatus(ActivityStatusCode.Error, error.Message);
+            throw;
+        }
+        var source = GovernanceTelemetry.NameOf(decision.Source);
+        if (activity is not null)
+        {
+            activity.SetTag(GovernanceTelemetry.DecisionTag, decision.Decision);
+            activity.SetTag(GovernanceTelemetry.SourceTag, source);
+            activity.SetTag(GovernanceTelemetry.PolicyTag, decision.Policy);
+            activity.SetTag(GovernanceTelemetry.DecisionIdTag, decision.DecisionId);
+        }
+        if (GovernanceTelemetry.Checks.Enabled || GovernanceTelemetry.CheckDuration.Enabled)
+        {
+            var tags = new TagList
+            {
+                { GovernanceTelemetry.PluginTag, request.Plugin },
+                { GovernanceTelemetry.FunctionTag, request.Function },
+                { GovernanceTelemetry.DecisionTag, decision.Decision },
+                { GovernanceTelemetry.SourceTag, source },
+            };
+            GovernanceTelemetry.Checks.Add(1, tags);
+            GovernanceTelemetry.CheckDuration.Record(Stopwatch.GetElapsedTime(started).TotalSeconds, tags);
+        }
+        return decision;
     }
 
     /// <summary>
@@ -330,6 +387,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
             DecisionId = decision.DecisionId,
             TraceId = decision.TraceId,
         };
+        GovernanceTelemetry.AuditEvents.Add(1);
         return audits.RecordAsync(new AuditEvent(eventId, AuditJson(eventId, record, cached: decision.Source == DecisionSource.Cache && decision.DecisionId.Length > 0)));
     }
 

@@ -4,8 +4,10 @@ namespace AgentGovernance;
 /// <typeparam name="T">The call's result type.</typeparam>
 public sealed class GuardResult<T>
 {
-    internal GuardResult(PolicyDecision decision, T? value)
+    /// <summary>A result made under <paramref name="decision"/>: the call's <paramref name="value"/>, or default when denied.</summary>
+    public GuardResult(PolicyDecision decision, T? value)
     {
+        ArgumentNullException.ThrowIfNull(decision);
         Decision = decision;
         Value = value;
     }

@@ -41,8 +41,8 @@ public interface IGovernanceClient : IAsyncDisposable
     Task<PolicyDecision> CheckAsync(string pluginName, string functionName, IReadOnlyDictionary<string, object?>? arguments, IReadOnlyDictionary<string, object?>? context, string approvalId, CancellationToken cancellationToken = default);
 
     /// <summary>
-    /// Waits, at most <paramref name="maxWait"/> (default ApprovalWaitSeconds, capped at
-    /// <see cref="AgentGovernanceOptions.MaxApprovalWaitSeconds"/>), for a person to decide the approval a
+    /// Waits, at most <paramref name="maxWait"/> (default ApprovalWait, capped at
+    /// <see cref="AgentGovernanceOptions.MaxApprovalWait"/>), for a person to decide the approval a
     /// pending check opened, asking <c>GET /v1/approvals/:id</c> with a growing pause between asks
     /// (0.25 s doubling to 5 s). Asking spends nothing: only the retry uses the approval. Answers
     /// <see cref="ApprovalStatus.Pending"/> when the wait ended first; an outage while waiting is
@@ -62,7 +62,7 @@ public interface IGovernanceClient : IAsyncDisposable
     /// summary of its result (or the exception it threw, which is rethrown). A denial throws
     /// <see cref="PolicyDeniedException"/>, or, when ThrowOnDenied is false, returns a
     /// <see cref="GuardResult{T}"/> that <see cref="GuardResult{T}.IsDenied"/> without running the call.
-    /// A call a <c>require_approval</c> rule holds waits, at most ApprovalWaitSeconds, for a person to
+    /// A call a <c>require_approval</c> rule holds waits, at most ApprovalWait, for a person to
     /// decide (docs/approvals.md): approved, the identical call is checked again with the approval,
     /// which lets it through once, and runs; rejected, expired or not decided in time, it is a
     /// denial as above, its reason saying which.

@@ -1,7 +1,6 @@
 using AgentGovernance;
 using AgentGovernance.SemanticKernel;
 using Microsoft.Extensions.Configuration;
-using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.SemanticKernel;
 
 namespace Microsoft.Extensions.DependencyInjection;
@@ -27,10 +26,23 @@ public static class AgentGovernanceSemanticKernelServiceCollectionExtensions
         return services.AddGovernanceFilters();
     }
 
+    /// <summary>
+    /// The filters go first among the filters registered, whenever this is called: a kernel runs
+    /// its filters in registration order, the first outermost, so no filter registered earlier
+    /// can run (or answer for) a function the gateway did not allow.
+    /// </summary>
     private static IServiceCollection AddGovernanceFilters(this IServiceCollection services)
     {
-        services.TryAddEnumerable(ServiceDescriptor.Singleton<IFunctionInvocationFilter, GovernanceFunctionFilter>());
-        services.TryAddEnumerable(ServiceDescriptor.Singleton<IAutoFunctionInvocationFilter, GovernanceAutoFunctionFilter>());
+        AddFirst<IFunctionInvocationFilter, GovernanceFunctionFilter>(services);
+        AddFirst<IAutoFunctionInvocationFilter, GovernanceAutoFunctionFilter>(services);
         return services;
+    }
+
+    private static void AddFirst<TService, TFilter>(IServiceCollection services)
+        where TService : class
+        where TFilter : class, TService
+    {
+        if (services.Any(descriptor => descriptor.ServiceType == typeof(TService) && descriptor.ImplementationType == typeof(TFilter))) return;
+        services.Insert(0, ServiceDescriptor.Singleton<TService, TFilter>());
     }
 }

@@ -24,16 +24,28 @@ public sealed class GovernanceAutoFunctionFilter : IAutoFunctionInvocationFilter
         }
         catch (PolicyDeniedException denied)
         {
-            context.Result = PolicyDenialResult.Create(context.Function, context.Kernel.Culture, denied.PluginName, denied.Decision);
-            context.Terminate = true;
+            context.Result = PolicyDenialResult.Create(context.Function, context.Kernel.Culture, denied.PluginName, denied.FunctionName, denied.Decision);
+            context.Result = PolicyDenialResult.ForModel(context.Result, denied.Decision);
+            End(context);
             return;
         }
         catch (AgentGovernanceException failure)
         {
-            context.Result = new FunctionResult(context.Function, $"The call {context.Function.PluginName}.{context.Function.Name} was not made: no governance decision ({failure.Message})", context.Kernel.Culture);
-            context.Terminate = true;
+            context.Result = new FunctionResult(context.Function, $"The call {context.Function.PluginName}.{GovernanceFunctionFilter.FunctionNameOf(context.Function)} was not made: no governance decision ({failure.Message})", context.Kernel.Culture);
+            End(context);
             return;
         }
-        if (context.Result.TryGetPolicyDenial(out _)) context.Terminate = true;
+        if (context.Result.TryGetPolicyDenial(out var decision))
+        {
+            context.Result = PolicyDenialResult.ForModel(context.Result, decision);
+            End(context);
+        }
+    }
+
+    /// <summary>Ends the loop, and tells a <see cref="GovernanceChatClient"/> around it what to answer.</summary>
+    private static void End(AutoFunctionInvocationContext context)
+    {
+        context.Terminate = true;
+        GovernanceChatClient.Report(context.Result.ToString());
     }
 }

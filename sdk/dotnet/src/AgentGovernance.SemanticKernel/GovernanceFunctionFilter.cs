@@ -1,3 +1,4 @@
+using System.Text.RegularExpressions;
 using Microsoft.SemanticKernel;
 
 namespace AgentGovernance.SemanticKernel;
@@ -9,11 +10,19 @@ namespace AgentGovernance.SemanticKernel;
 /// audits it after it with its duration and a summary of its result. A denial throws
 /// <see cref="PolicyDeniedException"/>, or, when ThrowOnDenied is false for the plugin, replaces
 /// the result with a soft denial (<see cref="PolicyDenialResult.TryGetPolicyDenial"/>) without running the function.
+/// Every result it lets through carries its decision (<see cref="PolicyDenialResult.DecisionMetadataKey"/>).
 /// </summary>
-public sealed class GovernanceFunctionFilter : IFunctionInvocationFilter
+public sealed partial class GovernanceFunctionFilter : IFunctionInvocationFilter
 {
     /// <summary>The plugin name checked for a function that belongs to no plugin (a prompt invoked directly, a function passed to the model on its own).</summary>
     public const string NoPluginName = "Kernel";
+
+    /// <summary>
+    /// The function name checked for a prompt whose name Semantic Kernel made up
+    /// (<c>InvokePromptAsync_&lt;guid&gt;</c>, <c>func&lt;guid&gt;</c>): a new one every call, which
+    /// no policy could match and no audit query could group.
+    /// </summary>
+    public const string PromptFunctionName = "Prompt";
 
     private readonly IGovernanceClient client;
     private readonly IGovernanceContextProvider[] contextProviders;
@@ -29,16 +38,24 @@ public sealed class GovernanceFunctionFilter : IFunctionInvocationFilter
         this.contextProviders = [.. contextProviders];
     }
 
+    /// <summary>The function name a call of <paramref name="function"/> is checked and audited as.</summary>
+    public static string FunctionNameOf(KernelFunction function)
+    {
+        ArgumentNullException.ThrowIfNull(function);
+        return GeneratedName().IsMatch(function.Name) ? PromptFunctionName : function.Name;
+    }
+
     /// <inheritdoc />
     public async Task OnFunctionInvocationAsync(FunctionInvocationContext context, Func<FunctionInvocationContext, Task> next)
     {
         ArgumentNullException.ThrowIfNull(context);
         ArgumentNullException.ThrowIfNull(next);
         var pluginName = string.IsNullOrEmpty(context.Function.PluginName) ? NoPluginName : context.Function.PluginName;
+        var functionName = FunctionNameOf(context.Function);
         var enriched = await ContextOfAsync(context).ConfigureAwait(false);
         var guarded = await client.GuardAsync<object?>(
             pluginName,
-            context.Function.Name,
+            functionName,
             context.Arguments,
             async _ =>
             {
@@ -47,7 +64,9 @@ public sealed class GovernanceFunctionFilter : IFunctionInvocationFilter
             },
             enriched,
             context.CancellationToken).ConfigureAwait(false);
-        if (guarded.IsDenied) context.Result = PolicyDenialResult.Create(context.Function, context.Kernel.Culture, pluginName, guarded.Decision);
+        context.Result = guarded.IsDenied
+            ? PolicyDenialResult.Create(context.Function, context.Kernel.Culture, pluginName, functionName, guarded.Decision)
+            : PolicyDenialResult.WithDecision(context.Result, guarded.Decision);
     }
 
     private async Task<IReadOnlyDictionary<string, object?>?> ContextOfAsync(FunctionInvocationContext invocation)
@@ -57,4 +76,8 @@ public sealed class GovernanceFunctionFilter : IFunctionInvocationFilter
         foreach (var provider in contextProviders) await provider.AddContextAsync(invocation, context, invocation.CancellationToken).ConfigureAwait(false);
         return context;
     }
+
+    /// <summary>Semantic Kernel's made-up prompt names: a prefix and a GUID without dashes.</summary>
+    [GeneratedRegex("^(?:InvokePrompt(?:Streaming)?Async_|func)[0-9a-fA-F]{32}$")]
+    private static partial Regex GeneratedName();
 }

@@ -21,9 +21,9 @@ void Configure(AgentGovernanceOptions options)
     options.AgentId = args[2];
     options.AuditWalPath = args[3] == "-" ? null : args[3];
     options.AuditBatchSize = 100_000;
-    options.AuditFlushIntervalSeconds = 3600;
+    options.AuditFlushInterval = TimeSpan.FromSeconds(3600);
     options.CacheEnabled = false;
-    options.TimeoutSeconds = 5;
+    options.Timeout = TimeSpan.FromSeconds(5);
 }
 
 async Task RecordAsync(IGovernanceClient client, string label)

@@ -116,9 +116,9 @@ public sealed class ApprovalTests(GatewayFixture fixture) : IAsyncLifetime
     }
 
     [Fact]
-    public async Task GuardAsync_gives_up_when_nobody_decides_within_ApprovalWaitSeconds()
+    public async Task GuardAsync_gives_up_when_nobody_decides_within_ApprovalWait()
     {
-        var client = Client(options => options.ApprovalWaitSeconds = 1);
+        var client = Client(options => options.ApprovalWait = TimeSpan.FromSeconds(1));
         var runs = 0;
         var waited = Stopwatch.StartNew();
         var denied = await Assert.ThrowsAsync<PolicyDeniedException>(() => client.GuardAsync("PaymentsPlugin", "Refund", Amount(200), _ => Task.FromResult(++runs)));

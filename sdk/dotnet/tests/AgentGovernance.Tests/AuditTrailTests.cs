@@ -71,10 +71,10 @@ public sealed class AuditTrailTests(GatewayFixture fixture) : IAsyncLifetime
         var options = clients.OptionsFor(fixture, await AgentLikeAsync(check.Agent));
         options.GatewayUrl = new Uri($"http://{stalled.Address}");
         options.GrpcAddress = stalled.Address;
-        options.TimeoutSeconds = shared.TimeoutSeconds;
+        options.Timeout = TimeSpan.FromSeconds(shared.TimeoutSeconds);
         options.ThrowOnDenied = shared.ThrowOnDenied;
         options.FailureMode = shared.FailureMode == "fail-open" ? FailureMode.FailOpen : FailureMode.FailClosed;
-        options.AuditFlushIntervalSeconds = 3600;
+        options.AuditFlushInterval = TimeSpan.FromSeconds(3600);
         var client = clients.Create(options);
         var ran = false;
 
@@ -116,7 +116,7 @@ public sealed class AuditTrailTests(GatewayFixture fixture) : IAsyncLifetime
         var agentId = await fixture.Gateway.CreateAgentAsync("sdk-dotnet-batches");
         var options = clients.OptionsFor(fixture, agentId);
         options.AuditBatchSize = 100;
-        options.AuditFlushIntervalSeconds = 3600;
+        options.AuditFlushInterval = TimeSpan.FromSeconds(3600);
         var client = clients.Create(options);
         for (var index = 0; index < 250; index++) await client.AuditAsync(Record($"batched {index}"));
         var before = await fixture.Gateway.AuditRequestsAsync();
@@ -134,7 +134,7 @@ public sealed class AuditTrailTests(GatewayFixture fixture) : IAsyncLifetime
         var walPath = Path.Combine(clients.WalDirectory, "late.wal");
         var offline = clients.OptionsFor(fixture, agentId).With(walPath);
         offline.GatewayUrl = new Uri($"http://127.0.0.1:{GatewayProcess.FreePort()}");
-        offline.TimeoutSeconds = 0.2;
+        offline.Timeout = TimeSpan.FromSeconds(0.2);
         var recordedAt = DateTimeOffset.UtcNow;
         await using (var client = new GovernanceClient(offline))
         {
@@ -157,7 +157,7 @@ public sealed class AuditTrailTests(GatewayFixture fixture) : IAsyncLifetime
     {
         var agentId = await fixture.Gateway.CreateAgentAsync("sdk-dotnet-refused");
         var options = clients.OptionsFor(fixture, agentId);
-        options.AuditFlushIntervalSeconds = 3600;
+        options.AuditFlushInterval = TimeSpan.FromSeconds(3600);
         var client = clients.Create(options);
         await client.AuditAsync(Record("first"));
         await client.AuditAsync(Record("from the future") with { OccurredAt = DateTimeOffset.UtcNow.AddHours(1) });

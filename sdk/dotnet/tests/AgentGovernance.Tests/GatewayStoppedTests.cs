@@ -34,8 +34,8 @@ public sealed class GatewayStoppedTests : IAsyncLifetime
         ApiKey = apiKey,
         AgentId = agentId,
         FailureMode = mode,
-        TimeoutSeconds = 2,
-        AuditFlushIntervalSeconds = 0.1,
+        Timeout = TimeSpan.FromSeconds(2),
+        AuditFlushInterval = TimeSpan.FromSeconds(0.1),
     });
 
     [Fact]

@@ -16,7 +16,9 @@ public sealed class OptionsTests
 
         Assert.Equal("standard", options.DefaultTrustTier);
         Assert.True(options.ThrowOnDenied);
-        Assert.Equal(5, options.TimeoutSeconds);
+        Assert.Equal(TimeSpan.FromSeconds(5), options.Timeout);
+        Assert.Equal((TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(5), TimeSpan.FromSeconds(300)), (options.AuditFlushInterval, options.GrpcRetryInterval, options.ApprovalWait));
+        Assert.Null(options.SessionId);
         Assert.Equal(FailureMode.FailClosed, options.FailureMode);
         Assert.True(options.CacheEnabled);
         Assert.Equal(["GatewayUrl is required", "ApiKey is required", "AgentId is required"], options.Validate());
@@ -32,10 +34,11 @@ public sealed class OptionsTests
             ["AgentGovernance:AgentId"] = "agent_1",
             ["AgentGovernance:DefaultTrustTier"] = "elevated",
             ["AgentGovernance:ThrowOnDenied"] = "false",
-            ["AgentGovernance:TimeoutSeconds"] = "1.5",
+            ["AgentGovernance:Timeout"] = "00:00:01.5",
+            ["AgentGovernance:SessionId"] = "conversation-7",
             ["AgentGovernance:FailureMode"] = "fail-open",
             ["AgentGovernance:Plugins:FilePlugin:TrustTier"] = "restricted",
-            ["AgentGovernance:Plugins:FilePlugin:TimeoutSeconds"] = "0.5",
+            ["AgentGovernance:Plugins:FilePlugin:Timeout"] = "00:00:00.5",
             ["AgentGovernance:Plugins:FilePlugin:ThrowOnDenied"] = "true",
             ["AgentGovernance:Context:department"] = "finance",
             ["AgentGovernance:GrpcAddress"] = "pdp.example:9000",
@@ -43,21 +46,45 @@ public sealed class OptionsTests
             ["AgentGovernance:CacheMaxEntries"] = "10",
             ["AgentGovernance:AuditWalPath"] = "/var/lib/app/audit.wal",
             ["AgentGovernance:AuditBatchSize"] = "7",
-            ["AgentGovernance:AuditFlushIntervalSeconds"] = "2",
-            ["AgentGovernance:GrpcRetrySeconds"] = "9",
+            ["AgentGovernance:AuditFlushInterval"] = "00:00:02",
+            ["AgentGovernance:GrpcRetryInterval"] = "00:00:09",
+            ["AgentGovernance:ApprovalWait"] = "00:01:00",
         }));
         using var provider = services.BuildServiceProvider();
 
         var options = provider.GetRequiredService<IOptions<AgentGovernanceOptions>>().Value;
 
         Assert.Equal(new Uri("https://gateway.example:8443"), options.GatewayUrl);
-        Assert.Equal(("agk_x", "agent_1", "elevated", false, 1.5), (options.ApiKey, options.AgentId, options.DefaultTrustTier, options.ThrowOnDenied, options.TimeoutSeconds));
+        Assert.Equal(("agk_x", "agent_1", "elevated", false, TimeSpan.FromSeconds(1.5), "conversation-7"), (options.ApiKey, options.AgentId, options.DefaultTrustTier, options.ThrowOnDenied, options.Timeout, options.SessionId));
         Assert.Equal(FailureMode.FailOpen, options.FailureMode);
         var file = options.Plugins["fileplugin"];
-        Assert.Equal(("restricted", 0.5, true), (file.TrustTier, file.TimeoutSeconds, file.ThrowOnDenied));
+        Assert.Equal(("restricted", TimeSpan.FromSeconds(0.5), true), (file.TrustTier, file.Timeout, file.ThrowOnDenied));
         Assert.Equal("finance", options.Context["department"]);
         Assert.Equal(("pdp.example:9000", false, 10), (options.GrpcAddress, options.CacheEnabled, options.CacheMaxEntries));
-        Assert.Equal(("/var/lib/app/audit.wal", 7, 2.0, 9.0), (options.AuditWalPath, options.AuditBatchSize, options.AuditFlushIntervalSeconds, options.GrpcRetrySeconds));
+        Assert.Equal(("/var/lib/app/audit.wal", 7, TimeSpan.FromSeconds(2), TimeSpan.FromSeconds(9), TimeSpan.FromMinutes(1)), (options.AuditWalPath, options.AuditBatchSize, options.AuditFlushInterval, options.GrpcRetryInterval, options.ApprovalWait));
+    }
+
+    [Fact]
+    public void The_seconds_options_of_earlier_versions_still_bind_as_the_durations()
+    {
+        var services = new ServiceCollection().AddAgentGovernanceClient(Configuration(new()
+        {
+            ["AgentGovernance:GatewayUrl"] = "https://gateway.example:8443",
+            ["AgentGovernance:ApiKey"] = "agk_x",
+            ["AgentGovernance:AgentId"] = "agent_1",
+            ["AgentGovernance:TimeoutSeconds"] = "1.5",
+            ["AgentGovernance:Plugins:FilePlugin:TimeoutSeconds"] = "0.5",
+            ["AgentGovernance:AuditFlushIntervalSeconds"] = "2",
+            ["AgentGovernance:GrpcRetrySeconds"] = "9",
+            ["AgentGovernance:ApprovalWaitSeconds"] = "60",
+        }));
+        using var provider = services.BuildServiceProvider();
+
+        var options = provider.GetRequiredService<IOptions<AgentGovernanceOptions>>().Value;
+
+        Assert.Equal(
+            (TimeSpan.FromSeconds(1.5), TimeSpan.FromSeconds(0.5), TimeSpan.FromSeconds(2), TimeSpan.FromSeconds(9), TimeSpan.FromMinutes(1)),
+            (options.Timeout, options.Plugins["FilePlugin"].Timeout, options.AuditFlushInterval, options.GrpcRetryInterval, options.ApprovalWait));
     }
 
     [Fact]
@@ -67,16 +94,17 @@ public sealed class OptionsTests
         {
             ["AgentGovernance:GatewayUrl"] = "ftp://gateway.example",
             ["AgentGovernance:AgentId"] = "agent_1",
-            ["AgentGovernance:TimeoutSeconds"] = "0",
+            ["AgentGovernance:Timeout"] = "00:00:00",
             ["AgentGovernance:Plugins:SlowPlugin:TimeoutSeconds"] = "-1",
             ["AgentGovernance:AuditBatchSize"] = "0",
+            ["AgentGovernance:SessionId"] = "two words",
         }));
         using var provider = services.BuildServiceProvider();
 
         var refused = Assert.Throws<OptionsValidationException>(() => provider.GetRequiredService<IGovernanceClient>());
 
         Assert.Equal(
-            ["GatewayUrl must be an absolute http:// or https:// URL", "ApiKey is required", "TimeoutSeconds must be a positive number of seconds", "Plugins:SlowPlugin:TimeoutSeconds must be a positive number of seconds", "AuditBatchSize must be at least 1"],
+            ["GatewayUrl must be an absolute http:// or https:// URL", "ApiKey is required", "Timeout must be more than 0", "SessionId must be 1 to 128 characters of A-Z a-z 0-9 . _ : -", "Plugins:SlowPlugin:Timeout must be more than 0", "AuditBatchSize must be at least 1"],
             refused.Failures);
     }
 
@@ -94,9 +122,9 @@ public sealed class OptionsTests
     [Fact]
     public void A_timeout_a_timer_cannot_hold_is_refused()
     {
-        var options = new AgentGovernanceOptions { GatewayUrl = new Uri("http://g"), ApiKey = "k", AgentId = "a", TimeoutSeconds = 60 * 86_400 };
+        var options = new AgentGovernanceOptions { GatewayUrl = new Uri("http://g"), ApiKey = "k", AgentId = "a", Timeout = TimeSpan.FromDays(60) };
 
-        Assert.Equal(["TimeoutSeconds must be at most 2147483.647 seconds"], options.Validate());
+        Assert.Equal(["Timeout must be at most 2147483.647 seconds"], options.Validate());
         Assert.Throws<ArgumentException>(() => new GovernanceClient(options));
     }
 
@@ -104,12 +132,14 @@ public sealed class OptionsTests
     [InlineData(-1)]
     [InlineData(3601)]
     [InlineData(double.NaN)]
-    public void ApprovalWaitSeconds_is_bounded_from_0_to_3600(double seconds)
+    public void ApprovalWait_is_bounded_from_0_to_3600_seconds(double seconds)
     {
-        var options = new AgentGovernanceOptions { GatewayUrl = new Uri("http://g"), ApiKey = "k", AgentId = "a", ApprovalWaitSeconds = seconds };
+        var options = new AgentGovernanceOptions { GatewayUrl = new Uri("http://g"), ApiKey = "k", AgentId = "a" };
+#pragma warning disable CS0618 // The seconds of earlier versions: NaN cannot be a TimeSpan.
+        options.ApprovalWaitSeconds = seconds;
+#pragma warning restore CS0618
 
-        Assert.Equal(["ApprovalWaitSeconds must be between 0 and 3600 seconds"], options.Validate());
-        Assert.Equal(300, new AgentGovernanceOptions().ApprovalWaitSeconds);
-        Assert.Empty(new AgentGovernanceOptions { GatewayUrl = new Uri("http://g"), ApiKey = "k", AgentId = "a", ApprovalWaitSeconds = 0 }.Validate());
+        Assert.Equal(["ApprovalWait must be between 0 and 3600 seconds"], options.Validate());
+        Assert.Empty(new AgentGovernanceOptions { GatewayUrl = new Uri("http://g"), ApiKey = "k", AgentId = "a", ApprovalWait = TimeSpan.Zero }.Validate());
     }
 }

@@ -31,7 +31,7 @@ public sealed class ResilienceTests(GatewayFixture fixture) : IAsyncLifetime
         {
             options.GatewayUrl = new Uri($"http://{stalled.Address}");
             options.GrpcAddress = stalled.Address;
-            options.TimeoutSeconds = 0.5;
+            options.Timeout = TimeSpan.FromSeconds(0.5);
         });
         var started = Stopwatch.StartNew();
 
@@ -48,8 +48,8 @@ public sealed class ResilienceTests(GatewayFixture fixture) : IAsyncLifetime
         {
             options.GatewayUrl = new Uri($"http://{stalled.Address}");
             options.GrpcAddress = stalled.Address;
-            options.TimeoutSeconds = 30;
-            options.Plugins["FilePlugin"] = new PluginGovernanceOptions { TimeoutSeconds = 0.3, ThrowOnDenied = false };
+            options.Timeout = TimeSpan.FromSeconds(30);
+            options.Plugins["FilePlugin"] = new PluginGovernanceOptions { Timeout = TimeSpan.FromSeconds(0.3), ThrowOnDenied = false };
         });
         var started = Stopwatch.StartNew();
         var ran = false;

@@ -157,9 +157,101 @@ public sealed class SemanticKernelTests(GatewayFixture fixture) : IAsyncLifetime
         Assert.Contains(kernel.AutoFunctionInvocationFilters, filter => filter is GovernanceAutoFunctionFilter);
     }
 
-    private static async Task<ChatMessageContent> ChatAsync(Kernel kernel, ScriptedModel model)
+    [Fact]
+    public async Task A_soft_denial_of_a_typed_function_answers_its_type_and_InvokeGuardedAsync_says_it_was_denied()
     {
-        var chat = new ChatClientBuilder(model).UseKernelFunctionInvocation().Build().AsChatCompletionService();
+        var kernel = GovernedKernel(options => options.ThrowOnDenied = false);
+
+        var total = await kernel.InvokeAsync<decimal>("FilePlugin", "WriteTotal", new KernelArguments { ["amount"] = 12.5m });
+        var guarded = await kernel.InvokeGuardedAsync<decimal>("FilePlugin", "WriteTotal", new KernelArguments { ["amount"] = 12.5m });
+        var read = await kernel.InvokeGuardedAsync<decimal>("FilePlugin", "ReadTotal");
+
+        Assert.Equal(0m, total);
+        Assert.True(guarded.IsDenied);
+        Assert.Equal(("trusted-writes", "Writes need a trusted agent"), (guarded.Decision.Policy, guarded.Decision.Reason));
+        Assert.False(read.IsDenied);
+        Assert.Equal(42m, read.Value);
+        Assert.StartsWith("aud_", read.Decision.DecisionId, StringComparison.Ordinal);
+        Assert.Equal(["read total"], files.Calls);
+    }
+
+    [Fact]
+    public async Task A_prompt_invoked_directly_is_checked_under_one_stable_name_a_policy_can_match()
+    {
+        await fixture.Gateway.PutPolicyAsync("sdk-dotnet-prompts", $$"""
+            name: sdk-dotnet-prompts
+            match: { plugin: Kernel, function: Prompt }
+            rules:
+              - name: no-prompts
+                condition: agent.id == "{{readerId}}"
+                action: deny
+                reason: No prompts for this agent
+            """);
+        try
+        {
+            var kernel = GovernedKernel();
+
+            var first = await Assert.ThrowsAsync<PolicyDeniedException>(() => kernel.InvokePromptAsync("Summarize the notes"));
+            var second = await Assert.ThrowsAsync<PolicyDeniedException>(() => kernel.InvokePromptAsync("Summarize the notes again"));
+
+            Assert.Equal(("Kernel", "Prompt", "sdk-dotnet-prompts"), (first.PluginName, first.FunctionName, first.Policy));
+            Assert.Equal(first.FunctionName, second.FunctionName);
+        }
+        finally
+        {
+            await fixture.Gateway.DeletePolicyAsync("sdk-dotnet-prompts");
+        }
+    }
+
+    [Fact]
+    public async Task The_governance_filter_runs_before_a_filter_registered_ahead_of_it()
+    {
+        var configuration = new ConfigurationBuilder().AddInMemoryCollection(new Dictionary<string, string?>
+        {
+            ["AgentGovernance:GatewayUrl"] = fixture.Gateway.Url.ToString(),
+            ["AgentGovernance:GrpcAddress"] = fixture.Gateway.GrpcAddress,
+            ["AgentGovernance:ApiKey"] = fixture.ApiKey,
+            ["AgentGovernance:AgentId"] = readerId,
+            ["AgentGovernance:AuditWalPath"] = Path.Combine(clients.WalDirectory, "order.wal"),
+        }).Build();
+        var answering = new AnsweringFilter();
+        var services = new ServiceCollection();
+        services.AddSingleton<IFunctionInvocationFilter>(answering);
+        services.AddKernel().Plugins.AddFromObject(files, "FilePlugin");
+        services.AddAgentGovernance(configuration);
+        await using var provider = services.BuildServiceProvider();
+        var kernel = provider.GetRequiredService<Kernel>();
+
+        await Assert.ThrowsAsync<PolicyDeniedException>(() => kernel.InvokeAsync("FilePlugin", "WriteFile", new KernelArguments { ["path"] = "/tmp/out.txt", ["content"] = "x" }));
+        var read = await kernel.InvokeAsync("FilePlugin", "ReadFile", new KernelArguments { ["path"] = "/tmp/a" });
+
+        // Had it run first, the answering filter would have answered the denied write itself.
+        Assert.Equal(["ReadFile"], answering.Seen);
+        Assert.Equal("answered by the filter", read.GetValue<string>());
+        Assert.IsType<GovernanceFunctionFilter>(kernel.FunctionInvocationFilters[0]);
+    }
+
+    [Fact]
+    public async Task In_a_chat_pipeline_with_UseAgentGovernance_the_answer_to_a_denied_call_is_the_denial_sentence()
+    {
+        var kernel = GovernedKernel();
+        var model = new ScriptedModel(
+            tools => ScriptedModel.Call(tools, "WriteFile", new() { ["path"] = "/tmp/out.txt", ["content"] = "x" }),
+            _ => new ChatResponse(new ChatMessage(ChatRole.Assistant, "done")));
+
+        var answer = await ChatAsync(kernel, model, governed: true);
+
+        Assert.Equal(1, model.Calls);
+        Assert.Empty(files.Calls);
+        Assert.Equal(AuthorRole.Assistant, answer.Role);
+        Assert.Equal("The call FilePlugin.WriteFile was denied by policy trusted-writes: Writes need a trusted agent", answer.Content);
+    }
+
+    private static async Task<ChatMessageContent> ChatAsync(Kernel kernel, ScriptedModel model, bool governed = false)
+    {
+        var builder = new ChatClientBuilder(model);
+        if (governed) builder.UseAgentGovernance();
+        var chat = builder.UseKernelFunctionInvocation().Build().AsChatCompletionService();
         var history = new ChatHistory("You manage files.");
         history.AddUserMessage("Please update /tmp/out.txt");
         return await chat.GetChatMessageContentAsync(history, new PromptExecutionSettings { FunctionChoiceBehavior = FunctionChoiceBehavior.Auto() }, kernel);
@@ -182,6 +274,33 @@ public sealed class SemanticKernelTests(GatewayFixture fixture) : IAsyncLifetime
         {
             Calls.Add($"write {path}");
             return $"wrote {content.Length} characters";
+        }
+
+        [KernelFunction, Description("Reads the total")]
+        public decimal ReadTotal()
+        {
+            Calls.Add("read total");
+            return 42m;
+        }
+
+        [KernelFunction, Description("Writes the total")]
+        public decimal WriteTotal(decimal amount)
+        {
+            Calls.Add("write total");
+            return amount;
+        }
+    }
+
+    /// <summary>A filter that answers reads itself without running them (a cache, say), and lets anything else through.</summary>
+    private sealed class AnsweringFilter : IFunctionInvocationFilter
+    {
+        public List<string> Seen { get; } = [];
+
+        public async Task OnFunctionInvocationAsync(Microsoft.SemanticKernel.FunctionInvocationContext context, Func<Microsoft.SemanticKernel.FunctionInvocationContext, Task> next)
+        {
+            Seen.Add(context.Function.Name);
+            if (context.Function.Name == "ReadFile") context.Result = new FunctionResult(context.Function, "answered by the filter");
+            else await next(context);
         }
     }
 

@@ -106,7 +106,7 @@ public sealed class WriteAheadTests(GatewayFixture fixture) : IAsyncLifetime
         var client = ClientOn(Path.Combine(clients.WalDirectory, "batch.wal"), options =>
         {
             options.AuditBatchSize = 5;
-            options.AuditFlushIntervalSeconds = 3600;
+            options.AuditFlushInterval = TimeSpan.FromSeconds(3600);
         });
         for (var index = 0; index < 4; index++) await client.AuditAsync(Record($"batched {index}"));
         await Task.Delay(500);
@@ -212,7 +212,7 @@ internal static class OptionsExtensions
     public static AgentGovernanceOptions With(this AgentGovernanceOptions options, string walPath, double? flushSeconds = null)
     {
         options.AuditWalPath = walPath;
-        if (flushSeconds is { } seconds) options.AuditFlushIntervalSeconds = seconds;
+        if (flushSeconds is { } seconds) options.AuditFlushInterval = TimeSpan.FromSeconds(seconds);
         return options;
     }
 }

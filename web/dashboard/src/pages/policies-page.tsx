@@ -7,7 +7,7 @@ import { useDashboard } from '../context';
 import { count, dateTime, percent, relative } from '../format';
 import { useLoad } from '../load';
 import { Link, useRoute } from '../router';
-import type { Agent, Backtest, Decision, PolicyDetail, PolicyList, PolicyStat, ShadowPolicyStat, Simulation, ValidationResult } from '../types';
+import type { Agent, Backtest, Canary, CanaryCohort, Decision, PolicyDetail, PolicyList, PolicyStat, ShadowPolicyStat, Simulation, ValidationResult } from '../types';
 
 const DRAFT_EXAMPLE = `name: orders-need-trust
 match: { action: "write:orders*" }
@@ -67,10 +67,87 @@ export function PoliciesPage() {
           )}
         </LoadedView>
       </section>
+      <CanaryRollouts />
       <ShadowPolicies />
       <PolicyLab startFrom={route.query.get('draft')} />
     </>
   );
+}
+
+/**
+ * Canary rollouts (GET /admin/canaries; docs/policies.md "Canary rollouts"): each new version
+ * with both cohorts' rates, and the running one's promote and abort buttons.
+ */
+function CanaryRollouts() {
+  const { api } = useDashboard();
+  const canaries = useLoad((signal) => api.get<{ canaries: Canary[] }>('/admin/canaries', undefined, signal), [api]);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error | null>(null);
+  const step = (canary: Canary, how: 'promote' | 'abort') => {
+    setBusy(true);
+    setError(null);
+    api.post(`/admin/canaries/${encodeURIComponent(canary.id)}/${how}`).then(
+      () => {
+        setBusy(false);
+        canaries.reload();
+      },
+      (failure: Error) => {
+        setBusy(false);
+        setError(failure);
+      },
+    );
+  };
+  return (
+    <section className="card" aria-labelledby="canaries-title">
+      <h2 id="canaries-title">Canary rollouts</h2>
+      <p className="muted">
+        A new version of a policy in force for a share of the agents, compared with the rest; rolled back by itself when its deny rate exceeds theirs by the margin, promoted after its
+        window otherwise. Start one with <code>ags policy canary start</code> or <code>POST /admin/canaries</code>.
+      </p>
+      {error && <ErrorMessage error={error} title="The step was refused" />}
+      <LoadedView loaded={canaries} what="the canary rollouts">
+        {(data) => (
+          <SortableTable
+            caption="Canary rollouts, newest first"
+            testId="canaries"
+            rows={data.canaries}
+            rowKey={(canary) => canary.id}
+            initialSort={{ key: 'started', descending: true }}
+            empty="No canary rollout yet."
+            columns={[
+              { key: 'policy', label: 'Policy', sortBy: (canary) => canary.policy, render: (canary) => <Link to={`/policies/${encodeURIComponent(canary.policy)}`}>{canary.policy}</Link> },
+              { key: 'state', label: 'State', sortBy: (canary) => canary.state, render: (canary) => canary.state.replace('_', ' ') },
+              { key: 'share', label: 'Share', numeric: true, sortBy: (canary) => canary.share, render: (canary) => percent(canary.share) },
+              { key: 'canary', label: 'Canary cohort', render: (canary) => cohortText(canary.canary) },
+              { key: 'stable', label: 'The rest', render: (canary) => cohortText(canary.stable) },
+              { key: 'started', label: 'Started', sortBy: (canary) => canary.startedAt, render: (canary) => <time title={dateTime(canary.startedAt)}>{relative(canary.startedAt)}</time> },
+              {
+                key: 'outcome',
+                label: 'Outcome',
+                render: (canary) =>
+                  canary.state === 'running' ? (
+                    <span className="actions">
+                      <button type="button" disabled={busy} onClick={() => step(canary, 'promote')} aria-label={`Promote the canary of ${canary.policy}`}>
+                        Promote
+                      </button>{' '}
+                      <button type="button" disabled={busy} onClick={() => step(canary, 'abort')} aria-label={`Abort the canary of ${canary.policy}`}>
+                        Abort
+                      </button>
+                    </span>
+                  ) : (
+                    canary.outcome
+                  ),
+              },
+            ]}
+          />
+        )}
+      </LoadedView>
+    </section>
+  );
+}
+
+function cohortText(cohort: CanaryCohort): string {
+  return `${count(cohort.decisions)} decisions · ${percent(cohort.denyRate)} denied · ${percent(cohort.approvalRate)} held · ${percent(cohort.errorRate)} errors`;
 }
 
 /** Shadow policies (mode: shadow) on live traffic: what they would deny, and whom (GET /admin/analytics/shadow; docs/policies.md "Shadow policies"). */

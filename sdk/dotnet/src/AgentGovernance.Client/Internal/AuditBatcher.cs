@@ -94,6 +94,18 @@ internal sealed partial class AuditBatcher : IAsyncDisposable
         await DisposeAsync().ConfigureAwait(false);
     }
 
+    /// <summary>
+    /// Stops sending without waiting for a send under way (its acknowledgement, if it comes, is
+    /// not written: the next client resends those events and the gateway records each once), and
+    /// closes the file, fsynced.
+    /// </summary>
+    public void Close()
+    {
+        if (stopping.IsCancellationRequested) return;
+        stopping.Cancel();
+        log.Close();
+    }
+
     /// <summary>Stops sending and closes the file; what is left is resent by the next client on it.</summary>
     public async ValueTask DisposeAsync()
     {

@@ -10,7 +10,8 @@ internal sealed record CheckRequest(
     IReadOnlyDictionary<string, JsonElement> Arguments,
     IReadOnlyDictionary<string, JsonElement> Context,
     string TrustTier,
-    string? ApprovalId = null);
+    string? ApprovalId = null,
+    string? SessionId = null);
 
 /// <summary>What applies to one call of a plugin: its overrides over the client-wide options.</summary>
 internal sealed record PluginCallOptions(string TrustTier, TimeSpan Timeout, bool ThrowOnDenied)
@@ -20,7 +21,7 @@ internal sealed record PluginCallOptions(string TrustTier, TimeSpan Timeout, boo
         options.Plugins.TryGetValue(plugin, out var overrides);
         return new PluginCallOptions(
             overrides?.TrustTier ?? options.DefaultTrustTier,
-            TimeSpan.FromSeconds(overrides?.TimeoutSeconds ?? options.TimeoutSeconds),
+            overrides?.Timeout ?? options.Timeout,
             overrides?.ThrowOnDenied ?? options.ThrowOnDenied);
     }
 }

@@ -16,10 +16,10 @@ internal sealed class GrpcPdpTransport : IDisposable
     private readonly Metadata headers;
     private readonly Uri address;
 
-    public GrpcPdpTransport(Uri address, string apiKey, TimeSpan maxReconnectBackoff)
+    public GrpcPdpTransport(Uri address, string apiKey, TimeSpan maxReconnectBackoff, Action<GrpcChannelOptions>? configure)
     {
         this.address = address;
-        channel = GrpcChannel.ForAddress(address, new GrpcChannelOptions
+        var channelOptions = new GrpcChannelOptions
         {
             HttpHandler = new SocketsHttpHandler
             {
@@ -31,7 +31,9 @@ internal sealed class GrpcPdpTransport : IDisposable
             DisposeHttpClient = true,
             // The default (120 s) would keep a client on HTTP long after the gateway came back.
             MaxReconnectBackoff = maxReconnectBackoff,
-        });
+        };
+        configure?.Invoke(channelOptions);
+        channel = GrpcChannel.ForAddress(address, channelOptions);
         client = new PolicyDecisionPoint.PolicyDecisionPointClient(channel);
         headers = new Metadata { { "x-api-key", apiKey } };
     }
@@ -48,6 +50,7 @@ internal sealed class GrpcPdpTransport : IDisposable
             Context = StructOf(request.Context),
             TrustTier = request.TrustTier,
             ApprovalId = request.ApprovalId ?? "",
+            SessionId = request.SessionId ?? "",
         };
         try
         {

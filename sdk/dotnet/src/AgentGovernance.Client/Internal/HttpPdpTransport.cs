@@ -14,14 +14,17 @@ internal sealed class HttpPdpTransport : IDisposable
     private readonly Uri approvalsUrl;
     private readonly string apiKey;
 
-    public HttpPdpTransport(Uri gatewayUrl, string apiKey)
+    public HttpPdpTransport(Uri gatewayUrl, string apiKey, HttpMessageHandler? handler)
     {
         var baseUrl = gatewayUrl.AbsoluteUri.EndsWith('/') ? gatewayUrl : new Uri(gatewayUrl.AbsoluteUri + "/");
         checkUrl = new Uri(baseUrl, "v1/check");
         auditUrl = new Uri(baseUrl, "v1/audit");
         approvalsUrl = new Uri(baseUrl, "v1/approvals/");
         this.apiKey = apiKey;
-        http = new HttpClient(new SocketsHttpHandler { PooledConnectionLifetime = TimeSpan.FromMinutes(5) }) { Timeout = Timeout.InfiniteTimeSpan };
+        // A handler of the application's own is the application's to dispose.
+        http = handler is null
+            ? new HttpClient(new SocketsHttpHandler { PooledConnectionLifetime = TimeSpan.FromMinutes(5) }) { Timeout = Timeout.InfiniteTimeSpan }
+            : new HttpClient(handler, disposeHandler: false) { Timeout = Timeout.InfiniteTimeSpan };
     }
 
     /// <summary>One <c>POST /v1/check</c>, given up after <paramref name="timeout"/>.</summary>
@@ -40,6 +43,7 @@ internal sealed class HttpPdpTransport : IDisposable
             JsonArguments.WriteObject(writer, request.Context);
             writer.WriteString("trustTier", request.TrustTier);
             if (!string.IsNullOrEmpty(request.ApprovalId)) writer.WriteString("approvalId", request.ApprovalId);
+            if (!string.IsNullOrEmpty(request.SessionId)) writer.WriteString("sessionId", request.SessionId);
             writer.WriteEndObject();
         }
         using var answer = await SendAsync(HttpMethod.Post, checkUrl, body.ToArray(), timeout, cancellationToken).ConfigureAwait(false);

@@ -42,6 +42,12 @@ internal sealed partial class PolicyChangeFollower : IAsyncDisposable
         }
     }
 
+    /// <summary>Stops following without waiting for the stream to end (it ends by itself once cancelled).</summary>
+    public void Stop()
+    {
+        lock (sync) stopping.Cancel();
+    }
+
     public async ValueTask DisposeAsync()
     {
         Task? running;

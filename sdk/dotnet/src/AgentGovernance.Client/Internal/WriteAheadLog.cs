@@ -181,6 +181,23 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
         return Task.CompletedTask;
     }
 
+    /// <summary>As <see cref="DisposeAsync"/>, without waiting for the group commit's loop, which ends by itself once closed.</summary>
+    public void Close()
+    {
+        lock (sync)
+        {
+            if (closed) return;
+            closed = true;
+        }
+        closing.Cancel();
+        lock (sync)
+        {
+            SyncNow();
+            file.Dispose();
+        }
+        lockFile.Dispose();
+    }
+
     /// <summary>Fsyncs what was written, closes the file and releases its lock.</summary>
     public async ValueTask DisposeAsync()
     {

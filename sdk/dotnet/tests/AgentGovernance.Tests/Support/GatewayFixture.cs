@@ -47,7 +47,7 @@ public sealed class Clients : IAsyncDisposable
         ApiKey = fixture.ApiKey,
         AgentId = agentId,
         AuditWalPath = Path.Combine(WalDirectory, $"audit-{created.Count}.wal"),
-        AuditFlushIntervalSeconds = 0.05,
+        AuditFlushInterval = TimeSpan.FromSeconds(0.05),
     };
 
     public GovernanceClient Create(AgentGovernanceOptions options)

@@ -25,13 +25,15 @@ public sealed class GatewayProcess : IAsyncDisposable
     private readonly string dataDirectory;
     private readonly string? scratchDatabase;
     private readonly string? policiesFile;
+    private readonly IReadOnlyDictionary<string, string> environment;
     private readonly HttpClient admin;
     private Process? process;
 
-    private GatewayProcess(string repositoryRoot, int port, int grpcPort, string dataDirectory, string? scratchDatabase, string? policiesFile)
+    private GatewayProcess(string repositoryRoot, int port, int grpcPort, string dataDirectory, string? scratchDatabase, string? policiesFile, IReadOnlyDictionary<string, string>? environment)
     {
         this.repositoryRoot = repositoryRoot;
         this.policiesFile = policiesFile;
+        this.environment = environment ?? new Dictionary<string, string>();
         Port = port;
         GrpcPort = grpcPort;
         this.dataDirectory = dataDirectory;
@@ -52,7 +54,7 @@ public sealed class GatewayProcess : IAsyncDisposable
     public bool OnPostgres => scratchDatabase is not null;
 
     /// <summary>Starts a gateway (with the shared decision cases' policies unless <paramref name="policiesFile"/> names others) and waits for GET /health to answer 200.</summary>
-    public static async Task<GatewayProcess> StartAsync(string? policiesFile = null)
+    public static async Task<GatewayProcess> StartAsync(string? policiesFile = null, IReadOnlyDictionary<string, string>? environment = null)
     {
         var root = RepositoryRoot.Find();
         var main = Path.Combine(root, "dist", "src", "main.js");
@@ -60,7 +62,7 @@ public sealed class GatewayProcess : IAsyncDisposable
         var dataDirectory = Directory.CreateTempSubdirectory("agentgov-sdk-dotnet-").FullName;
         var serverUrl = Environment.GetEnvironmentVariable("DATABASE_URL");
         var scratch = string.IsNullOrEmpty(serverUrl) ? null : await CreateDatabaseAsync(serverUrl);
-        var gateway = new GatewayProcess(root, FreePort(), FreePort(), dataDirectory, scratch, policiesFile);
+        var gateway = new GatewayProcess(root, FreePort(), FreePort(), dataDirectory, scratch, policiesFile, environment);
         try
         {
             await gateway.StartAgainAsync();
@@ -98,6 +100,7 @@ public sealed class GatewayProcess : IAsyncDisposable
         start.Environment["LOG_LEVEL"] = "error";
         start.Environment["METRICS_TOKEN"] = MetricsToken;
         if (scratchDatabase is not null) start.Environment["DATABASE_URL"] = scratchDatabase;
+        foreach (var (name, value) in environment) start.Environment[name] = value;
         var output = new StringBuilder();
         process = new Process { StartInfo = start };
         process.OutputDataReceived += (_, line) => { lock (output) output.AppendLine(line.Data); };
@@ -171,6 +174,15 @@ public sealed class GatewayProcess : IAsyncDisposable
         var body = await response.Content.ReadFromJsonAsync<JsonObject>();
         if (response.StatusCode != HttpStatusCode.Created) throw new InvalidOperationException($"POST /admin/agents: {(int)response.StatusCode} {body}");
         return (string)body!["id"]!;
+    }
+
+    /// <summary>An agent and its token (for <c>/proxy/*</c>: <c>Authorization: Bearer &lt;token&gt;</c>).</summary>
+    public async Task<(string Id, string Token)> CreateAgentWithTokenAsync(string name, string trustTier = "trusted")
+    {
+        using var response = await admin.PostAsJsonAsync("admin/agents", new { name = $"{name}-{Guid.NewGuid():N}"[..Math.Min(name.Length + 9, 60)], trustTier });
+        var body = await response.Content.ReadFromJsonAsync<JsonObject>();
+        if (response.StatusCode != HttpStatusCode.Created) throw new InvalidOperationException($"POST /admin/agents: {(int)response.StatusCode} {body}");
+        return ((string)body!["id"]!, (string)body["token"]!);
     }
 
     public async Task<string> CreateApiKeyAsync(string name = "sdk-dotnet")

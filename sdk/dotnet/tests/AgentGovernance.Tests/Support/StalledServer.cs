@@ -22,6 +22,15 @@ public sealed class StalledServer : IAsyncDisposable
 
     public string Address => $"127.0.0.1:{Port}";
 
+    /// <summary>How many connections it has accepted.</summary>
+    public int Accepted
+    {
+        get
+        {
+            lock (held) return held.Count;
+        }
+    }
+
     public async ValueTask DisposeAsync()
     {
         await stopping.CancelAsync();
