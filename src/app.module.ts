@@ -29,6 +29,7 @@ import { LoggingModule } from './logging/logging.module';
 import { OrganizationsModule } from './organizations/organizations.module';
 import { PdpModule } from './pdp/pdp.module';
 import { SidecarTokensModule } from './sidecar-tokens/sidecar-tokens.module';
+import { SessionsModule } from './sessions/sessions.module';
 import { GatewayBootstrap } from './gateway-bootstrap';
 import { ShutdownStateModule } from './common/shutdown-state';
 import { TelemetryModule } from './telemetry/telemetry.module';
@@ -54,6 +55,7 @@ export class AppModule {
         DecisionTokensModule,
         ManagedIdentityModule,
         AgentsModule,
+        SessionsModule,
         ApiKeysModule,
         CredentialsModule,
         AuthModule,

@@ -17,6 +17,8 @@ import { ALERTS_COMMANDS } from './alerts.command';
 import { CliBootstrap } from './cli-bootstrap';
 import { PoliciesCommand, PoliciesPromoteCommand, PoliciesTestCommand, PoliciesValidateCommand } from './policies.command';
 import { PoliciesModule } from '../policies/policies.module';
+import { SessionLabelsModule } from '../sessions/session-labels.module';
+import { SessionsClearLabelsCommand, SessionsCommand } from './sessions.command';
 import { CANARY_COMMANDS } from './canary.command';
 import { OrgsCommand, OrgsCreateCommand, OrgsListCommand, OrgsRotateTokenCommand } from './orgs.command';
 
@@ -37,6 +39,7 @@ export class CliModule {
         AgentsModule,
         ApprovalsModule,
         PoliciesModule,
+        SessionLabelsModule,
       ],
       providers: [
         CliBootstrap,
@@ -59,6 +62,8 @@ export class CliModule {
         ApprovalsListCommand,
         ApprovalsApproveCommand,
         ApprovalsRejectCommand,
+        SessionsCommand,
+        SessionsClearLabelsCommand,
         ...ALERTS_COMMANDS,
       ],
     };

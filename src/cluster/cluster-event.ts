@@ -9,6 +9,8 @@ export type ClusterEvent =
   | { type: 'credential.changed'; orgId: string; credentialId: string }
   /** Admin tokens were adopted (ADMIN_TOKEN), reactivated or replaced: instances forget the admin tokens they refused. */
   | { type: 'admintokens.changed' }
+  /** An admin ended labels of an agent's session (`sessionId`, `` its own scope) or, with null, on the agent itself. */
+  | { type: 'session.labels_cleared'; orgId: string; agentId: string; sessionId: string | null }
   /** Emitted locally after the cross-instance channel reconnects: events may have been missed. */
   | { type: 'resync' };
 

@@ -353,6 +353,8 @@ export interface PoliciesGitSettings {
   pollMs: number;
   /** POLICIES_GIT_ALLOWED_SIGNERS: an SSH allowed-signers file; when set, a commit not signed by one of them is refused. */
   allowedSigners?: string;
+  /** POLICIES_GIT_ORG (default the bootstrap organization, org_default): the organization whose policies follow the repository. */
+  orgId: string;
 }
 
 function readPoliciesGit(read: EnvReader): PoliciesGitSettings | undefined {
@@ -363,6 +365,7 @@ function readPoliciesGit(read: EnvReader): PoliciesGitSettings | undefined {
   return {
     url: /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url : path.resolve(url),
     branch: read.string('POLICIES_GIT_BRANCH', 'main'),
+    orgId: read.string('POLICIES_GIT_ORG', 'org_default'),
     path: folder,
     pollMs: read.durationMs('POLICIES_GIT_POLL_INTERVAL', '60s', 1000),
     ...(signers === undefined ? {} : { allowedSigners: path.resolve(signers) }),

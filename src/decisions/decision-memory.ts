@@ -111,6 +111,11 @@ export class DecisionMemory {
     this.sessions.remember({ orgId: owner.orgId, agentId: owner.agentId, sessionId }, action, grants, nowMs);
   }
 
+  /** A session's facts as they stand (the admin API's timeline): its labels and the agent's. */
+  sessionFacts(orgId: string, agentId: string, sessionId: string, nowMs: number): SessionFacts {
+    return this.sessions.recall({ orgId, agentId, sessionId }, nowMs);
+  }
+
   /** Ends labels (the admin API): of one session, or of the agent itself. */
   clearLabels(orgId: string, agentId: string, sessionId: string | undefined, nowMs: number): boolean {
     return this.sessions.clearLabels(orgId, agentId, sessionId, nowMs);

@@ -10,6 +10,8 @@ import type { PolicyDefinition } from '../policy-engine/types';
 import { BOOTSTRAP_ORG_ID, OrganizationsService } from '../organizations/organizations.service';
 import { CommitFiles, GitPolicyRepository, GitSourceError, withoutCredentials } from './git-policy-repository';
 import { PoliciesService } from './policies.service';
+import { AppError } from '../common/app-error';
+import { ErrorCode } from '../common/error-code';
 
 /** Where the git source stands, for /health/ready's details. */
 export interface GitSourceStatus {
@@ -34,7 +36,7 @@ export interface GitSourceRefusal {
 class RefusedCommit extends Error {}
 
 /**
- * Keeps the bootstrap organization's policies in step with a git branch (docs/policies.md
+ * Keeps an organization's policies (POLICIES_GIT_ORG, the bootstrap organization by default) in step with a git branch (docs/policies.md
  * "Policies from git"): every POLICIES_GIT_POLL_INTERVAL the branch is fetched; a new tip
  * commit, signed by an allowed signer when POLICIES_GIT_ALLOWED_SIGNERS is set, whose policy
  * files load and whose test files pass, becomes a policy version naming it. Anything else keeps
@@ -79,7 +81,7 @@ export class GitPolicySync implements OnApplicationBootstrap, OnApplicationShutd
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.settings === undefined) return;
-    await this.organizations.ensureBootstrapOrganization(this.defaultPlan);
+    if (this.settings.orgId === BOOTSTRAP_ORG_ID) await this.organizations.ensureBootstrapOrganization(this.defaultPlan);
     await this.poll();
     this.timer = setInterval(() => void this.poll(), this.settings.pollMs);
     this.timer.unref();
@@ -110,14 +112,16 @@ export class GitPolicySync implements OnApplicationBootstrap, OnApplicationShutd
       this.judged = commit;
       await this.repository!.verify(commit);
       const files = await this.repository!.files(commit);
-      const definitions = await judge(files);
-      const version = await this.policies.syncFromGit(BOOTSTRAP_ORG_ID, definitions, commit);
+      const definitions = await judge(files, this.settings!.orgId);
+      const version = await this.policies.syncFromGit(this.settings!.orgId, definitions, commit);
       state.commit = commit;
       state.appliedAt = new Date().toISOString();
       state.error = null;
       this.logger.info({ commit, subject: files.subject, policies: definitions.length, version }, version === null ? 'policies from git unchanged' : 'policies from git applied');
     } catch (error) {
-      if (!(error instanceof GitSourceError || error instanceof RefusedCommit)) this.logger.error({ err: error }, 'policies from git: unexpected failure');
+      // An organization that does not exist (yet) is a reason like any other: the commit is judged again at the next poll.
+      if (error instanceof AppError && error.code === ErrorCode.NotFound) this.judged = null;
+      else if (!(error instanceof GitSourceError || error instanceof RefusedCommit)) this.logger.error({ err: error }, 'policies from git: unexpected failure');
       this.refuse(commit, error instanceof Error ? error.message : String(error));
     }
   }
@@ -133,7 +137,7 @@ export class GitPolicySync implements OnApplicationBootstrap, OnApplicationShutd
 }
 
 /** The policies of a commit, if its files load and its tests pass; throws RefusedCommit saying why not. */
-async function judge(files: CommitFiles): Promise<PolicyDefinition[]> {
+async function judge(files: CommitFiles, orgId: string): Promise<PolicyDefinition[]> {
   const short = files.commit.slice(0, 12);
   const problems: string[] = [];
   const definitions: PolicyDefinition[] = [];
@@ -156,7 +160,7 @@ async function judge(files: CommitFiles): Promise<PolicyDefinition[]> {
   });
   if (problems.length === 0) {
     try {
-      const set = compilePolicies(definitions, { namespace: BOOTSTRAP_ORG_ID, file: short });
+      const set = compilePolicies(definitions, { namespace: orgId, file: short });
       for (const suite of suites) {
         for (const result of await runPolicyTests(suite.tests, set)) {
           if (!result.passed) problems.push(`${suite.file}:${result.test.line}:${result.test.column}: test "${result.test.name}" failed: ${result.failure}`);
