@@ -13,6 +13,7 @@ import { runAnalyticsBench } from './analytics.bench';
 import { runIngestBench } from './ingest.bench';
 import { runMcpBench } from './mcp.bench';
 import { runMetricsBench } from './metrics.bench';
+import { runDecisionTokensBench } from './decision-tokens.bench';
 import { runPdpBench } from './pdp.bench';
 import { runPolicyBench } from './policy.bench';
 import { runProxyBench } from './proxy.bench';
@@ -30,6 +31,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchReport>> = {
   alerts: runAlertsBench,
   mcp: runMcpBench,
   metrics: runMetricsBench,
+  'decision-tokens': runDecisionTokensBench,
   bounded: runBoundedBench,
   soak: () => import('./soak.bench').then((bench) => bench.runSoakBench()),
 };

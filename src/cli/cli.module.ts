@@ -7,7 +7,12 @@ import { AuditModule } from '../audit/audit.module';
 import { ClusterModule } from '../cluster/cluster.module';
 import { AppConfig } from '../config/app-config';
 import { ConfigModule } from '../config/config.module';
+import { CredentialSealer } from '../credentials/credential-sealer';
+import { CredentialsService } from '../credentials/credentials.service';
+import { UpstreamCredential } from '../credentials/upstream-credential.entity';
 import { DatabaseModule } from '../database/database.module';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { CREDENTIALS_COMMANDS } from './credentials.command';
 import { KeysModule } from '../keys/keys.module';
 import { LoggingModule } from '../logging/logging.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
@@ -39,6 +44,8 @@ export class CliModule {
         AgentsModule,
         ApprovalsModule,
         PoliciesModule,
+        // Not CredentialsModule: its store decrypts every credential at start, which the tool neither needs nor may (it may run without the key, to list).
+        TypeOrmModule.forFeature([UpstreamCredential]),
         SessionLabelsModule,
       ],
       providers: [
@@ -65,6 +72,9 @@ export class CliModule {
         SessionsCommand,
         SessionsClearLabelsCommand,
         ...ALERTS_COMMANDS,
+        CredentialSealer,
+        CredentialsService,
+        ...CREDENTIALS_COMMANDS,
       ],
     };
   }

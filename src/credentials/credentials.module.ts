@@ -3,6 +3,7 @@ import { UPSTREAM_CREDENTIALS } from '../decisions/upstream-credentials';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from '../audit/audit.module';
 import { CredentialsController } from './credentials.controller';
+import { CredentialSealer } from './credential-sealer';
 import { CredentialsService } from './credentials.service';
 import { StoredCredentials } from './stored-credentials';
 import { UpstreamCredential } from './upstream-credential.entity';
@@ -15,7 +16,7 @@ import { UpstreamCredential } from './upstream-credential.entity';
 @Module({
   imports: [TypeOrmModule.forFeature([UpstreamCredential]), AuditModule],
   controllers: [CredentialsController],
-  providers: [StoredCredentials, CredentialsService, { provide: UPSTREAM_CREDENTIALS, useExisting: StoredCredentials }],
+  providers: [StoredCredentials, CredentialSealer, CredentialsService, { provide: UPSTREAM_CREDENTIALS, useExisting: StoredCredentials }],
   exports: [StoredCredentials, UPSTREAM_CREDENTIALS],
 })
 export class CredentialsModule {}

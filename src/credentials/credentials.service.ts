@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, QueryFailedError, Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
@@ -11,7 +11,8 @@ import { newId } from '../common/ids';
 import { readMcpServers } from '../mcp/mcp-server-list';
 import { parseProxyUrl, PROXY_PREFIX } from '../proxy/proxy-path';
 import { CreateCredentialDto, CredentialView, HEADER_NAME, HEADER_VALUE, QUERY_NAME, RotateCredentialDto } from './credentials.dto';
-import { KeyMissing, StoredCredentials } from './stored-credentials';
+import { CredentialSealer, KeyMissing } from './credential-sealer';
+import { StoredCredentials } from './stored-credentials';
 import { UpstreamCredential } from './upstream-credential.entity';
 
 /** Headers the gateway writes or strips itself: a credential cannot take their place. */
@@ -49,9 +50,11 @@ export class CredentialsService {
   constructor(
     private readonly config: AppConfig,
     @InjectRepository(UpstreamCredential) private readonly rows: Repository<UpstreamCredential>,
-    private readonly stored: StoredCredentials,
+    private readonly sealer: CredentialSealer,
     private readonly audit: AuditService,
     private readonly events: ClusterEvents,
+    // Absent in the `ags` tool, which forwards nothing: the gateways hear its changes through ClusterEvents.
+    @Optional() private readonly stored: StoredCredentials | null,
   ) {
     this.mcpServers = new Set(config.mcp.serversFile === undefined ? [] : readMcpServers(config.mcp.serversFile).map((server) => server.name));
   }
@@ -113,6 +116,13 @@ export class CredentialsService {
     return toView({ ...row, revokedAt });
   }
 
+  /** The organization a credential belongs to (the `ags` tool names a credential by its id alone). */
+  async orgOf(id: string): Promise<string> {
+    const row = await this.rows.findOne({ where: { id }, select: { id: true, orgId: true } });
+    if (row === null) throw AppError.notFound('Credential', id);
+    return row.orgId;
+  }
+
   private async getRow(admin: AdminPrincipal, id: string): Promise<UpstreamCredential> {
     const row = await this.rows.findOne({ where: { id, orgId: admin.orgId } });
     if (row === null) throw AppError.notFound('Credential', id);
@@ -121,13 +131,13 @@ export class CredentialsService {
 
   /** In force here before the answer, then on the other instances. */
   private async announce(orgId: string, credentialId: string): Promise<void> {
-    await this.stored.reload(credentialId);
+    await this.stored?.reload(credentialId);
     await this.events.publish({ type: 'credential.changed', orgId, credentialId });
   }
 
   private sealed(id: string, orgId: string, value: string): { sealed: Buffer; keyId: string } {
     try {
-      return this.stored.seal(id, orgId, value);
+      return this.sealer.seal(id, orgId, value);
     } catch (error) {
       if (error instanceof KeyMissing) throw new AppError(ErrorCode.InvalidRequest, error.message);
       throw error;

@@ -14,6 +14,8 @@ import { UpstreamCredential } from './upstream-credential.entity';
 export interface EdgeCredential {
   route: CredentialRoute;
   credential: InjectedCredential;
+  /** The credential's version: a sealed value opens for this version only. */
+  version: number;
 }
 
 /**
@@ -55,15 +57,8 @@ export class StoredCredentials implements UpstreamCredentials, OnModuleInit {
   /** The organization's credentials marked for the edge. */
   edgeCredentials(orgId: string): EdgeCredential[] {
     const found: EdgeCredential[] = [];
-    for (const entry of this.edge.values()) if (entry.orgId === orgId) found.push({ route: entry.route, credential: entry.credential });
+    for (const entry of this.edge.values()) if (entry.orgId === orgId) found.push({ route: entry.route, credential: entry.credential, version: entry.version });
     return found.sort((a, b) => (a.credential.id < b.credential.id ? -1 : 1));
-  }
-
-  /** Seals a value for row `id` of `orgId` with the current key; throws when no key is configured. */
-  seal(id: string, orgId: string, value: string): { sealed: Buffer; keyId: string } {
-    const key = this.config.credentialKeys.current;
-    if (key === undefined) throw new KeyMissing();
-    return { sealed: sealValue(key, value, boundTo(id, orgId)), keyId: key.id };
   }
 
   /** Loads the row `id` again (created, rotated or revoked on some instance). */
@@ -131,14 +126,7 @@ export class StoredCredentials implements UpstreamCredentials, OnModuleInit {
     const route: CredentialRoute = row.routeKind === 'proxy' ? { kind: 'proxy', prefix: row.route } : { kind: 'mcp', server: row.route };
     const credential: InjectedCredential = { id: row.id, placement: placementOf(row), value };
     this.index.set(row.orgId, route, credential);
-    if (row.forEdge) this.edge.set(row.id, { orgId: row.orgId, route, credential });
-  }
-}
-
-/** Thrown when a credential is stored while no key is configured. */
-export class KeyMissing extends Error {
-  constructor() {
-    super('The upstream credential store has no key: set CREDENTIALS_KEY_FILE (or CREDENTIALS_KEY) to 32 random bytes (docs/configuration.md)');
+    if (row.forEdge) this.edge.set(row.id, { orgId: row.orgId, route, credential, version: row.version });
   }
 }
 

@@ -22,6 +22,7 @@ import { OidcClientAgent1765065600000 } from '../../migrations/1765065600000-oid
 import { UpstreamCredentials1765065600100 } from '../../migrations/1765065600100-upstream-credentials';
 import { PolicyCanaries1765152000000 } from '../../migrations/1765152000000-policy-canaries';
 import { ApprovalPaging1765152000041 } from '../../migrations/1765152000041-approval-paging';
+import { SidecarKeys1765152000100 } from '../../migrations/1765152000100-sidecar-keys';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -49,4 +50,5 @@ export const MIGRATIONS = [
   UpstreamCredentials1765065600100,
   PolicyCanaries1765152000000,
   ApprovalPaging1765152000041,
+  SidecarKeys1765152000100,
 ];

@@ -33,6 +33,12 @@ export interface BundleToolPin {
   definition: { name: string; description: string; inputSchema: unknown };
 }
 
+/** A credential given to the edge, as the bundle names it. */
+export interface BundleEdgeCredential {
+  id: string;
+  version: number;
+}
+
 /** Trust tier definitions: the order of the rungs and every alias's rung. */
 export interface BundleTiers {
   order: string[];
@@ -62,6 +68,11 @@ export interface BundleContent {
   apiKeys?: BundleApiKey[];
   /** The organization's pinned MCP tools, by server and name. */
   toolPins?: BundleToolPin[];
+  /**
+   * The organization's credentials marked for the edge, by id and version, never their values:
+   * a sidecar whose grant (edge-grant.ts) holds others asks for a new one.
+   */
+  edgeCredentials?: BundleEdgeCredential[];
   tokenIssuer: string;
   /** The gateway's own MODE, for information: the sidecar's MODE is its own. */
   gatewayMode: 'enforce' | 'audit';

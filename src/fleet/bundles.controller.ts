@@ -1,12 +1,14 @@
 import { Body, Controller, Get, Headers, HttpCode, Post, Res } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiBody, ApiHeader, ApiNotModifiedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiBody, ApiConflictResponse, ApiForbiddenResponse, ApiHeader, ApiNotModifiedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../common/auth-decorators';
 import { ErrorBody } from '../common/error-body.dto';
 import { SidecarTokenAccepted } from '../sidecar-tokens/sidecar-token-access';
 import type { SignedBundle } from '../decisions/bundle-format';
-import { AuditIngestDto, AuditIngestResult, SidecarListView } from './bundles.dto';
+import { AuditIngestDto, AuditIngestResult, EdgeGrantView, SidecarGrantDto, SidecarListView } from './bundles.dto';
+import { EdgeGrantsService } from './edge-grants.service';
+import type { EdgeGrant } from '../decisions/edge-grant';
 import { BundlesService } from './bundles.service';
 import { ingestBatchOf } from './ingest-batch';
 import { SidecarHeader } from '../decisions/sidecar-protocol';
@@ -19,6 +21,7 @@ export class BundlesController {
   constructor(
     private readonly bundles: BundlesService,
     private readonly sidecars: SidecarsService,
+    private readonly grants: EdgeGrantsService,
   ) {}
 
   @Get('api/v1/bundle')
@@ -51,6 +54,21 @@ export class BundlesController {
       return undefined;
     }
     return served.bundle;
+  }
+
+  @Post('api/v1/sidecar/grant')
+  @HttpCode(200)
+  @SidecarTokenAccepted()
+  @ApiOperation({
+    summary: 'A sidecar’s grant: a certificate of its decision-token key and the edge credentials sealed to its key',
+    description: 'X-Admin-Token: a sidecar token, bound to the keys of its first grant (docs/security.md “Sidecars”).',
+  })
+  @ApiOkResponse({ type: EdgeGrantView })
+  @ApiBadRequestResponse({ description: 'A key that is not an Ed25519 / X25519 public JWK, or a bad sidecarId', type: ErrorBody })
+  @ApiForbiddenResponse({ description: 'Not a sidecar token', type: ErrorBody })
+  @ApiConflictResponse({ description: 'The sidecar token is bound to other sidecar keys', type: ErrorBody })
+  grant(@CurrentAdmin() admin: AdminPrincipal, @Body() dto: SidecarGrantDto): Promise<EdgeGrant> {
+    return this.grants.grant(admin, dto);
   }
 
   @Post('api/v1/audit/ingest')

@@ -7,6 +7,7 @@ import {
   IsIn,
   IsInt,
   IsNumber,
+  IsObject,
   IsOptional,
   IsString,
   Matches,
@@ -143,3 +144,35 @@ export class SidecarListView {
 }
 
 export const SIDECAR_MODES = ['enforce', 'audit'] as const;
+
+/** A sidecar asking for its grant: its id and its two public keys (docs/security.md "Sidecars"). */
+export class SidecarGrantDto {
+  @ApiProperty({ example: 'edge-eu-1', description: SIDECAR_ID_RULE })
+  @IsString()
+  @Matches(SIDECAR_ID_FORMAT, { message: SIDECAR_ID_MESSAGE })
+  sidecarId: string;
+
+  @ApiProperty({ description: 'Ed25519 public JWK (kty OKP, crv Ed25519, x) its decision tokens are signed with', example: { kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' } })
+  @IsObject()
+  signingKey: Record<string, unknown>;
+
+  @ApiProperty({ description: 'X25519 public JWK (kty OKP, crv X25519, x) its edge credentials are sealed to', example: { kty: 'OKP', crv: 'X25519', x: 'hSDwCYkwp1R0i33ctD73Wg2_Og0mOBr066SpjqqbTmo' } })
+  @IsObject()
+  sealingKey: Record<string, unknown>;
+}
+
+export class SealedEdgeCredentialView {
+  @ApiProperty({ example: 'cred_3f9a0c1b2d4e5f6a7b8c9d0e' }) id: string;
+  @ApiProperty({ example: 1 }) version: number;
+  @ApiProperty({ description: '`{kind: "proxy", prefix}` or `{kind: "mcp", server}`', example: { kind: 'proxy', prefix: 'payments' } }) route: Record<string, unknown>;
+  @ApiProperty({ description: '`{type: "header"|"query", name}` or `{type: "bearer"}`', example: { type: 'header', name: 'X-Api-Key' } }) placement: Record<string, unknown>;
+  @ApiProperty({ description: 'The value sealed to the sidecar’s X25519 key: base64url of ephemeral key ‖ iv ‖ tag ‖ ciphertext' }) sealed: string;
+}
+
+export class EdgeGrantView {
+  @ApiProperty({ example: 'edge-eu-1' }) sidecarId: string;
+  @ApiProperty({ example: 'org_default' }) orgId: string;
+  @ApiProperty({ description: 'JWT (typ sidecar-key+jwt) of the gateway’s key certifying the sidecar’s signing key; its decision tokens carry it as `sck`' }) certificate: string;
+  @ApiProperty({ example: '2026-12-02T10:00:00.000Z' }) expiresAt: string;
+  @ApiProperty({ type: [SealedEdgeCredentialView] }) credentials: SealedEdgeCredentialView[];
+}

@@ -42,7 +42,7 @@ const TIERS: BundleTiers = {
 /**
  * Builds an organization's signed bundle for edge sidecars (docs/architecture.md "Edge
  * sidecar") from the same rows the gateway decides on. Its version is the time of the newest
- * change it reflects (policy version, agent update or revocation, signing key, API key, MCP tool pin), so it only
+ * change it reflects (policy version, agent update or revocation, signing key, API key, MCP tool pin, edge credential), so it only
  * grows and is the same for the same content; the ETag is a hash of the content.
  */
 @Injectable()
@@ -62,7 +62,7 @@ export class BundlesService {
   }
 
   private async content(orgId: string): Promise<BundleContent> {
-    const [policies, canary, policyVersion, agents, keys, apiKeys, toolPins] = await Promise.all([
+    const [policies, canary, policyVersion, agents, keys, apiKeys, toolPins, edgeCredentials] = await Promise.all([
       this.policies(orgId),
       this.canary(orgId),
       this.policyVersion(orgId),
@@ -70,6 +70,7 @@ export class BundlesService {
       this.keyRing.publishedKeys(),
       this.apiKeys(orgId),
       this.toolPins(orgId),
+      this.edgeCredentials(orgId),
     ]);
     const keyTimes = await this.keyTimes(keys.map((key) => key.kid).filter((kid): kid is string => typeof kid === 'string'));
     const times = [
@@ -78,6 +79,7 @@ export class BundlesService {
       ...keyTimes,
       ...apiKeys.flatMap((key) => [key.created_at, key.revoked_at]),
       ...toolPins.map((pin) => pin.pinned_at),
+      ...edgeCredentials.flatMap((credential) => [credential.created_at, credential.rotated_at, credential.revoked_at]),
     ];
     return {
       format: BUNDLE_FORMAT,
@@ -92,6 +94,7 @@ export class BundlesService {
       keys: [...keys].sort((a, b) => String(a.kid).localeCompare(String(b.kid))),
       apiKeys: apiKeys.filter((key) => key.revoked_at === null).map((key) => ({ id: key.id, hash: key.key_hash })),
       toolPins: toolPins.map((pin) => ({ server: pin.server, tool: pin.tool, hash: pin.pinned_hash, definition: pin.pinned_definition })),
+      edgeCredentials: edgeCredentials.filter((credential) => credential.revoked_at === null).map((credential) => ({ id: credential.id, version: credential.version })),
       tokenIssuer: this.config.http.publicUrl,
       gatewayMode: this.config.mode,
     };
@@ -131,6 +134,11 @@ export class BundlesService {
   /** Pins only: a held definition is not in force (the sidecar holds every definition but the pinned one). */
   private toolPins(orgId: string): Promise<ToolPinRow[]> {
     return this.dataSource.query('SELECT server, tool, pinned_hash, pinned_definition, pinned_at FROM mcp_tool_pins WHERE org_id = $1 ORDER BY server, tool', [orgId]);
+  }
+
+  /** Revoked ones too: their revocation time is a change the version must reflect. */
+  private edgeCredentials(orgId: string): Promise<Array<{ id: string; version: number; created_at: Date; rotated_at: Date | null; revoked_at: Date | null }>> {
+    return this.dataSource.query('SELECT id, version, created_at, rotated_at, revoked_at FROM upstream_credentials WHERE org_id = $1 AND for_edge ORDER BY id', [orgId]);
   }
 
   private async keyTimes(kids: string[]): Promise<Date[]> {

@@ -10,11 +10,13 @@ import { BundlesService } from './bundles.service';
 import { SidecarAuditRange } from './sidecar-audit-range.entity';
 import { Sidecar } from './sidecar.entity';
 import { SidecarsService } from './sidecars.service';
+import { EdgeGrantsService } from './edge-grants.service';
+import { SidecarToken } from '../sidecar-tokens/sidecar-token.entity';
 
 /** The gateway's side of the edge sidecar: signed bundles, audit ingestion, fleet status, budget leases. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Sidecar, SidecarAuditRange]), AuditModule, KeysModule, GatewayDecisionsModule],
+  imports: [TypeOrmModule.forFeature([Sidecar, SidecarAuditRange, SidecarToken]), AuditModule, KeysModule, GatewayDecisionsModule],
   controllers: [BundlesController, BudgetLeasesController],
-  providers: [BundlesService, SidecarsService, BudgetLeasesService],
+  providers: [BundlesService, SidecarsService, BudgetLeasesService, EdgeGrantsService],
 })
 export class FleetModule {}

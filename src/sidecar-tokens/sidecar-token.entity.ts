@@ -22,6 +22,17 @@ export class SidecarToken {
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 
+  /** Thumbprint of the sidecar keys the token is bound to (sidecarKeysThumbprint), from its first grant; null before. */
+  @Column('text', { name: 'sidecar_keys', nullable: true })
+  sidecarKeys: string | null;
+
+  /** The sidecar that bound it. */
+  @Column('text', { name: 'sidecar_id', nullable: true })
+  sidecarId: string | null;
+
+  @Column('timestamptz', { name: 'bound_at', nullable: true })
+  boundAt: Date | null;
+
   @Column('timestamptz', { name: 'revoked_at', nullable: true })
   revokedAt: Date | null;
 }

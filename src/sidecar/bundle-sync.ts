@@ -7,6 +7,7 @@ import { SidecarHeader } from '../decisions/sidecar-protocol';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
+import { EdgeGrants } from './edge-grants';
 import { GatewayAnswer, GatewayLink, MAX_GATEWAY_ANSWER_BYTES } from './gateway-link';
 
 const TIMEOUT_NAME = 'bundle-sync';
@@ -40,6 +41,7 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
     private readonly link: GatewayLink,
     private readonly forwarder: AuditForwarder,
     private readonly wal: AuditWal,
+    private readonly grants: EdgeGrants,
     private readonly scheduler: SchedulerRegistry,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -47,6 +49,7 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
   /** The cached bundle before the first request; the first fetch runs at once, without holding up the start. */
   async onApplicationBootstrap(): Promise<void> {
     await this.store.loadCached();
+    await this.grants.loadCached();
     this.store.onUnknownCredential = () => this.syncEarly();
     void this.syncAndSchedule();
   }
@@ -92,6 +95,9 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
       this.lastSuccessMs = this.lastSyncMs;
       this.lastError = null;
       this.forwarder.nudge();
+      this.grants.bundleChanged();
+      // Off the sync: a gateway slow to grant does not hold up the bundle's schedule.
+      void this.grants.refresh();
     }
     return ok;
   }

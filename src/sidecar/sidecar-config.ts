@@ -60,6 +60,8 @@ export class SidecarConfig {
   readonly auditRedact: readonly string[];
   /** SHUTDOWN_TIMEOUT_MS: longest a SIGTERM/SIGINT shutdown may take. */
   readonly shutdownTimeoutMs: number;
+  /** DECISION_TOKENS: `true` adds X-Service-Decision-Token, signed with the sidecar's own certified key, to every request its /proxy forwards after an allow (docs/security.md "Sidecars"). */
+  readonly decisionTokens: boolean;
   /** METRICS_PORT, METRICS_TOKEN, LOG_REQUESTS, SLOW_REQUEST_MS, OTEL_*: as the gateway's (shared-settings.ts). */
   readonly telemetry: TelemetrySettings;
 
@@ -96,6 +98,7 @@ export class SidecarConfig {
       sidecarId: read.optionalString('SIDECAR_ID'),
       auditBufferMaxBytes: read.int('AUDIT_BUFFER_MAX_BYTES', 256 * 1024 * 1024, 4096, Number.MAX_SAFE_INTEGER),
       auditDurability: read.oneOf('AUDIT_DURABILITY', ['write', 'sync'] as const, 'write'),
+      decisionTokens: read.bool('DECISION_TOKENS', true),
       auditForwardIntervalMs: read.int('AUDIT_FORWARD_INTERVAL_MS', 1000, 10, 3_600_000),
     };
     if (values.sidecarId !== undefined && !SIDECAR_ID_FORMAT.test(values.sidecarId)) read.errors.push(`SIDECAR_ID: ${SIDECAR_ID_RULE}`);

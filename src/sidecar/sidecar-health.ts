@@ -6,6 +6,7 @@ import { BundleStore } from './bundle-store';
 import { BundleSync } from './bundle-sync';
 import { EdgeBudgetLedger } from './edge-budget-ledger';
 import { GatewayLink } from './gateway-link';
+import { EdgeGrants, EdgeGrantState } from './edge-grants';
 
 /** GET /health of the sidecar (docs/sidecar.md), plus why it fails closed and its audit buffer. */
 export interface SidecarHealthReport {
@@ -32,6 +33,8 @@ export interface SidecarHealthReport {
   failClosedReason: string | null;
   keyPinning: 'configured' | 'first-use' | 'none';
   audit: WalState & { lastForward: string | null; forwardError: string | null };
+  /** The gateway's grant: when the certificate of its decision-token key expires, the edge credentials in force (ids only), why no new grant came. */
+  edgeGrant: EdgeGrantState;
   /** Budget leases held (one per budget being spent here) and those waiting for the gateway to take them back (docs/sidecar.md "Budgets"). */
   budgetLeases: { held: number; returning: number };
 }
@@ -47,6 +50,7 @@ export class SidecarHealth {
     private readonly link: GatewayLink,
     private readonly wal: AuditWal,
     private readonly forwarder: AuditForwarder,
+    private readonly grants: EdgeGrants,
     private readonly budgets: EdgeBudgetLedger,
   ) {}
 
@@ -73,6 +77,7 @@ export class SidecarHealth {
       failClosedReason: failure,
       keyPinning: this.store.keyPinning,
       audit: { ...audit, lastForward: iso(this.forwarder.lastForwardMs), forwardError: this.forwarder.lastError },
+      edgeGrant: this.grants.state(),
       budgetLeases: this.budgets.state(),
     };
   }

@@ -23,6 +23,11 @@ import { ADAPTER_AUTHENTICATION, OUTCOME_LEDGER } from '../decisions/adapter-por
 import { APPROVAL_DESK } from '../decisions/approval-ports';
 import { GatewayApprovals } from './gateway-approvals';
 import { ProxyHandler } from '../proxy/proxy-handler';
+import { DECISION_TOKENS, DecisionTokenSigner } from '../decisions/decision-token';
+import { UPSTREAM_CREDENTIALS } from '../decisions/upstream-credentials';
+import { EdgeGrants } from './edge-grants';
+import { GatewayLink } from './gateway-link';
+import { sidecarKeys } from './sidecar-keys';
 import { MCP_SETTINGS, McpHandler, McpSettings } from '../mcp/mcp.handler';
 import { readMcpServers } from '../mcp/mcp-server-list';
 import { AgentTokenMcpAuthentication, MCP_AUTHENTICATION } from '../mcp/mcp-authentication';
@@ -110,6 +115,17 @@ export class SidecarModule {
         SidecarTelemetry,
         PdpService,
         ProxyHandler,
+        {
+          provide: EdgeGrants,
+          inject: [BundleStore, GatewayLink, LOGGER],
+          useFactory: (store: BundleStore, link: GatewayLink, log: Logger) => new EdgeGrants(sidecarKeys(config.cacheDir), store, link, config.cacheDir, log),
+        },
+        { provide: UPSTREAM_CREDENTIALS, useExisting: EdgeGrants },
+        {
+          provide: DECISION_TOKENS,
+          inject: [EdgeGrants, BundleStore],
+          useFactory: (grants: EdgeGrants, store: BundleStore): DecisionTokenSigner | null => (config.decisionTokens ? new DecisionTokenSigner(() => grants.tokenKey(), () => store.tokenIssuer) : null),
+        },
         AdapterHttpHandler,
         EdgeApprovalStatus,
         OutcomeRecorder,

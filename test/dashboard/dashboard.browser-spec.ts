@@ -116,7 +116,7 @@ function entryIds(page: Page): Promise<string[]> {
 
 /** Readable at this width: each section, once loaded, is no wider than the screen (wide tables scroll inside their box). */
 async function expectEverySectionFits(page: Page, width: number): Promise<void> {
-  for (const [section, heading] of [['Agents', 'Agents'], ['Audit', 'Audit trail'], ['Policies', 'Policies'], ['Approvals', 'Approvals'], ['Sidecars', 'Sidecars']]) {
+  for (const [section, heading] of [['Agents', 'Agents'], ['Audit', 'Audit trail'], ['Policies', 'Policies'], ['Approvals', 'Approvals'], ['Sidecars', 'Sidecars'], ['Credentials', 'Upstream credentials']]) {
     await page.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link', { name: section }).click();
     await page.getByRole('heading', { name: heading, exact: true }).waitFor();
     await page.locator('main [role="status"]', { hasText: 'Loading' }).first().waitFor({ state: 'detached' });
@@ -503,5 +503,60 @@ describe('the dashboard at /dashboard', () => {
     const supportIds = all.approvals.filter((approval) => approval.agentId === supportBot.id).map((approval) => approval.id);
     await eventually(async () => JSON.stringify(await approvalIds(page)) === JSON.stringify(supportIds), 10_000, 'the pending approvals of support-bot');
     expect(await page.getByRole('button', { name: 'Older →' }).isDisabled()).toBe(true);
+  });
+
+  it('stores, rotates and revokes an upstream credential, never showing or receiving its secret', async () => {
+    const first = `sk_dashboard_${Date.now()}_first`;
+    const second = `sk_dashboard_${Date.now()}_second`;
+    const page = await signIn('/dashboard/credentials');
+    const answers: string[] = [];
+    page.on('response', (response) => void response.text().then((text) => answers.push(text), () => undefined));
+    const agent = gateway.agents.supportBot;
+    const injected = async () => ((await gateway.proxy<{ headers: Record<string, string> }>(agent, 'GET', '/payments/invoices')).body.headers ?? {})['x-api-key'];
+
+    await page.getByLabel('Route').fill('/proxy/payments');
+    await page.getByLabel('Goes in').selectOption('header');
+    await page.getByLabel('Header name').fill('X-Api-Key');
+    const secretField = page.getByLabel('Secret', { exact: true });
+    expect(await secretField.getAttribute('type')).toBe('password');
+    await secretField.fill(first);
+    await page.getByRole('button', { name: 'Store credential' }).click();
+    await textWhen(page.getByRole('status').filter({ hasText: 'stored for' }), (text) => text.includes('stored for /proxy/payments'), 'the stored notice');
+    expect(await secretField.inputValue()).toBe('');
+    const listed = (await gateway.admin<{ credentials: Array<{ id: string; version: number }> }>('GET', '/admin/credentials')).body.credentials;
+    expect(listed).toHaveLength(1);
+    const id = listed[0].id;
+    const row = page.getByTestId('credentials').locator('tr', { hasText: id });
+    await textWhen(row.locator('td[data-column="placement"]'), (text) => text === 'header X-Api-Key', 'the placement');
+    expect(await row.locator('td[data-column="version"]').textContent()).toBe('1');
+    expect(await injected()).toBe(first);
+
+    // A route that does not exist is the gateway's 400, shown with its message.
+    await page.getByLabel('Route').fill('/elsewhere');
+    await page.getByLabel('Header name').fill('X-Api-Key');
+    await secretField.fill('x');
+    await page.getByRole('button', { name: 'Store credential' }).click();
+    await textWhen(page.getByRole('alert'), (text) => text.includes('a route is `/proxy` or `/proxy/<prefix>`'), 'the refusal');
+
+    await page.getByRole('button', { name: `Rotate ${id}` }).click();
+    await page.getByLabel('New secret', { exact: true }).fill(second);
+    await page.getByRole('form', { name: `New secret for ${id}` }).getByRole('button', { name: 'Rotate' }).click();
+    await textWhen(page.getByRole('status').filter({ hasText: 'rotated' }), (text) => text.includes(`Credential ${id} rotated: version 2 is in force.`), 'the rotation');
+    await textWhen(row.locator('td[data-column="version"]'), (text) => text === '2', 'version 2');
+    expect(await injected()).toBe(second);
+    await screenshot(page, 'credentials');
+
+    await page.getByRole('button', { name: `Revoke ${id}` }).click();
+    await page.getByRole('button', { name: 'Yes, revoke' }).click();
+    await textWhen(row.locator('td[data-column="status"]'), (text) => text === 'revoked', 'the revocation');
+    expect((await gateway.admin('GET', `/admin/credentials/${id}`)).body).toMatchObject({ revokedAt: expect.any(String) });
+    expect(await injected()).toBeUndefined();
+
+    const html = await page.content();
+    for (const value of [first, second]) {
+      expect(html.includes(value)).toBe(false);
+      expect(answers.some((text) => text.includes(value))).toBe(false);
+    }
+    expect(answers.some((text) => text.includes(id))).toBe(true);
   });
 });

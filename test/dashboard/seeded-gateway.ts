@@ -1,4 +1,4 @@
-import { createPublicKey } from 'node:crypto';
+import { createPublicKey, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -67,6 +67,9 @@ export async function startSeededGateway(): Promise<SeededGateway> {
   const mcp = await startMcpUpstream([READ_FILE]);
   const serversFile = path.join(scratch, 'mcp-servers.yaml');
   fs.writeFileSync(serversFile, `servers:\n  - name: files\n    url: ${mcp.url}\n`);
+  // The key upstream credentials are sealed with (docs/configuration.md): 32 random bytes.
+  const credentialsKeyFile = path.join(scratch, 'credentials.key');
+  fs.writeFileSync(credentialsKeyFile, randomBytes(32).toString('base64'));
   const processes: ServiceProcess[] = [];
   const close = async () => {
     for (const process of processes.reverse()) await process.kill();
@@ -76,7 +79,7 @@ export async function startSeededGateway(): Promise<SeededGateway> {
   try {
     // DATABASE_URL set: on that (fresh) PostgreSQL database, as `npm test` runs; else the embedded one in DATA_DIR.
     const database: Record<string, string> = process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {};
-    const gateway = launch(GATEWAY_MAIN, await freePort(), { DATA_DIR: dataDir, UPSTREAM_URL: upstream.url, MCP_SERVERS: serversFile, PDP_GRPC_PORT: '0', LOG_LEVEL: 'warn', ...database });
+    const gateway = launch(GATEWAY_MAIN, await freePort(), { DATA_DIR: dataDir, UPSTREAM_URL: upstream.url, MCP_SERVERS: serversFile, CREDENTIALS_KEY_FILE: credentialsKeyFile, PDP_GRPC_PORT: '0', LOG_LEVEL: 'warn', ...database });
     processes.push(gateway);
     await waitFor(gateway, '/health', (status) => status === 200, 90_000);
     const adminToken = ADMIN_TOKEN_PRINTED.exec(gateway.output().stderr)?.[1];

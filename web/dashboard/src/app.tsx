@@ -8,6 +8,7 @@ import { AgentPage } from './pages/agent-page';
 import { AgentsPage } from './pages/agents-page';
 import { ApprovalsPage } from './pages/approvals-page';
 import { AuditPage } from './pages/audit-page';
+import { CredentialsPage } from './pages/credentials-page';
 import { OverviewPage } from './pages/overview-page';
 import { PoliciesPage } from './pages/policies-page';
 import { PolicyPage } from './pages/policy-page';
@@ -23,6 +24,7 @@ const SECTIONS = [
   { path: '/policies', label: 'Policies' },
   { path: '/approvals', label: 'Approvals' },
   { path: '/sidecars', label: 'Sidecars' },
+  { path: '/credentials', label: 'Credentials' },
 ] as const;
 
 export function App() {
@@ -169,6 +171,8 @@ function Page({ path }: { path: string }) {
       return <ApprovalsPage />;
     case 'sidecars':
       return <SidecarsPage />;
+    case 'credentials':
+      return <CredentialsPage />;
     default:
       return (
         <section>

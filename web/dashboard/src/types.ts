@@ -327,3 +327,20 @@ export interface Sidecar {
   unforwarded: number;
   renumbered: number;
 }
+
+export const CREDENTIAL_TYPES = ['header', 'bearer', 'query'] as const;
+export type CredentialType = (typeof CREDENTIAL_TYPES)[number];
+
+/** GET /admin/credentials: an upstream credential, everything but its value (which no answer holds). */
+export interface Credential {
+  id: string;
+  route: string | null;
+  mcpServer: string | null;
+  type: CredentialType;
+  name: string | null;
+  edge: boolean;
+  version: number;
+  createdAt: string;
+  rotatedAt: string | null;
+  revokedAt: string | null;
+}
