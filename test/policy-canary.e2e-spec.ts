@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { AlertReceiver, startAlertReceiver } from './support/alert-receivers';
 import { call } from './support/http-client';
-import { auditEntries, createAgent, proxy, TestAgent } from './support/org-fixtures';
+import { auditEntries, AuditEntryView, createAgent, proxy, TestAgent } from './support/org-fixtures';
 import { eventually } from './support/processes';
 import { createOrganization, startGateway, testEnv, TestGateway, TestOrganization } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';
@@ -292,8 +292,13 @@ describe('canary rollouts', () => {
     expect(refused.body.failures.map((failure) => failure.test)).toEqual(['small refunds pass']);
     const forced = await call<CanaryView>(gateway.url, 'POST', '/admin/canaries?force=true', { adminToken: org.adminToken, body: { policy: 'refunds', source: refunds(10), share: 10, minDecisions: 1000 } });
     expect(forced.status).toBe(201);
-    const [event] = await auditEntries(gateway, org, 'action=admin:policy.canary.start', 1);
-    expect(event.details).toMatchObject({ rollout: forced.body.id, forced: true });
+    // Earlier rollouts wrote start events too: wait for this one's, written in a batch.
+    let event: AuditEntryView | undefined;
+    await eventually(async () => {
+      event = (await auditEntries(gateway, org, 'action=admin:policy.canary.start', 1)).find((entry) => entry.details?.rollout === forced.body.id);
+      return event !== undefined;
+    }, 10_000, 'the forced start in the audit trail');
+    expect(event!.details).toMatchObject({ rollout: forced.body.id, forced: true });
     expect((await call(gateway.url, 'POST', `/admin/canaries/${forced.body.id}/abort`, { adminToken: org.adminToken })).status).toBe(200);
     expect((await call(gateway.url, 'DELETE', '/admin/policy-tests/refunds', { adminToken: org.adminToken })).status).toBe(204);
   });
