@@ -1,73 +1,67 @@
 /**
  * The import rules of the house (docs/architecture.md, "Layout and import rules"), checked by
- * `npm run lint`.
- * The policy engine is a plain library; the database-free decision code (src/decisions), the
- * telemetry both apps share (src/telemetry) and the edge sidecar reach no storage, payment or
- * mail library and no folder of the gateway alone; transports never import each other; no
- * folder depends on itself through others. The admin dashboard (web/dashboard) speaks to the
- * gateway over its public HTTP APIs only.
+ * `npm run lint`. A folder's path says which app owns it: src/core/ is what the gateway and the
+ * edge sidecar both run, src/gateway/<feature>/ the gateway alone (storage-backed), src/sidecar/
+ * the sidecar alone, src/cli/ the `ags` command. The admin dashboard (web/dashboard) speaks to
+ * the gateway over its public HTTP APIs only.
  */
-const GATEWAY_ONLY =
-  '^src/(agents|alerts|analytics|api-keys|audit|auth|billing|cli|cluster|dashboard|database|docs|fleet|gateway-decisions|health|identity|keys|managed-identity|organizations|policies|policy-changes|sidecar-tokens|tool-pins|approvals)/|^src/[^/]+\\.ts$';
 const SERVER_LIBRARIES = 'node_modules/(typeorm|@nestjs/typeorm|pg|pg-copy-streams|stripe|ioredis|nodemailer|@electric-sql)/';
+const KERNEL = '^src/core/(policy-engine|decision|audit-record|edge-protocol|common|config|logging)/';
 
 module.exports = {
   forbidden: [
     {
+      name: 'core-serves-both-apps',
+      comment: 'core/ is what both apps run: it imports no folder of an app.',
+      severity: 'error',
+      from: { path: '^src/core/' },
+      to: { path: '^src/(gateway|sidecar|cli)/|^src/[^/]+\\.ts$' },
+    },
+    {
+      name: 'apps-apart',
+      comment: 'The sidecar builds on core/ alone; the gateway never imports the sidecar or the command line (the command line may drive the gateway).',
+      severity: 'error',
+      from: { path: '^src/(sidecar|gateway)/' },
+      to: { path: '^src/(gateway|sidecar|cli)/|^src/[^/]+\\.ts$', pathNot: '^src/$1/' },
+    },
+    {
       name: 'engine-is-plain',
       comment: 'The policy engine imports nothing of the project and no framework: it runs the same in every host.',
       severity: 'error',
-      from: { path: '^src/policy-engine/' },
-      to: { pathNot: ['^src/policy-engine/', '^node_modules/(re2js|yaml|lru-cache)/', '^(node:)?[a-z_]+$'], dependencyTypesNot: ['type-only'] },
+      from: { path: '^src/core/policy-engine/' },
+      to: { pathNot: ['^src/core/policy-engine/', '^node_modules/(re2js|yaml|lru-cache)/', '^(node:)?[a-z_]+$'], dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'edge-reaches-no-storage',
-      comment: 'The decision core, the telemetry and the sidecar run without a database: nothing they load may pull TypeORM, pg, Stripe, ioredis or nodemailer in.',
+      comment: 'core/ and the sidecar run without a database: nothing they load may pull TypeORM, pg, Stripe, ioredis or nodemailer in.',
       severity: 'error',
-      from: { path: '^src/(decisions|sidecar|telemetry)/' },
+      from: { path: '^src/(core|sidecar)/' },
       to: { path: SERVER_LIBRARIES, reachable: true },
     },
     {
-      name: 'edge-reaches-no-gateway-folder',
-      comment: 'What the gateway and the sidecar share lives in folders of its own; the gateway-only folders hold storage-backed code.',
+      name: 'core-layers',
+      comment: 'Inside core/, the kernel (engine, decision, records, protocol) knows neither the HTTP layer, the telemetry nor a transport; the HTTP layer and the telemetry know no transport; transports never import each other (each app lists its routes where it is assembled); common/ imports none but logging.',
       severity: 'error',
-      from: { path: '^src/(decisions|sidecar|http|telemetry)/' },
-      to: { path: GATEWAY_ONLY, dependencyTypesNot: ['type-only'] },
+      from: { path: KERNEL },
+      to: { path: '^src/core/(http|telemetry|proxy|pdp|mcp)/' },
     },
     {
-      name: 'telemetry-observes',
-      comment: 'Telemetry observes both apps from outside their transports: it reads the decision events and the HTTP layer, never a transport or a feature.',
+      name: 'core-layers-http-telemetry',
       severity: 'error',
-      from: { path: '^src/telemetry/' },
-      to: { path: '^src/', pathNot: '^src/(telemetry|common|config|logging|decisions|http|policy-engine)/', dependencyTypesNot: ['type-only'] },
+      from: { path: '^src/core/(http|telemetry)/' },
+      to: { path: '^src/core/(proxy|pdp|mcp)/' },
     },
     {
-      name: 'core-imports-no-transport',
-      comment: 'The decision core knows no transport: transports translate into it.',
+      name: 'core-layers-transports-apart',
       severity: 'error',
-      from: { path: '^src/decisions/' },
-      to: { path: '^src/(proxy|pdp|mcp|sidecar|http)/' },
+      from: { path: '^src/core/(proxy|pdp|mcp)/' },
+      to: { path: '^src/core/(proxy|pdp|mcp)/', pathNot: '^src/core/$1/' },
     },
     {
-      name: 'transports-apart',
-      comment: 'A transport never imports another: each app lists its routes where it is assembled.',
+      name: 'core-layers-common',
       severity: 'error',
-      from: { path: '^src/(proxy|pdp|mcp)/' },
-      to: { path: '^src/(proxy|pdp|mcp)/', pathNot: '^src/$1/' },
-    },
-    {
-      name: 'common-imports-no-feature',
-      comment: 'common/ serves every folder, so it imports none but logging.',
-      severity: 'error',
-      from: { path: '^src/common/' },
-      to: { path: '^src/', pathNot: '^src/(common|logging)/' },
-    },
-    {
-      name: 'http-serves-transports',
-      comment: 'The HTTP layer serves the transports of both apps: it knows the decision core, never a transport or a feature.',
-      severity: 'error',
-      from: { path: '^src/http/' },
-      to: { path: '^src/', pathNot: '^src/(http|common|logging|decisions|policy-engine)/' },
+      from: { path: '^src/core/common/' },
+      to: { path: '^src/', pathNot: '^src/core/(common|logging)/' },
     },
     {
       name: 'dashboard-speaks-http-only',
@@ -78,7 +72,7 @@ module.exports = {
     },
     {
       name: 'gateway-imports-no-dashboard',
-      comment: 'The gateway serves the built dashboard as static files (src/dashboard) and never imports its source.',
+      comment: 'The gateway serves the built dashboard as static files (src/gateway/app/dashboard.ts) and never imports its source.',
       severity: 'error',
       from: { path: '^src/' },
       to: { path: '^web/' },

@@ -4,8 +4,8 @@
  * alternating timed rounds over 200k records with plain timers.
  * `node dist/bench/audit-text.bench.js` runs it alone.
  */
-import { AuditRecord, queuedAudit } from '../src/decisions/audit-record';
-import { AuditSanitizer } from '../src/decisions/audit-sanitizer';
+import { AuditRecord, queuedAudit } from '../src/core/audit-record/audit-record';
+import { AuditSanitizer } from '../src/core/audit-record/audit-sanitizer';
 import { handwrittenQueuedAudit } from './fixtures/audit-text-handwritten';
 
 const RECORDS = 200_000;

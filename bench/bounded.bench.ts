@@ -8,11 +8,11 @@
  * bound. `node dist/bench/run.js bounded` runs it alone.
  */
 import pino from 'pino';
-import type { AuditRecord } from '../src/decisions/audit-record';
-import { DecisionEvents } from '../src/decisions/decision-events';
-import { MAX_REMEMBERED_DECISIONS, RecentDecisions } from '../src/decisions/recent-decisions';
-import { SessionStore } from '../src/decisions/session-store';
-import type { Decision } from '../src/policy-engine/types';
+import type { AuditRecord } from '../src/core/audit-record/audit-record';
+import { DecisionEvents } from '../src/core/decision/decision-events';
+import { MAX_REMEMBERED_DECISIONS, RecentDecisions } from '../src/core/decision/recent-decisions';
+import { SessionStore } from '../src/core/decision/session-store';
+import type { Decision } from '../src/core/policy-engine/types';
 import { perRound, type BenchReport, type BenchRow, type BenchTarget } from './report';
 
 const WINDOWS = 10;

@@ -9,11 +9,11 @@
  * compare the drift as much as the code; alternating cancels most of it.
  */
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { compilePolicies } from '../src/policy-engine/compile-policies';
-import { loadPolicyFile } from '../src/policy-engine/loader';
-import type { PolicySet } from '../src/policy-engine/policy-set';
-import { SlidingWindowLimiter } from '../src/policy-engine/sliding-window-limiter';
-import type { Decision, DecisionInput, EvaluationEnv, Explanation, RateLimiter } from '../src/policy-engine/types';
+import { compilePolicies } from '../src/core/policy-engine/compile-policies';
+import { loadPolicyFile } from '../src/core/policy-engine/loader';
+import type { PolicySet } from '../src/core/policy-engine/policy-set';
+import { SlidingWindowLimiter } from '../src/core/policy-engine/sliding-window-limiter';
+import type { Decision, DecisionInput, EvaluationEnv, Explanation, RateLimiter } from '../src/core/policy-engine/types';
 import { BENCH_POLICIES_YAML, CEDAR_SUBSET, RATE_LIMIT_POLICY_YAML } from './fixtures/policy-bench-set';
 import { CEDAR_POLICIES, toStatefulCedarRequest } from './fixtures/policy-cedar';
 import { handwrittenDecide } from './fixtures/policy-handwritten';

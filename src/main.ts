@@ -1,8 +1,8 @@
-import { GracefulShutdown } from './common/graceful-shutdown';
-import { AppConfig, ConfigError } from './config/app-config';
-import { createGateway } from './gateway';
-import { GatewayBootstrap } from './gateway-bootstrap';
-import { createLogger } from './logging/logger';
+import { GracefulShutdown } from './core/common/graceful-shutdown';
+import { AppConfig, ConfigError } from './core/config/app-config';
+import { createGateway } from './gateway/app/gateway';
+import { GatewayBootstrap } from './gateway/app/gateway-bootstrap';
+import { createLogger } from './core/logging/logger';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();

@@ -3,11 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
-import { AuditRecord, AUDIT_SOURCES } from '../src/decisions/audit-record';
-import { AuditRetention } from '../src/audit/audit-retention';
-import { rollupsFromEntries, ROLLUP_TABLES } from '../src/audit/audit-rollups';
-import { AuditWriter } from '../src/audit/audit-writer';
-import { TIER_NAMES } from '../src/policy-engine/tiers';
+import { AuditRecord, AUDIT_SOURCES } from '../src/core/audit-record/audit-record';
+import { AuditRetention } from '../src/gateway/audit/audit-retention';
+import { rollupsFromEntries, ROLLUP_TABLES } from '../src/gateway/audit/audit-rollups';
+import { AuditWriter } from '../src/gateway/audit/audit-writer';
+import { TIER_NAMES } from '../src/core/policy-engine/tiers';
 import { call, TestResponse } from './support/http-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
-import { AuditRetention } from '../src/audit/audit-retention';
-import type { PlanId } from '../src/plans/plans';
+import { AuditRetention } from '../src/gateway/audit/audit-retention';
+import type { PlanId } from '../src/core/config/plans';
 import { call } from './support/http-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';

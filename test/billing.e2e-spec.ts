@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
-import { AppError } from '../src/common/app-error';
-import { OrganizationsService } from '../src/organizations/organizations.service';
+import { AppError } from '../src/core/common/app-error';
+import { OrganizationsService } from '../src/gateway/organizations/organizations.service';
 import { DataSource } from 'typeorm';
 import { FakePaymentProvider } from './support/fake-payment-provider';
 import { call, TestResponse } from './support/http-client';

@@ -1,5 +1,5 @@
 import { createHash, createPublicKey } from 'node:crypto';
-import { bundleSignatureProblem, SignedBundle } from '../src/decisions/bundle-format';
+import { bundleSignatureProblem, SignedBundle } from '../src/core/edge-protocol/bundle-format';
 import { call } from './support/http-client';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';
 

@@ -3,9 +3,9 @@ import path from 'node:path';
 import { Test } from '@nestjs/testing';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pino from 'pino';
-import type { AuditRecord } from '../src/decisions/audit-record';
-import { DecisionCoreModule } from '../src/decisions/decision-core.module';
-import { DecisionEvent, DecisionEvents } from '../src/decisions/decision-events';
+import type { AuditRecord } from '../src/core/audit-record/audit-record';
+import { DecisionCoreModule } from '../src/core/decision/decision-core.module';
+import { DecisionEvent, DecisionEvents } from '../src/core/decision/decision-events';
 import {
   AGENT_SOURCE,
   agentSnapshot,
@@ -18,13 +18,13 @@ import {
   RATE_LIMITER,
   USAGE_GATE,
   VERIFICATION_KEYS,
-} from '../src/decisions/decision-sources';
-import { DecisionRequest, DecisionService } from '../src/decisions/decision.service';
-import { AgentAuthenticator } from '../src/decisions/agent-authenticator';
-import { JwkSet } from '../src/decisions/jwk-set';
-import { LoggingModule } from '../src/logging/logging.module';
-import { compilePolicies } from '../src/policy-engine/compile-policies';
-import { SlidingWindowLimiter } from '../src/policy-engine/sliding-window-limiter';
+} from '../src/core/decision/decision-sources';
+import { DecisionRequest, DecisionService } from '../src/core/decision/decision.service';
+import { AgentAuthenticator } from '../src/core/decision/agent-authenticator';
+import { JwkSet } from '../src/sidecar/jwk-set';
+import { LoggingModule } from '../src/core/logging/logging.module';
+import { compilePolicies } from '../src/core/policy-engine/compile-policies';
+import { SlidingWindowLimiter } from '../src/core/policy-engine/sliding-window-limiter';
 
 const ISSUER = 'https://gateway.example';
 const ORG = 'org_edge';

@@ -1,8 +1,8 @@
 import { Test } from '@nestjs/testing';
 import { decodeJwt, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pino from 'pino';
-import type { AuditRecord } from '../src/decisions/audit-record';
-import { DecisionCoreModule } from '../src/decisions/decision-core.module';
+import type { AuditRecord } from '../src/core/audit-record/audit-record';
+import { DecisionCoreModule } from '../src/core/decision/decision-core.module';
 import {
   AGENT_SOURCE,
   agentSnapshot,
@@ -14,13 +14,13 @@ import {
   RATE_LIMITER,
   USAGE_GATE,
   VERIFICATION_KEYS,
-} from '../src/decisions/decision-sources';
-import { DecisionService } from '../src/decisions/decision.service';
-import { AgentAuthenticator } from '../src/decisions/agent-authenticator';
-import { JwkSet } from '../src/decisions/jwk-set';
-import { LoggingModule } from '../src/logging/logging.module';
-import { compilePolicies } from '../src/policy-engine/compile-policies';
-import { SlidingWindowLimiter } from '../src/policy-engine/sliding-window-limiter';
+} from '../src/core/decision/decision-sources';
+import { DecisionService } from '../src/core/decision/decision.service';
+import { AgentAuthenticator } from '../src/core/decision/agent-authenticator';
+import { JwkSet } from '../src/sidecar/jwk-set';
+import { LoggingModule } from '../src/core/logging/logging.module';
+import { compilePolicies } from '../src/core/policy-engine/compile-policies';
+import { SlidingWindowLimiter } from '../src/core/policy-engine/sliding-window-limiter';
 import { call, TestResponse } from './support/http-client';
 import { auditEntries, createAgent, proxy, putPolicies, revokeAgent, TestAgent } from './support/org-fixtures';
 import { createOrganization, startGateway, TestGateway, TestOrganization } from './support/test-gateway';

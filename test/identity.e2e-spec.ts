@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createLocalJWKSet, decodeProtectedHeader, JSONWebKeySet, jwtVerify } from 'jose';
 import { DataSource } from 'typeorm';
-import { AgentsService } from '../src/agents/agents.service';
+import { AgentsService } from '../src/gateway/agents/agents.service';
 import { call, TestResponse } from './support/http-client';
 import { createOrganization, startGateway, TEST_PUBLIC_URL, TestGateway, TestOrganization } from './support/test-gateway';
 

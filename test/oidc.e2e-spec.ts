@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { AppError } from '../src/common/app-error';
-import { ManagedIdentity, OidcVerifier } from '../src/managed-identity/oidc-verifier';
+import { AppError } from '../src/core/common/app-error';
+import { ManagedIdentity, OidcVerifier } from '../src/gateway/access/oidc-verifier';
 import { call } from './support/http-client';
 import { createAgent, putPolicies } from './support/org-fixtures';
 import { IssuerKey, startOidcIssuer, TestOidcIssuer } from './support/oidc-issuer';

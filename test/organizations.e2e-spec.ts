@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
-import { OrganizationsService } from '../src/organizations/organizations.service';
+import { OrganizationsService } from '../src/gateway/organizations/organizations.service';
 import { call, TestResponse } from './support/http-client';
 import { createOrganization, startGateway, testEnv, TestGateway, TestOrganization } from './support/test-gateway';
 import { ownDatabase } from './support/own-database';

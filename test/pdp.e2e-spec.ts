@@ -577,7 +577,7 @@ describe('bad input', () => {
       ),
     );
     expect(answer.code).toBe(GrpcStatus.INVALID_ARGUMENT);
-    // The wording after the prefix is protobufjs's (src/pdp/policy-messages.ts).
+    // The wording after the prefix is protobufjs's (src/gateway/pdp/policy-messages.ts).
     expect(answer.details).toMatch(/^malformed PolicyRequest: ./);
   });
 

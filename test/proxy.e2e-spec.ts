@@ -6,7 +6,7 @@ import { call, TestResponse } from './support/http-client';
 import { ownDatabase } from './support/own-database';
 import { createOrganization, startGateway, TEST_PUBLIC_URL, TestGateway, TestOrganization } from './support/test-gateway';
 import { EchoBody, rawRequest, startUpstream, TestUpstream } from './support/upstream';
-import type { PlanId } from '../src/plans/plans';
+import type { PlanId } from '../src/core/config/plans';
 
 /** The governed proxy (docs/proxy.md; docs/policies.md "What a condition can read"). */
 

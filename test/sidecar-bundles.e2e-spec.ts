@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { generateKeyPairSync, KeyObject } from 'node:crypto';
 import { JWK, SignJWT } from 'jose';
-import { BUNDLE_FORMAT, BundleContent, signBundle, SignedBundle } from '../src/decisions/bundle-format';
+import { BUNDLE_FORMAT, BundleContent, signBundle, SignedBundle } from '../src/core/edge-protocol/bundle-format';
 import { call } from './support/http-client';
 import { eventually, freePort, launch, ServiceProcess, SIDECAR_MAIN, waitFor } from './support/processes';
 

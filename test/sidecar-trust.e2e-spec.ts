@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createPrivateKey, createPublicKey, generateKeyPairSync, KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, JWK, SignJWT } from 'jose';
-import { BundleContent, bundleContent, signBundle, SignedBundle } from '../src/decisions/bundle-format';
+import { BundleContent, bundleContent, signBundle, SignedBundle } from '../src/core/edge-protocol/bundle-format';
 import { call } from './support/http-client';
 import { ownDatabase, OwnDatabase } from './support/own-database';
 import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor } from './support/processes';

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import express from 'express';
 import { Client } from 'pg';
 import { decisionTokenMiddleware } from '../sdk/typescript/src/index';
-import { credentialKeyId } from '../src/config/credential-keys';
+import { credentialKeyId } from '../src/core/config/credential-keys';
 import { call, TestResponse } from './support/http-client';
 import { ownDatabase, OwnDatabase } from './support/own-database';
 import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, waitFor } from './support/processes';

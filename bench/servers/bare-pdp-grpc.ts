@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { ChildMessage } from './messages';
 
 const PROTO = path.resolve(__dirname, '..', '..', '..', 'proto', 'pdp.proto');
-/** The gateway's options (src/pdp/pdp-grpc-options.ts): decoding and encoding cost the same. */
+/** The gateway's options (src/gateway/pdp/pdp-grpc-options.ts): decoding and encoding cost the same. */
 const LOADER_OPTIONS = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
 
 type Answers = Record<string, object>;

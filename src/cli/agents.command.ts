@@ -1,8 +1,8 @@
 import { Option, SubCommand } from 'nest-commander';
-import { AgentsService } from '../agents/agents.service';
-import { ADMIN_TIERS, CreateAgentDto } from '../agents/agents.dto';
-import { BOOTSTRAP_ORG_ID, OrganizationsService } from '../organizations/organizations.service';
-import { parseDuration } from '../policy-engine/duration';
+import { AgentsService } from '../gateway/agents/agents.service';
+import { ADMIN_TIERS, CreateAgentDto } from '../gateway/agents/agents.dto';
+import { BOOTSTRAP_ORG_ID, OrganizationsService } from '../gateway/organizations/organizations.service';
+import { parseDuration } from '../core/policy-engine/duration';
 import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields, validated } from './cli-output';
 

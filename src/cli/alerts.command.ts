@@ -1,9 +1,9 @@
 import { Command, SubCommand } from 'nest-commander';
-import { AlertDelivery, configuredProviders, DeliveryResult } from '../alerts/alert-delivery';
-import { safeUrl } from '../alerts/alert-http';
-import { testAlert } from '../alerts/alert';
-import { activeTriggers } from '../alerts/alert-triggers';
-import { AlertsConfig, AppConfig } from '../config/app-config';
+import { AlertDelivery, configuredProviders, DeliveryResult } from '../gateway/alerts/alert-delivery';
+import { safeUrl } from '../gateway/alerts/alert-http';
+import { testAlert } from '../gateway/alerts/alert';
+import { activeTriggers } from '../gateway/alerts/alert-triggers';
+import { AlertsConfig, AppConfig } from '../core/config/app-config';
 import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields } from './cli-output';
 

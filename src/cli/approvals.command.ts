@@ -1,7 +1,7 @@
 import { Option, SubCommand } from 'nest-commander';
-import { APPROVAL_PAGE_MAX, APPROVAL_STATUSES, ApprovalStatus } from '../approvals/approvals.dto';
-import { ApprovalsService } from '../approvals/approvals.service';
-import { BOOTSTRAP_ORG_ID } from '../organizations/organizations.service';
+import { APPROVAL_PAGE_MAX, APPROVAL_STATUSES, ApprovalStatus } from '../gateway/approvals/approvals.dto';
+import { ApprovalsService } from '../gateway/approvals/approvals.service';
+import { BOOTSTRAP_ORG_ID } from '../gateway/organizations/organizations.service';
 import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields } from './cli-output';
 

@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import { Injectable } from '@nestjs/common';
 import { Option, SubCommand } from 'nest-commander';
-import { AlertDelivery } from '../alerts/alert-delivery';
-import { canaryAlert } from '../alerts/canary-alerts';
-import { AppConfig } from '../config/app-config';
-import { BOOTSTRAP_ORG_ID } from '../organizations/organizations.service';
-import type { CanaryView } from '../policies/policies.dto';
-import { CanaryStep, PolicyCanariesService } from '../policies/policy-canaries.service';
+import { AlertDelivery } from '../gateway/alerts/alert-delivery';
+import { canaryAlert } from '../gateway/alerts/canary-alerts';
+import { AppConfig } from '../core/config/app-config';
+import { BOOTSTRAP_ORG_ID } from '../gateway/organizations/organizations.service';
+import type { CanaryView } from '../gateway/policies/policies.dto';
+import { CanaryStep, PolicyCanariesService } from '../gateway/policies/policy-canaries.service';
 import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields } from './cli-output';
 

@@ -1,7 +1,7 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
-import { AppConfig } from '../config/app-config';
-import { TokenIssuer } from '../keys/token-issuer';
-import { OrganizationsService } from '../organizations/organizations.service';
+import { AppConfig } from '../core/config/app-config';
+import { TokenIssuer } from '../gateway/signing-keys/token-issuer';
+import { OrganizationsService } from '../gateway/organizations/organizations.service';
 
 /**
  * The CLI may run before the gateway ever has: org_default must exist for its defaults. Its

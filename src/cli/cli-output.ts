@@ -1,6 +1,6 @@
 import { plainToInstance } from 'class-transformer';
 import { validate } from 'class-validator';
-import { AppError } from '../common/app-error';
+import { AppError } from '../core/common/app-error';
 
 /** Prints `key: value` lines, one per field, for people and for scripts alike. */
 export function printFields(fields: Record<string, unknown>): void {

@@ -1,7 +1,7 @@
 import { Option, SubCommand } from 'nest-commander';
-import { CreateCredentialDto, CredentialView, MAX_VALUE_CHARS, PLACEMENTS, PlacementType } from '../credentials/credentials.dto';
-import { CredentialsService } from '../credentials/credentials.service';
-import { BOOTSTRAP_ORG_ID, OrganizationsService } from '../organizations/organizations.service';
+import { CreateCredentialDto, CredentialView, MAX_VALUE_CHARS, PLACEMENTS, PlacementType } from '../gateway/credentials/credentials.dto';
+import { CredentialsService } from '../gateway/credentials/credentials.service';
+import { BOOTSTRAP_ORG_ID, OrganizationsService } from '../gateway/organizations/organizations.service';
 import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields, validated } from './cli-output';
 import { readSecret } from './secret-input';

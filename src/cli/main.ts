@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { CommandFactory } from 'nest-commander';
-import { AppConfig, ConfigError } from '../config/app-config';
-import { createLogger } from '../logging/logger';
+import { AppConfig, ConfigError } from '../core/config/app-config';
+import { createLogger } from '../core/logging/logger';
 import { CliModule } from './cli.module';
 import { OfflineCliModule } from './offline-cli.module';
 

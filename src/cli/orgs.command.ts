@@ -1,9 +1,9 @@
 import { Option, SubCommand } from 'nest-commander';
-import { OrganizationsService } from '../organizations/organizations.service';
-import { PLAN_IDS, PlanId } from '../plans/plans';
+import { OrganizationsService } from '../gateway/organizations/organizations.service';
+import { PLAN_IDS, PlanId } from '../core/config/plans';
 import { CliCommand, CommandGroup } from './cli-command';
 import { CliError, fail, printFields } from './cli-output';
-import { isDisplayName } from '../common/validation';
+import { isDisplayName } from '../core/common/validation';
 
 interface CreateOptions {
   name: string;

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { compilePolicies } from '../policy-engine/compile-policies';
-import { formatPolicyError, PolicyLoadError } from '../policy-engine/errors';
-import { loadPolicyFile } from '../policy-engine/loader';
-import { loadPolicyTests, PolicyTestResult, runPolicyTests } from '../policy-engine/policy-tests';
-import type { PolicyDefinition } from '../policy-engine/types';
+import { compilePolicies } from '../core/policy-engine/compile-policies';
+import { formatPolicyError, PolicyLoadError } from '../core/policy-engine/errors';
+import { loadPolicyFile } from '../core/policy-engine/loader';
+import { loadPolicyTests, PolicyTestResult, runPolicyTests } from '../core/policy-engine/policy-tests';
+import type { PolicyDefinition } from '../core/policy-engine/types';
 
 /** Exit statuses of `ags policy test` (docs/cli.md): CI tells a failed test from a run that never happened. */
 export const TEST_EXIT = { passed: 0, failed: 1, couldNotRun: 2 } as const;

@@ -1,7 +1,7 @@
 import { Option, SubCommand } from 'nest-commander';
-import { checkedSessionId } from '../decisions/session-id';
-import { BOOTSTRAP_ORG_ID } from '../organizations/organizations.service';
-import { SessionLabelsService } from '../sessions/session-labels.service';
+import { checkedSessionId } from '../core/decision/session-id';
+import { BOOTSTRAP_ORG_ID } from '../gateway/organizations/organizations.service';
+import { SessionLabelsService } from '../gateway/sessions/session-labels.service';
 import { CliCommand, CommandGroup } from './cli-command';
 import { fail, printFields } from './cli-output';
 

@@ -1,10 +1,10 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { SidecarConfig } from './sidecar-config';
-import { LOGGER } from '../logging/logging.module';
+import { LOGGER } from '../core/logging/logging.module';
 import { AuditWal } from './audit-wal';
 import { GatewayLink } from './gateway-link';
-import { BucketHistogram } from '../telemetry/bucket-histogram';
+import { BucketHistogram } from '../core/telemetry/bucket-histogram';
 
 /** Entries and bytes per ingest request: well under the gateway's 1 MiB JSON limit. */
 const BATCH_ENTRIES = 500;

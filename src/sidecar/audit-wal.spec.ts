@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import type { AuditRecord } from '../decisions/audit-record';
-import { AuditSanitizer } from '../decisions/audit-sanitizer';
+import type { AuditRecord } from '../core/audit-record/audit-record';
+import { AuditSanitizer } from '../core/audit-record/audit-sanitizer';
 import { AuditWal, WalBatch } from './audit-wal';
 import { WalSegment } from './wal-segment';
 

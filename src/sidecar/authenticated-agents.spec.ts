@@ -1,5 +1,5 @@
-import type { BundleContent } from '../decisions/bundle-format';
-import type { AuthenticatedAgent } from '../decisions/agent-authenticator';
+import type { BundleContent } from '../core/edge-protocol/bundle-format';
+import type { AuthenticatedAgent } from '../core/decision/agent-authenticator';
 import { AuthenticatedAgents } from './authenticated-agents';
 
 const bundleA = { version: 'a' } as BundleContent;

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import type { AuthenticatedAgent } from '../decisions/agent-authenticator';
-import type { BundleContent } from '../decisions/bundle-format';
+import type { AuthenticatedAgent } from '../core/decision/agent-authenticator';
+import type { BundleContent } from '../core/edge-protocol/bundle-format';
 
 /** Most tokens remembered (a sidecar serves a handful of agents); past it the least recently used is forgotten. */
 const MAX_TOKENS = 10_000;

@@ -3,12 +3,12 @@ import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
 import type { Logger } from 'pino';
-import { BundleContent, BundleToolPin, bundleSignatureProblem, isNewerVersion, publicKeyOf, publicKeyOfText, SignedBundle, signerJwk } from '../decisions/bundle-format';
-import { AgentSnapshot, AgentSource, agentSnapshot, LoadedPolicies, PolicySource, VerificationKeySource } from '../decisions/decision-sources';
-import { JwkSet } from '../decisions/jwk-set';
-import { compilePolicies } from '../policy-engine/compile-policies';
-import { loadCanary } from '../decisions/canary-cohort';
-import { formatPolicyError, PolicyLoadError } from '../policy-engine/errors';
+import { BundleContent, BundleToolPin, bundleSignatureProblem, isNewerVersion, publicKeyOf, publicKeyOfText, SignedBundle, signerJwk } from '../core/edge-protocol/bundle-format';
+import { AgentSnapshot, AgentSource, agentSnapshot, LoadedPolicies, PolicySource, VerificationKeySource } from '../core/decision/decision-sources';
+import { JwkSet } from './jwk-set';
+import { compilePolicies } from '../core/policy-engine/compile-policies';
+import { loadCanary } from '../core/decision/canary-cohort';
+import { formatPolicyError, PolicyLoadError } from '../core/policy-engine/errors';
 import { readFileIfExists, writeFileAtomic } from './atomic-file';
 
 const BUNDLE_FILE = 'bundle.json';

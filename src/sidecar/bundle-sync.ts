@@ -2,8 +2,8 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { Logger } from 'pino';
 import { SidecarConfig } from './sidecar-config';
-import { LOGGER } from '../logging/logging.module';
-import { SidecarHeader } from '../decisions/sidecar-protocol';
+import { LOGGER } from '../core/logging/logging.module';
+import { SidecarHeader } from '../core/edge-protocol/sidecar-protocol';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';

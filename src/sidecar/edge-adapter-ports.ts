@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { AppError } from '../common/app-error';
-import { ErrorCode } from '../common/error-code';
-import type { AdapterAuthentication, AdapterCredentials, AdapterIdentity, OutcomeLedger } from '../decisions/adapter-ports';
-import type { LinkedDecision } from '../decisions/decision-links';
-import { hashAdminToken } from '../decisions/secret-hash';
-import { UNLIMITED } from '../plans/plans';
+import { AppError } from '../core/common/app-error';
+import { ErrorCode } from '../core/common/error-code';
+import type { AdapterAuthentication, AdapterCredentials, AdapterIdentity, OutcomeLedger } from '../core/decision/adapter-ports';
+import type { LinkedDecision } from '../core/decision/decision-links';
+import { hashAdminToken } from '../core/edge-protocol/secret-hash';
+import { UNLIMITED } from '../core/config/plans';
 import { BundleStore } from './bundle-store';
 
 /**

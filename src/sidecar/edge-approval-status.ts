@@ -1,14 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger } from 'pino';
-import { AppError } from '../common/app-error';
-import { ErrorCode } from '../common/error-code';
-import { header, requestTraceId } from '../common/raw-request';
-import { ServiceHeader } from '../common/service-header';
-import { ADAPTER_AUTHENTICATION, AdapterAuthentication } from '../decisions/adapter-ports';
-import { JsonAnswer, serveJson } from '../http/json-route';
-import type { LeanRoute } from '../http/lean-routes';
-import { LOGGER } from '../logging/logging.module';
+import { AppError } from '../core/common/app-error';
+import { ErrorCode } from '../core/common/error-code';
+import { header, requestTraceId } from '../core/common/raw-request';
+import { ServiceHeader } from '../core/common/service-header';
+import { ADAPTER_AUTHENTICATION, AdapterAuthentication } from '../core/decision/adapter-ports';
+import { JsonAnswer, serveJson } from '../core/http/json-route';
+import type { LeanRoute } from '../core/http/lean-routes';
+import { LOGGER } from '../core/logging/logging.module';
 import { GatewayLink } from './gateway-link';
 
 /** Approval ids are `appr_<hex>`; any other path is not this route's. */

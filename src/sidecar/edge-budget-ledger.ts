@@ -1,8 +1,8 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { LOGGER } from '../logging/logging.module';
-import type { BudgetAnswer, BudgetHold, BudgetLedger } from '../policy-engine/types';
+import { LOGGER } from '../core/logging/logging.module';
+import type { BudgetAnswer, BudgetHold, BudgetLedger } from '../core/policy-engine/types';
 import { GatewayLink } from './gateway-link';
 
 /** What a budget the edge cannot spend tells the caller to wait, ms, when the gateway names no time. */

@@ -1,9 +1,9 @@
 import { KeyObject, verify } from 'node:crypto';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { TokenSigningKey } from '../decisions/decision-token';
-import { EdgeGrant, openSealed, sealedFor, SealedEdgeCredential } from '../decisions/edge-grant';
-import { CredentialIndex, InjectedCredential, UpstreamCredentials } from '../decisions/upstream-credentials';
+import type { TokenSigningKey } from '../core/decision/decision-token';
+import { EdgeGrant, openSealed, sealedFor, SealedEdgeCredential } from '../core/edge-protocol/edge-grant';
+import { CredentialIndex, InjectedCredential, UpstreamCredentials } from '../core/decision/upstream-credentials';
 import { readFileIfExists, writeFileAtomic } from './atomic-file';
 import type { BundleStore } from './bundle-store';
 import type { GatewayLink } from './gateway-link';

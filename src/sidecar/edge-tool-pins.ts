@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
-import { changeOf, definitionHash, ToolDefinition } from '../mcp/tool-definition';
-import type { PinState, ToolPins } from '../mcp/tool-pins';
+import { changeOf, definitionHash, ToolDefinition } from '../core/mcp/tool-definition';
+import type { PinState, ToolPins } from '../core/mcp/tool-pins';
 import { BundleStore } from './bundle-store';
 import { GatewayLink } from './gateway-link';
 

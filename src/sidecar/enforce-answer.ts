@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http';
-import { ServiceHeader } from '../common/service-header';
-import { roundMs } from '../decisions/audit-record';
-import type { Verdict } from '../decisions/decision.service';
-import { jsonNumber, jsonString } from '../common/json-text';
+import { ServiceHeader } from '../core/common/service-header';
+import { roundMs } from '../core/audit-record/audit-record';
+import type { Verdict } from '../core/decision/decision.service';
+import { jsonNumber, jsonString } from '../core/common/json-text';
 
 /**
  * What /enforce answers for one action, as the members of a JSON object (no braces), written

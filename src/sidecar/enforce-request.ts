@@ -1,6 +1,6 @@
-import { AppError } from '../common/app-error';
-import { checkedSessionId } from '../decisions/session-id';
-import type { DecisionRequest } from '../decisions/decision.service';
+import { AppError } from '../core/common/app-error';
+import { checkedSessionId } from '../core/decision/session-id';
+import type { DecisionRequest } from '../core/decision/decision.service';
 
 /** Most actions one `/enforce/batch` may ask about. */
 export const MAX_BATCH_ACTIONS = 100;

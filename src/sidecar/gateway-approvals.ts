@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { AppError } from '../common/app-error';
-import { ErrorCode } from '../common/error-code';
-import type { ApprovalDesk, ApprovalSubject, PendingApproval, Redemption } from '../decisions/approval-ports';
-import type { ApprovalRequirement, Decision } from '../policy-engine/types';
+import { AppError } from '../core/common/app-error';
+import { ErrorCode } from '../core/common/error-code';
+import type { ApprovalDesk, ApprovalSubject, PendingApproval, Redemption } from '../core/decision/approval-ports';
+import type { ApprovalRequirement, Decision } from '../core/policy-engine/types';
 import { GatewayLink } from './gateway-link';
 
 /**

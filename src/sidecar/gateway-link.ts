@@ -1,8 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
-import { SidecarHeader } from '../decisions/sidecar-protocol';
-import { ServiceHeader } from '../common/service-header';
+import { SidecarHeader } from '../core/edge-protocol/sidecar-protocol';
+import { ServiceHeader } from '../core/common/service-header';
 import type { SidecarConfig } from './sidecar-config';
 
 const REQUEST_TIMEOUT_MS = 10_000;

@@ -1,7 +1,7 @@
-import { GracefulShutdown } from '../common/graceful-shutdown';
-import { ConfigError } from '../config/app-config';
+import { GracefulShutdown } from '../core/common/graceful-shutdown';
+import { ConfigError } from '../core/config/app-config';
 import { SidecarConfig } from './sidecar-config';
-import { createLogger } from '../logging/logger';
+import { createLogger } from '../core/logging/logger';
 import { createSidecar } from './sidecar-app';
 
 /** `npm run start:sidecar`: the edge sidecar, configured from the environment. */

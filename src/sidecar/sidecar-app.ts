@@ -1,22 +1,22 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Logger } from 'pino';
-import { ServiceHeader } from '../common/service-header';
-import { resolveTraceId } from '../common/trace-id';
-import { HttpExceptionFilter } from '../http/http-exception.filter';
+import { ServiceHeader } from '../core/common/service-header';
+import { resolveTraceId } from '../core/common/trace-id';
+import { HttpExceptionFilter } from '../core/http/http-exception.filter';
 import { SidecarConfig } from './sidecar-config';
-import { NestPinoLogger } from '../logging/logger';
-import { ProxyHandler } from '../proxy/proxy-handler';
-import { McpHandler } from '../mcp/mcp.handler';
+import { NestPinoLogger } from '../core/logging/logger';
+import { ProxyHandler } from '../core/proxy/proxy-handler';
+import { McpHandler } from '../core/mcp/mcp.handler';
 import { BundleStore } from './bundle-store';
-import { AdapterHttpHandler } from '../pdp/adapter-http.handler';
-import { LeanRoute, mountLeanRoutes } from '../http/lean-routes';
+import { AdapterHttpHandler } from '../core/pdp/adapter-http.handler';
+import { LeanRoute, mountLeanRoutes } from '../core/http/lean-routes';
 import { SidecarHandler } from './sidecar-handler';
 import { SidecarModule } from './sidecar.module';
 import { setupSidecarSwagger } from './sidecar-swagger';
-import { header } from '../common/raw-request';
+import { header } from '../core/common/raw-request';
 import { EdgeApprovalStatus } from './edge-approval-status';
-import { Telemetry } from '../telemetry/telemetry';
+import { Telemetry } from '../core/telemetry/telemetry';
 
 /**
  * Builds the sidecar application (not yet listening). Its routes are served on the lean path,
@@ -45,7 +45,7 @@ export async function createSidecar(config: SidecarConfig, logger: Logger): Prom
 }
 
 /**
- * The sidecar's lean routes (src/http/lean-routes.ts): `/enforce`, `/enforce/batch`, `/health`
+ * The sidecar's lean routes (src/core/http/lean-routes.ts): `/enforce`, `/enforce/batch`, `/health`
  * and `/health/ready`; the adapter endpoints (with the approval status), `/proxy/*` and `/mcp/*`,
  * refused while no valid bundle is in force; `/metrics` when served on this port.
  */

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
-import { ConfigError } from '../config/app-config';
+import { ConfigError } from '../core/config/app-config';
 import { SidecarConfig } from './sidecar-config';
 
 /** The ConfigError message of a start with `env` (besides the required variables). */

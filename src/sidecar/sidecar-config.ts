@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
-import { publicKeyOfText } from '../decisions/bundle-format';
-import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../decisions/sidecar-protocol';
-import { ConfigError, GatewayMode, LogLevel, packageVersion } from '../config/app-config';
-import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs, readTelemetrySettings, TelemetrySettings } from '../config/shared-settings';
-import type { ProxySettings } from '../proxy/proxy-settings';
-import { EnvReader, hasCredentials } from '../config/env-reader';
+import { publicKeyOfText } from '../core/edge-protocol/bundle-format';
+import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../core/edge-protocol/sidecar-protocol';
+import { ConfigError, GatewayMode, LogLevel, packageVersion } from '../core/config/app-config';
+import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs, readTelemetrySettings, TelemetrySettings } from '../core/config/shared-settings';
+import type { ProxySettings } from '../core/proxy/proxy-settings';
+import { EnvReader, hasCredentials } from '../core/config/env-reader';
 
 
 /** Largest BUNDLE_PUBLIC_KEY file read: a key is a few hundred bytes; a wrong path (a device, a log) must not be read whole. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../decisions/sidecar-protocol';
+import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../core/edge-protocol/sidecar-protocol';
 import type { SidecarConfig } from './sidecar-config';
 import { readFileIfExists, writeFileAtomic } from './atomic-file';
 

@@ -2,7 +2,7 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, Key
 import fs from 'node:fs';
 import path from 'node:path';
 import type { JWK } from 'jose';
-import type { SidecarPublicKeys } from '../decisions/edge-grant';
+import type { SidecarPublicKeys } from '../core/edge-protocol/edge-grant';
 import { readFileIfExists, writeFileAtomic } from './atomic-file';
 
 const KEYS_FILE = 'sidecar-keys.json';

@@ -1,9 +1,9 @@
 import { Global, Module } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { AuditSanitizer } from '../decisions/audit-sanitizer';
+import { AuditSanitizer } from '../core/audit-record/audit-sanitizer';
 import { SidecarConfig } from './sidecar-config';
-import { PROXY_SETTINGS } from '../proxy/proxy-settings';
-import { LOGGER } from '../logging/logging.module';
+import { PROXY_SETTINGS } from '../core/proxy/proxy-settings';
+import { LOGGER } from '../core/logging/logging.module';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
 import { GatewayLink } from './gateway-link';

@@ -1,10 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../common/auth-decorators';
-import { ServiceHeader } from '../common/service-header';
-import { ErrorBody } from '../common/error-body.dto';
-import { addAdapterRoutes, addProxyRoutes } from '../http/lean-routes.openapi';
-import { AdapterAuditBatchDto, AdapterAuditDto, AuditAcceptedDto, AuditBatchAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../pdp/pdp.dto';
+import { AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../core/common/auth-decorators';
+import { ServiceHeader } from '../core/common/service-header';
+import { ErrorBody } from '../core/common/error-body.dto';
+import { addAdapterRoutes, addProxyRoutes } from '../core/http/lean-routes.openapi';
+import { AdapterAuditBatchDto, AdapterAuditDto, AuditAcceptedDto, AuditBatchAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../core/pdp/pdp.dto';
 
 const json = (schema: object) => ({ 'application/json': { schema } });
 const errorBody = { $ref: '#/components/schemas/ErrorBody' };

@@ -1,9 +1,9 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { DecisionEvents } from '../decisions/decision-events';
-import { LOGGER } from '../logging/logging.module';
-import { Telemetry } from '../telemetry/telemetry';
-import type { Sample } from '../telemetry/service-metrics';
+import { DecisionEvents } from '../core/decision/decision-events';
+import { LOGGER } from '../core/logging/logging.module';
+import { Telemetry } from '../core/telemetry/telemetry';
+import type { Sample } from '../core/telemetry/service-metrics';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
@@ -11,7 +11,7 @@ import { BundleSync } from './bundle-sync';
 import { GatewayLink } from './gateway-link';
 
 /**
- * The sidecar's side of its telemetry (src/telemetry): the decision metrics and spans on its
+ * The sidecar's side of its telemetry (src/core/telemetry): the decision metrics and spans on its
  * DecisionEvents, and the metrics only the sidecar has (docs/observability.md "Metrics"):
  * - `agentgov_bundle_valid`, `agentgov_bundle_age_seconds`, `agentgov_bundle_syncs_total{result}`;
  * - `agentgov_gateway_reachable`;

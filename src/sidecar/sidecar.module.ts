@@ -2,7 +2,7 @@ import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/co
 import { ScheduleModule } from '@nestjs/schedule';
 import type { Logger } from 'pino';
 import { SidecarConfig } from './sidecar-config';
-import { DecisionCoreModule } from '../decisions/decision-core.module';
+import { DecisionCoreModule } from '../core/decision/decision-core.module';
 import {
   AGENT_SOURCE,
   DECISION_LOG,
@@ -13,26 +13,26 @@ import {
   BUDGET_LEDGER,
   USAGE_GATE,
   VERIFICATION_KEYS,
-} from '../decisions/decision-sources';
-import { LOGGER, LoggingModule } from '../logging/logging.module';
-import { SlidingWindowLimiter } from '../policy-engine/sliding-window-limiter';
-import { PdpService } from '../pdp/pdp.service';
-import { ADAPTER_HTTP_SETTINGS, AdapterHttpHandler, AdapterHttpSettings } from '../pdp/adapter-http.handler';
-import { OutcomeRecorder } from '../pdp/outcome-recorder';
-import { ADAPTER_AUTHENTICATION, OUTCOME_LEDGER } from '../decisions/adapter-ports';
-import { APPROVAL_DESK } from '../decisions/approval-ports';
+} from '../core/decision/decision-sources';
+import { LOGGER, LoggingModule } from '../core/logging/logging.module';
+import { SlidingWindowLimiter } from '../core/policy-engine/sliding-window-limiter';
+import { PdpService } from '../core/pdp/pdp.service';
+import { ADAPTER_HTTP_SETTINGS, AdapterHttpHandler, AdapterHttpSettings } from '../core/pdp/adapter-http.handler';
+import { OutcomeRecorder } from '../core/pdp/outcome-recorder';
+import { ADAPTER_AUTHENTICATION, OUTCOME_LEDGER } from '../core/decision/adapter-ports';
+import { APPROVAL_DESK } from '../core/decision/approval-ports';
 import { GatewayApprovals } from './gateway-approvals';
-import { ProxyHandler } from '../proxy/proxy-handler';
-import { DECISION_TOKENS, DecisionTokenSigner } from '../decisions/decision-token';
-import { UPSTREAM_CREDENTIALS } from '../decisions/upstream-credentials';
+import { ProxyHandler } from '../core/proxy/proxy-handler';
+import { DECISION_TOKENS, DecisionTokenSigner } from '../core/decision/decision-token';
+import { UPSTREAM_CREDENTIALS } from '../core/decision/upstream-credentials';
 import { EdgeGrants } from './edge-grants';
 import { GatewayLink } from './gateway-link';
 import { sidecarKeys } from './sidecar-keys';
-import { MCP_SETTINGS, McpHandler, McpSettings } from '../mcp/mcp.handler';
-import { readMcpServers } from '../mcp/mcp-server-list';
-import { AgentTokenMcpAuthentication, MCP_AUTHENTICATION } from '../mcp/mcp-authentication';
-import { McpGovernor } from '../mcp/mcp-governor';
-import { NO_PINNING, TOOL_PINS } from '../mcp/tool-pins';
+import { MCP_SETTINGS, McpHandler, McpSettings } from '../core/mcp/mcp.handler';
+import { readMcpServers } from '../core/mcp/mcp-server-list';
+import { AgentTokenMcpAuthentication, MCP_AUTHENTICATION } from '../core/mcp/mcp-authentication';
+import { McpGovernor } from '../core/mcp/mcp-governor';
+import { NO_PINNING, TOOL_PINS } from '../core/mcp/tool-pins';
 import { EdgeToolPins } from './edge-tool-pins';
 import { EdgeBudgetLedger } from './edge-budget-ledger';
 import { AuditForwarder } from './audit-forwarder';
@@ -45,8 +45,8 @@ import { SidecarHandler } from './sidecar-handler';
 import { SidecarHealth } from './sidecar-health';
 import { SidecarStateModule } from './sidecar-state.module';
 import { SidecarTelemetry } from './sidecar-telemetry';
-import { ShutdownStateModule } from '../common/shutdown-state';
-import { TelemetryModule } from '../telemetry/telemetry.module';
+import { ShutdownStateModule } from '../core/common/shutdown-state';
+import { TelemetryModule } from '../core/telemetry/telemetry.module';
 
 /** The edge sidecar grants no quota (the gateway meters its organization) and never waits for a quota lookup. */
 const NO_QUOTA = { tryConsume: () => true };

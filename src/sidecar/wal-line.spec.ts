@@ -1,6 +1,6 @@
-import { AuditRecord, roundMs } from '../decisions/audit-record';
-import { AuditSanitizer } from '../decisions/audit-sanitizer';
-import { jsonNumber, jsonString } from '../common/json-text';
+import { AuditRecord, roundMs } from '../core/audit-record/audit-record';
+import { AuditSanitizer } from '../core/audit-record/audit-sanitizer';
+import { jsonNumber, jsonString } from '../core/common/json-text';
 import { walLine } from './wal-line';
 
 function record(overrides: Partial<AuditRecord> = {}): AuditRecord {

@@ -1,6 +1,6 @@
-import { AuditRecord, roundMs } from '../decisions/audit-record';
-import type { AuditSanitizer } from '../decisions/audit-sanitizer';
-import { jsonNumber, jsonString } from '../common/json-text';
+import { AuditRecord, roundMs } from '../core/audit-record/audit-record';
+import type { AuditSanitizer } from '../core/audit-record/audit-sanitizer';
+import { jsonNumber, jsonString } from '../core/common/json-text';
 
 /*
  * The JSON text of a write-ahead line, written field by field: one JSON.stringify of the whole

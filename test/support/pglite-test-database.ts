@@ -7,7 +7,7 @@ type Message = { type: 'ready'; port: number } | { type: 'failed'; message: stri
  * An in-memory PGlite for the e2e suites, safe for many concurrent connections (see
  * pglite-test-server.js). On loopback TCP, unlike the gateway's embedded database (a Unix socket):
  * suites take it down to see the gateway answer 503, and a Unix socket taken down refuses with
- * ENOENT, which the gateway does not count as an unreachable database (src/common/error-body.ts).
+ * ENOENT, which the gateway does not count as an unreachable database (src/core/common/error-body.ts).
  */
 export class PgliteTestDatabase {
   private constructor(

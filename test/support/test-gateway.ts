@@ -1,10 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import pino from 'pino';
-import { AppConfig } from '../../src/config/app-config';
-import { createGateway } from '../../src/gateway';
-import { OrganizationsService } from '../../src/organizations/organizations.service';
-import type { PlanId } from '../../src/plans/plans';
+import { AppConfig } from '../../src/core/config/app-config';
+import { createGateway } from '../../src/gateway/app/gateway';
+import { OrganizationsService } from '../../src/gateway/organizations/organizations.service';
+import type { PlanId } from '../../src/core/config/plans';
 
 /** Issuer shared by every instance of a run, so tokens verify across instances. */
 export const TEST_PUBLIC_URL = 'http://gateway.test';

@@ -3,7 +3,7 @@ import { defineConfig } from 'vite';
 
 /**
  * The admin dashboard, built into dist/dashboard, which the gateway serves at /dashboard
- * (src/dashboard/dashboard.ts): `npm run build` runs this after the gateway's own build.
+ * (src/gateway/app/dashboard.ts): `npm run build` runs this after the gateway's own build.
  */
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),

@@ -1,8 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { DecisionTokenSigner, requestHash as gatewayHash } from '../../../src/decisions/decision-token';
+import { DecisionTokenSigner, requestHash as gatewayHash } from '../../../src/core/decision/decision-token';
 import { DecisionTokenError, DecisionTokenVerifier, requestHash } from '../src';
 
-/** The gateway's signer (src/decisions/decision-token.ts) against the SDK's verifier, offline, with a static JWKS. */
+/** The gateway's signer (src/core/decision/decision-token.ts) against the SDK's verifier, offline, with a static JWKS. */
 
 const ISSUER = 'http://gateway.test';
 

@@ -1,0 +1,159 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsDefined,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Max,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+import { IsTimestamp } from '../../core/common/is-timestamp';
+
+export class SimulationAgentDto {
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(128) id?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) name?: string;
+  @ApiPropertyOptional({ example: 'verified', description: 'Any tier name or alias' }) @IsOptional() @IsString() @MaxLength(32) trust_tier?: string;
+  @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @ArrayMaxSize(50) @IsString({ each: true }) tags?: string[];
+}
+
+export class SimulationDelegationDto {
+  @ApiPropertyOptional({ minimum: 1 }) @IsOptional() @IsInt() @Min(1) @Max(64) depth?: number;
+  @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @ArrayMaxSize(64) @IsString({ each: true }) chain?: string[];
+}
+
+/** A decision input (docs/policies.md "What a condition can read"); missing parts default to empty values. */
+export class SimulationInputDto {
+  @ApiPropertyOptional({ description: 'Use this agent’s current record (overrides `agent`)' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(128)
+  agentId?: string;
+
+  @ApiPropertyOptional({ type: SimulationAgentDto })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => SimulationAgentDto)
+  agent?: SimulationAgentDto;
+
+  @ApiProperty({ example: 'write:orders' }) @IsString() @MaxLength(2048) action: string;
+  @ApiPropertyOptional({ example: 'orders' }) @IsOptional() @IsString() @MaxLength(2048) resource?: string;
+  @ApiPropertyOptional({ example: 'http' }) @IsOptional() @IsString() @MaxLength(256) plugin?: string;
+  @ApiPropertyOptional({ example: 'write' }) @IsOptional() @IsString() @MaxLength(256) function?: string;
+  @ApiPropertyOptional({ type: Object }) @IsOptional() @IsObject() args?: Record<string, unknown>;
+  @ApiPropertyOptional({ type: Object }) @IsOptional() @IsObject() context?: Record<string, unknown>;
+
+  @ApiPropertyOptional({ type: SimulationDelegationDto })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => SimulationDelegationDto)
+  delegation?: SimulationDelegationDto;
+}
+
+export class SimulateRequestDto {
+  // @IsObject on nested inputs: @ValidateNested checks a list element by element (an empty one
+  // not at all), so `[]` passed as an input, an agent or a delegation and was simulated as `{}`.
+  @ApiProperty({ type: SimulationInputDto })
+  @IsDefined()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => SimulationInputDto)
+  input: SimulationInputDto;
+
+  @ApiPropertyOptional({
+    description: 'Proposed policies: YAML/JSON text of a policy or a policies file, a list of policies, or one policy object. Omit to simulate the current policies.',
+  })
+  @IsOptional()
+  policies?: unknown;
+
+  @ApiPropertyOptional({ description: 'true: the proposed policies replace all current ones; false (default): they replace same-named ones and add the rest' })
+  @IsOptional()
+  @IsBoolean()
+  replace?: boolean;
+}
+
+export class BacktestRequestDto {
+  @ApiProperty({ description: 'Proposed policies, in any form `simulate` accepts' })
+  @IsDefined()
+  policies: unknown;
+
+  @ApiPropertyOptional({ description: 'See simulate' }) @IsOptional() @IsBoolean() replace?: boolean;
+
+  @ApiProperty({ description: 'Replay decisions recorded from this timestamp (ISO 8601)' })
+  @IsTimestamp()
+  from: string;
+
+  @ApiPropertyOptional({ description: 'Until this timestamp (ISO 8601, exclusive); default now' })
+  @IsOptional()
+  @IsTimestamp()
+  to?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100000, default: 10000, description: 'Most decisions replayed (oldest first)' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(100000)
+  limit?: number;
+}
+
+export class RateLimitView {
+  @ApiProperty({ example: '10/1m per_agent' }) limit: string;
+  @ApiProperty() retryAfterSeconds: number;
+}
+
+export class FiredAlertView {
+  @ApiProperty() policy: string;
+  @ApiProperty() rule: string;
+  @ApiProperty() reason: string;
+}
+
+export class DecisionView {
+  @ApiProperty({ enum: ['allow', 'deny'] }) decision: string;
+  @ApiProperty() policy: string;
+  @ApiProperty({ nullable: true, type: String }) rule: string | null;
+  @ApiProperty() reason: string;
+  @ApiPropertyOptional({ type: RateLimitView }) rateLimit?: RateLimitView;
+  @ApiPropertyOptional({ type: [FiredAlertView], description: 'The `alert` rules that fired (they raise alerts and never change the decision)' }) alerts?: FiredAlertView[];
+}
+
+export class SimulationView extends DecisionView {
+  @ApiProperty({ description: 'False in MODE=audit: a deny would only be recorded' }) enforced: boolean;
+  @ApiProperty({ nullable: true, type: Number, description: 'Policy version simulated; null for proposed policies' }) policyVersion: number | null;
+  @ApiProperty({ description: 'Every policy and rule tried, in order', type: Object, isArray: true }) trace: unknown[];
+}
+
+export class BacktestFlipView {
+  @ApiProperty() id: string;
+  @ApiProperty() timestamp: string;
+  @ApiProperty({ nullable: true, type: String }) agentId: string | null;
+  @ApiProperty() action: string;
+  @ApiProperty({ type: DecisionView }) before: DecisionView;
+  @ApiProperty({ type: DecisionView }) after: DecisionView;
+}
+
+export class BacktestPolicyCount {
+  @ApiProperty() policy: string;
+  @ApiProperty() allowToDeny: number;
+  @ApiProperty() denyToAllow: number;
+}
+
+export class BacktestReportView {
+  @ApiProperty() from: string;
+  @ApiProperty() to: string;
+  @ApiProperty({ description: 'Recorded decisions read' }) examined: number;
+  @ApiProperty({ description: 'Decisions without a recorded input (not replayable)' }) skipped: number;
+  @ApiProperty() unchanged: number;
+  @ApiProperty() allowToDeny: number;
+  @ApiProperty() denyToAllow: number;
+  @ApiProperty({ type: [BacktestPolicyCount], description: 'Flips per policy: the new denying policy, or the policy that denied before' }) byPolicy: BacktestPolicyCount[];
+  @ApiProperty({ type: [BacktestFlipView], description: 'The flipped decisions, oldest first (at most 1000)' }) flips: BacktestFlipView[];
+  @ApiProperty({ description: 'True when `limit` stopped the replay before `to`' }) truncated: boolean;
+}
