@@ -146,7 +146,7 @@ function pythonRows(result: Record<string, unknown>): Measured {
     overheadP50Ms,
     rows: [
       row('python: check() uncached, gRPC', samples('checkUncachedMs')),
-      row('python: check() cached', samples('checkCachedMs'), { speedup }),
+      row('python: check() cached', samples('checkCachedMs'), { speedup, cpuUsPerCall: Number(result.checkCachedCpuUs) }),
       row('python: the function bare', samples('bareCallMs')),
       row('python: guard() (cached check + call + audit, group-committed)', samples('guardMs'), { overheadMs, overheadP50Ms }),
     ],

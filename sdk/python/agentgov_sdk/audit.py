@@ -27,13 +27,22 @@ from .errors import ErrorCode, GatewayError
 logger = logging.getLogger("agentgov_sdk")
 
 AuditEvent = Dict[str, Any]
-SendEvents = Callable[[List[AuditEvent]], None]
+# An event's JSON, encoded once when it is recorded: the same bytes go into the write-ahead line
+# and into every batch body that carries it (the sender thread encodes nothing, and so holds the
+# interpreter lock, which the calls being governed need, for less).
+EncodedEvent = bytes
+# Sends one POST /v1/audit batch of encoded events.
+SendEvents = Callable[[List[EncodedEvent]], None]
 AuditDurability = Literal["batch", "sync"]
 
 # The most events one POST /v1/audit takes.
 MAX_AUDIT_BATCH = 500
 
-COMPACT_BYTES = 1 << 20
+# The file is rewritten with only the unacknowledged events once this much, and more than the
+# last rewrite wrote, was appended since: each byte is rewritten a bounded number of times, so the
+# cost per event does not grow with the backlog (rewriting at every acknowledgement once the
+# file passed a size rewrote the whole backlog per batch while the gateway was behind).
+COMPACT_BYTES = 4 << 20
 # Refusals a resend cannot change (a malformed event, an agent the organization does not have).
 PERMANENT_REFUSALS: frozenset[ErrorCode] = frozenset({"invalid_argument", "not_found"})
 MAX_BACKOFF_SECONDS = 30.0
@@ -48,6 +57,9 @@ class WriteAheadLog:
         self.path = path
         self._remove_when_empty = remove_when_empty
         self._unsynced = False
+        # Bytes appended since the file was last rewritten, and how many that rewrite wrote.
+        self._appended = 0
+        self._rewritten = 0
         if opened is not None:
             self._file = opened
             return
@@ -75,12 +87,12 @@ class WriteAheadLog:
         self._file.seek(0)
         return _unacknowledged(self._file.read())
 
-    def append_event(self, event: AuditEvent, sync: bool) -> None:
-        self._append({"event": event}, sync=sync)
+    def append_event(self, event: EncodedEvent, sync: bool) -> None:
+        self._append(_event_line(event), sync=sync)
 
     def append_ack(self, event_ids: List[str]) -> None:
         # No fsync: an ack lost in a crash only means a resend, which the gateway ignores.
-        self._append({"ack": event_ids}, sync=False)
+        self._append(_line({"ack": event_ids}), sync=False)
 
     def sync_handle(self) -> Optional[int]:
         """A descriptor to fsync what was appended so far (the caller closes it), or None when
@@ -90,9 +102,10 @@ class WriteAheadLog:
         self._unsynced = False
         return os.dup(self._file.fileno())
 
-    def compact(self, pending: List[AuditEvent]) -> None:
+    def compact(self, pending: List[EncodedEvent]) -> None:
         """Rewrites the file with only the pending events (empty when all are acknowledged). The
         new file is locked before it takes the name, so no other client can take it over."""
+        self._appended = self._rewritten = 0
         if not pending:
             self._file.truncate(0)
             self._unsynced = True
@@ -100,7 +113,7 @@ class WriteAheadLog:
         temporary = f"{self.path}.compact"
         replacement = open(temporary, "a+b")
         for event in pending:
-            replacement.write(_line({"event": event}))
+            self._rewritten += replacement.write(_event_line(event))
         replacement.flush()
         os.fsync(replacement.fileno())
         fcntl.flock(replacement.fileno(), fcntl.LOCK_EX)
@@ -109,8 +122,9 @@ class WriteAheadLog:
         previous.close()
         _fsync_directory(self.path)
 
-    def size(self) -> int:
-        return os.fstat(self._file.fileno()).st_size
+    def wants_compaction(self) -> bool:
+        """True once more was appended since the last rewrite than COMPACT_BYTES and than that rewrite wrote."""
+        return self._appended > max(COMPACT_BYTES, self._rewritten)
 
     def close(self, empty: bool) -> None:
         """Makes the file durable and releases it; a file of this client's own goes when empty."""
@@ -120,8 +134,9 @@ class WriteAheadLog:
             os.unlink(self.path)
         self._file.close()
 
-    def _append(self, record: Dict[str, Any], sync: bool) -> None:
-        self._file.write(_line(record))
+    def _append(self, line: bytes, sync: bool) -> None:
+        self._appended += len(line)
+        self._file.write(line)
         self._file.flush()
         if sync:
             os.fsync(self._file.fileno())
@@ -218,9 +233,9 @@ class AuditBatcher:
         self._wake = threading.Condition(self._lock)
         self._acked = threading.Condition(self._lock)
         # By eventId, oldest first: an acknowledgement removes each event in O(1), whatever the backlog.
-        self._pending: Dict[str, AuditEvent] = {event["eventId"]: event for event in wal.unacknowledged()}
+        self._pending: Dict[str, EncodedEvent] = {event["eventId"]: encoded(event) for event in wal.unacknowledged()}
         for orphan in orphans or []:
-            self._pending.update((event["eventId"], event) for event in orphan.events())
+            self._pending.update((event["eventId"], encoded(event)) for event in orphan.events())
         self._wal.compact(list(self._pending.values()))
         for orphan in orphans or []:
             orphan.remove()
@@ -235,11 +250,12 @@ class AuditBatcher:
     def record(self, event: AuditEvent) -> None:
         """Queues the event: on return it is in the write-ahead file (fsynced with `sync`
         durability) and will reach the gateway."""
+        line = encoded(event)
         with self._lock:
             if self._closing:
                 raise RuntimeError("the client is closed")
-            self._wal.append_event(event, sync=self._sync)
-            self._pending[event["eventId"]] = event
+            self._wal.append_event(line, sync=self._sync)
+            self._pending[event["eventId"]] = line
             if len(self._pending) >= self._batch_size:
                 self._wake.notify()
 
@@ -280,7 +296,7 @@ class AuditBatcher:
                     self._wake.wait(self._backoff or self._interval)
                 if self._closing:
                     return
-                batch = list(itertools.islice(self._pending.values(), self._batch_size))
+                batch = list(itertools.islice(self._pending.items(), self._batch_size))
                 if len(batch) == len(self._pending):
                     self._flush_requested = False  # this batch takes all that flush() asked for
                 descriptor = self._wal.sync_handle()
@@ -296,7 +312,7 @@ class AuditBatcher:
         finally:
             os.close(descriptor)
 
-    def _send_batch(self, batch: List[AuditEvent]) -> None:
+    def _send_batch(self, batch: List[Tuple[str, EncodedEvent]]) -> None:
         done, failure = self._deliver(batch)
         if failure is None:
             self._backoff = 0.0
@@ -306,18 +322,18 @@ class AuditBatcher:
         if done:
             self._acknowledge(done)
 
-    def _deliver(self, events: List[AuditEvent]) -> Tuple[List[str], Optional[Exception]]:
-        """Sends `events` as one batch; the eventIds done (sent, or refused for good), and the
-        failure that stopped it, if any. A refused batch is sent again in halves."""
+    def _deliver(self, events: List[Tuple[str, EncodedEvent]]) -> Tuple[List[str], Optional[Exception]]:
+        """Sends `events` (by eventId) as one batch; the eventIds done (sent, or refused for
+        good), and the failure that stopped it, if any. A refused batch is sent again in halves."""
         try:
-            self._send(events)
-            return [event["eventId"] for event in events], None
+            self._send([event for _, event in events])
+            return [event_id for event_id, _ in events], None
         except GatewayError as error:
             if error.code not in PERMANENT_REFUSALS:
                 return [], error
             if len(events) == 1:
-                logger.warning("audit event %s dropped: the gateway refused it (%s)", events[0]["eventId"], error)
-                return [events[0]["eventId"]], None
+                logger.warning("audit event %s dropped: the gateway refused it (%s)", events[0][0], error)
+                return [events[0][0]], None
         except Exception as error:  # noqa: BLE001 (whatever it was, the events stay for a retry)
             return [], error
         middle = (len(events) + 1) // 2
@@ -333,11 +349,26 @@ class AuditBatcher:
                 return  # close() gave up waiting; the next start resends these, and they count once
             for event_id in event_ids:
                 self._pending.pop(event_id, None)
-            if not self._pending or self._wal.size() > COMPACT_BYTES:
+            if not self._pending or self._wal.wants_compaction():
                 self._wal.compact(list(self._pending.values()))
             else:
                 self._wal.append_ack(event_ids)
             self._acked.notify_all()
+
+
+def encoded(event: AuditEvent) -> EncodedEvent:
+    """The event's JSON, as the write-ahead file and the batch bodies carry it."""
+    return json.dumps(event, separators=(",", ":"), default=str).encode("utf-8")
+
+
+def batch_body(events: List[EncodedEvent]) -> bytes:
+    """The POST /v1/audit body of a batch: `{"events": [...]}`, from the events' own bytes."""
+    return b'{"events":[' + b",".join(events) + b"]}"
+
+
+def _event_line(event: EncodedEvent) -> bytes:
+    """`{"event": {...}}`, byte for byte what encoding the record whole would give."""
+    return b'{"event":' + event + b"}\n"
 
 
 def _line(record: Dict[str, Any]) -> bytes:

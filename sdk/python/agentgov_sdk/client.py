@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import itertools
 import json
 import logging
 import math
 import numbers
 import os
+import secrets
 import threading
 import time
-import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
 from types import TracebackType
@@ -21,13 +22,13 @@ from urllib.parse import urlsplit
 
 import grpc
 
-from .audit import AuditBatcher, AuditEvent, Orphan, WriteAheadLog, claim_orphans
+from .audit import AuditBatcher, AuditEvent, EncodedEvent, Orphan, WriteAheadLog, batch_body, claim_orphans
 from .cache import DecisionCache, request_hash
 from .decision import CheckRequest, Decision, DecisionSource, SoftDenial
 from .errors import ApprovalPendingError, GatewayError, GatewayTimeoutError, GatewayUnreachableError, PolicyDeniedError
 from .options import MAX_APPROVAL_WAIT_SECONDS, ClientOptions, EffectiveOptions
 from .session import current_session
-from .transports import GrpcTransport, HttpTransport, json_values
+from .transports import GrpcTransport, HttpTransport
 
 logger = logging.getLogger("agentgov_sdk")
 
@@ -54,6 +55,9 @@ class Client:
         self._grpc = GrpcTransport(options.resolved_grpc_address(), options.api_key, secure)
         self._http = HttpTransport(options.gateway_url, options.api_key)
         self._grpc_down_until = 0.0
+        # Event ids: this client's random prefix and a count, unique without a system call per event.
+        self._event_prefix = secrets.token_hex(12)
+        self._event_count = itertools.count()
         self._cache = DecisionCache(options.cache_max_entries)
         self._closed = threading.Event()
         self._audit = AuditBatcher(
@@ -138,7 +142,7 @@ class Client:
         if decision not in ("allow", "deny"):
             raise ValueError("decision must be 'allow' or 'deny'")
         event: AuditEvent = {
-            "eventId": uuid.uuid4().hex, "agentId": self.options.agent_id, "plugin": plugin, "function": function,
+            "eventId": f"{self._event_prefix}-{next(self._event_count)}", "agentId": self.options.agent_id, "plugin": plugin, "function": function,
             "arguments": _recordable(args or {}), "decision": decision,
             "durationMs": 0.0 if math.isnan(duration_ms) else round(min(max(duration_ms, 0.0), MAX_DURATION_MS), 3),
             "occurredAt": _now_iso(),
@@ -315,8 +319,8 @@ class Client:
             result_summary=summary, decision_id=decision.decision_id, trace_id=decision.trace_id or request.trace_id,
         )
 
-    def _send_audit(self, events: List[AuditEvent]) -> None:
-        self._http.post("/v1/audit", {"events": events}, self.options.timeout_seconds)
+    def _send_audit(self, events: List[EncodedEvent]) -> None:
+        self._http.post_encoded("/v1/audit", batch_body(events), self.options.timeout_seconds)
 
     def _follow_changes(self) -> None:
         """Keeps a Subscribe stream open (resuming after the newest version seen); each change
@@ -466,7 +470,7 @@ def _recordable(args: Mapping[str, Any]) -> Dict[str, Any]:
     """The call's arguments as JSON can carry them: JSON has no NaN or Infinity, and an event
     holding one was refused by the gateway and dropped. The call already ran, so its record
     keeps them, as the strings "NaN", "Infinity" and "-Infinity"."""
-    return cast(Dict[str, Any], json.loads(json.dumps(json_values(args)), parse_constant=str))
+    return cast(Dict[str, Any], json.loads(json.dumps(dict(args), default=str), parse_constant=str))
 
 
 def _flagged(decision: Decision, summary: str) -> str:

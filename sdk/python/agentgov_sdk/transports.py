@@ -162,7 +162,11 @@ class HttpTransport:
 
     def post(self, path: str, body: Mapping[str, Any], timeout: float) -> Dict[str, Any]:
         """The JSON answer of a 2xx; GatewayError (with the status) otherwise."""
-        return self._send("POST", path, json.dumps(body, default=str).encode("utf-8"), timeout)
+        return self.post_encoded(path, json.dumps(body, default=str).encode("utf-8"), timeout)
+
+    def post_encoded(self, path: str, body: bytes, timeout: float) -> Dict[str, Any]:
+        """post() of a body already encoded as JSON."""
+        return self._send("POST", path, body, timeout)
 
     def _send(self, method: str, path: str, data: Optional[bytes], timeout: float) -> Dict[str, Any]:
         status, payload = self._exchange(method, path, data, timeout)

@@ -21,8 +21,9 @@ import { PolicyTests1764979200046 } from '../../../migrations/1764979200046-poli
 import { OidcClientAgent1765065600000 } from '../../../migrations/1765065600000-oidc-client-agent';
 import { UpstreamCredentials1765065600100 } from '../../../migrations/1765065600100-upstream-credentials';
 import { PolicyCanaries1765152000000 } from '../../../migrations/1765152000000-policy-canaries';
-import { PolicyCanaryCounted1765152000100 } from '../../../migrations/1765152000100-policy-canary-counted';
+import { ApprovalPaging1765152000041 } from '../../../migrations/1765152000041-approval-paging';
 import { SidecarKeys1765152000100 } from '../../../migrations/1765152000100-sidecar-keys';
+import { PolicyCanaryCounted1765152000200 } from '../../../migrations/1765152000200-policy-canary-counted';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -49,6 +50,7 @@ export const MIGRATIONS = [
   OidcClientAgent1765065600000,
   UpstreamCredentials1765065600100,
   PolicyCanaries1765152000000,
-  PolicyCanaryCounted1765152000100,
+  ApprovalPaging1765152000041,
   SidecarKeys1765152000100,
+  PolicyCanaryCounted1765152000200,
 ];
