@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -22,6 +22,7 @@ import { McpHostCheck } from './mcp-host-check';
 import { McpRelay } from './mcp-relay';
 import { McpServerConfig } from './mcp-server-list';
 import { McpSessionTable } from './mcp-session-table';
+import { McpUpstreamHttp } from './upstream-http';
 
 const PREFIX = '/mcp/';
 /** RFC 9728 protected resource metadata of `/mcp/<name>` (docs/mcp.md, "Authorization"). */
@@ -55,8 +56,9 @@ export interface McpSettings {
  * the agent and server that opened it.
  */
 @Injectable()
-export class McpHandler implements LeanRoute, BeforeApplicationShutdown {
+export class McpHandler implements LeanRoute, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly sessions = new McpSessionTable<McpRelay>(MCP_SESSION_BOUNDS);
+  private readonly upstreamHttp = new McpUpstreamHttp();
   private readonly hosts: McpHostCheck;
   private readonly sweeper: NodeJS.Timeout;
 
@@ -89,6 +91,11 @@ export class McpHandler implements LeanRoute, BeforeApplicationShutdown {
   beforeApplicationShutdown(): void {
     clearInterval(this.sweeper);
     for (const relay of this.sessions.drain()) relay.end();
+  }
+
+  /** Once the HTTP server closed: the upstream connections close after what they still carry (the ended sessions' DELETEs). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.upstreamHttp.close();
   }
 
   /** The RFC 9728 metadata of one server's resource: its URL and the authorization servers that issue tokens for it. */
@@ -161,7 +168,7 @@ export class McpHandler implements LeanRoute, BeforeApplicationShutdown {
   }
 
   private upstreamTransport(server: McpServerConfig): StreamableHTTPClientTransport {
-    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } } });
+    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } }, fetch: this.upstreamHttp.fetch });
   }
 
   private relayDeps() {
