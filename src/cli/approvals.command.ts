@@ -1,5 +1,5 @@
 import { Option, SubCommand } from 'nest-commander';
-import { APPROVAL_STATUSES, ApprovalStatus } from '../gateway/approvals/approvals.dto';
+import { APPROVAL_PAGE_MAX, APPROVAL_STATUSES, ApprovalStatus } from '../gateway/approvals/approvals.dto';
 import { ApprovalsService } from '../gateway/approvals/approvals.service';
 import { BOOTSTRAP_ORG_ID } from '../gateway/organizations/organizations.service';
 import { CliCommand, CommandGroup } from './cli-command';
@@ -21,10 +21,15 @@ export class ApprovalsListCommand extends CliCommand {
 
   async run(_args: string[], options: ListOptions): Promise<void> {
     try {
-      const orgId = options.org ?? BOOTSTRAP_ORG_ID;
-      for (const approval of await this.approvals.list({ orgId, tokenId: CLI_ACTOR }, options.status)) {
-        process.stdout.write(`${approval.id}  ${approval.status.padEnd(8)}  ${approval.agentName}  ${approval.action}  ${approval.policy}: ${approval.reason}  expires ${approval.expiresAt}\n`);
-      }
+      const admin = { orgId: options.org ?? BOOTSTRAP_ORG_ID, tokenId: CLI_ACTOR };
+      let cursor: string | undefined;
+      do {
+        const page = await this.approvals.list(admin, { status: options.status, limit: APPROVAL_PAGE_MAX, cursor });
+        for (const approval of page.approvals) {
+          process.stdout.write(`${approval.id}  ${approval.status.padEnd(8)}  ${approval.agentName}  ${approval.action}  ${approval.policy}: ${approval.reason}  expires ${approval.expiresAt}\n`);
+        }
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor !== undefined);
     } catch (error) {
       fail(error);
     }

@@ -13,6 +13,14 @@ import { readFileIfExists, writeFileAtomic } from './atomic-file';
 
 const BUNDLE_FILE = 'bundle.json';
 const PINNED_KEY_FILE = 'gateway-key.json';
+/** The newest bundle version this sidecar applied, apart from bundle.json (docs/sidecar.md "Rollback"). */
+export const HIGH_WATER_FILE = 'bundle-high-water.json';
+
+/** What HIGH_WATER_FILE holds: the organization and version of the newest bundle applied. */
+interface HighWater {
+  orgId: string;
+  version: string;
+}
 /**
  * How far ahead of this sidecar's clock a bundle's version may be. Versions are the gateway's
  * change times, so a genuine one is at most clock skew ahead; one far ahead, once in force, would
@@ -67,6 +75,7 @@ export class BundleStore implements PolicySource, VerificationKeySource {
   private pinned: KeyObject | null;
   private pinnedFromEnv: boolean;
   private problem = 'no bundle yet: the gateway has not been reached and CACHE_DIR holds none';
+  private highWater: HighWater | null;
 
   constructor(
     private readonly cacheDir: string,
@@ -76,6 +85,7 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     fs.mkdirSync(cacheDir, { recursive: true });
     this.pinnedFromEnv = configuredKey !== undefined;
     this.pinned = configuredKey ?? this.readPinnedKey();
+    this.highWater = readHighWater(path.join(cacheDir, HIGH_WATER_FILE));
     if (configuredKey === undefined) {
       logger.warn(
         { pinnedKeyFile: path.join(cacheDir, PINNED_KEY_FILE), pinned: this.pinned !== null },
@@ -119,6 +129,10 @@ export class BundleStore implements PolicySource, VerificationKeySource {
       if (bundle.version === current.version) return { applied: false, reason: 'same version' };
       return this.refuse(from, `version ${bundle.version} is older than ${current.version} in force`);
     }
+    const mark = this.highWater;
+    if (mark !== null && mark.orgId === bundle.orgId && isNewerVersion(mark.version, bundle.version)) {
+      return this.refuse(from, `version ${bundle.version} is older than ${mark.version}, the newest this sidecar applied (${HIGH_WATER_FILE} in CACHE_DIR): a rolled-back bundle is never taken`);
+    }
     let active: ActiveBundle;
     try {
       active = await activate(bundle, etag, vouched);
@@ -126,6 +140,7 @@ export class BundleStore implements PolicySource, VerificationKeySource {
       return this.refuse(from, error instanceof PolicyLoadError ? `policies do not compile: ${error.errors.map(formatPolicyError).join('; ')}` : `unusable: ${(error as Error).message}`);
     }
     if (from === 'gateway') writeFileAtomic(path.join(this.cacheDir, BUNDLE_FILE), JSON.stringify({ etag, bundle, ...(vouched !== bundle ? { anchor: vouched } : {}) }));
+    this.raiseHighWater(bundle);
     if (this.pinned === null) this.pin(signerJwk(bundle)!);
     if (otherOrganization) {
       this.logger.warn(
@@ -196,6 +211,17 @@ export class BundleStore implements PolicySource, VerificationKeySource {
 
   verificationKey(kid: string | undefined): Promise<KeyObject | undefined> {
     return this.active?.keys.verificationKey(kid) ?? Promise.resolve(undefined);
+  }
+
+  /**
+   * Records `bundle` as the newest applied, after bundle.json is written: a crash between the two
+   * leaves the mark lower than the cache, never above it.
+   */
+  private raiseHighWater(bundle: SignedBundle): void {
+    const mark = this.highWater;
+    if (mark !== null && mark.orgId === bundle.orgId && !isNewerVersion(bundle.version, mark.version)) return;
+    this.highWater = { orgId: bundle.orgId, version: bundle.version };
+    writeFileAtomic(path.join(this.cacheDir, HIGH_WATER_FILE), JSON.stringify(this.highWater));
   }
 
   private refuse(from: 'gateway' | 'cache', reason: string): Offer {
@@ -287,6 +313,25 @@ function listedKey(anchor: SignedBundle, kid: string | undefined): KeyObject | u
 function signatureKid(candidate: unknown): string | undefined {
   const signature = (candidate as { signature?: { kid?: unknown } } | null)?.signature;
   return typeof signature?.kid === 'string' ? signature.kid : undefined;
+}
+
+/**
+ * The high-water mark in `file`, or null when there is none yet. A mark that cannot be read
+ * stops the start: starting without it would take any older bundle.
+ */
+function readHighWater(file: string): HighWater | null {
+  const text = readFileIfExists(file);
+  if (text === undefined) return null;
+  let mark: Partial<HighWater> | null = null;
+  try {
+    mark = JSON.parse(text) as Partial<HighWater> | null;
+  } catch {
+    // Reported below.
+  }
+  if (typeof mark?.orgId !== 'string' || typeof mark.version !== 'string' || Number.isNaN(Date.parse(mark.version))) {
+    throw new Error(`${file} is damaged (expected {"orgId": …, "version": …}): restore it, or clear CACHE_DIR to start afresh from the gateway`);
+  }
+  return { orgId: mark.orgId, version: mark.version };
 }
 
 function parseKey(text: string, origin: string): KeyObject {

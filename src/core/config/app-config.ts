@@ -91,6 +91,10 @@ export class AppConfig {
     /** REDIS_URL: shared rate-limit counters and cross-instance events when set. */
     url?: string;
   };
+  readonly approvals: {
+    /** APPROVALS_MAX_PENDING_PER_AGENT: most pending approvals one agent may have open; beyond them its held requests are denied. */
+    maxPendingPerAgent: number;
+  };
   readonly budgetLeases: {
     /** BUDGET_LEASE_PERCENT: share of a budget's limit one sidecar lease holds (at least the cost of the call asking). */
     percent: number;
@@ -187,6 +191,9 @@ export class AppConfig {
         canaryCheckMs: read.durationMs('CANARY_CHECK_INTERVAL', '10s', 1000),
       },
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },
+      approvals: {
+        maxPendingPerAgent: read.int('APPROVALS_MAX_PENDING_PER_AGENT', 20, 1, 10_000),
+      },
       budgetLeases: { percent: read.int('BUDGET_LEASE_PERCENT', 10, 1, 100), ttlMs: read.durationMs('BUDGET_LEASE_TTL', '1m') },
       audit: {
         redact: readAuditRedact(read),

@@ -21,8 +21,8 @@ import { sendJson } from '../http/send-json';
 import type { LeanRoute } from '../http/lean-routes';
 import { isProxyUrl, parseProxyUrl, ProxyTarget } from './proxy-path';
 import { contextFromHeaders } from '../http/context-headers';
-import { proxyArgs } from './proxy-input';
-import { bodyFieldsOf, bodyKindOf, MULTIPART_PROBLEM, queryBodyConflict } from './body-fields';
+import { proxyArgs, queryFields } from './proxy-input';
+import { BodyFields, bodyFieldsOf, bodyKindOf, MULTIPART_PROBLEM, queryBodyConflict } from './body-fields';
 import { requestIntegrityDenial } from './request-integrity';
 import { limitedBody, readBody } from '../http/body-reader';
 import { PROXY_SETTINGS, ProxySettings } from './proxy-settings';
@@ -170,15 +170,14 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
     this.record(exchange, 202, null);
   }
 
-  /** How the body is read when a policy reads body fields (body-fields.ts); undefined when it streams through unread. */
+  /** How the body is read when a policy reads body fields (body-fields.ts): whatever its type, but multipart. */
   private bodyReader(request: IncomingMessage, target: ProxyTarget, method: string, body: { read?: Buffer }): DecisionRequest['fullArgs'] {
-    const kind = bodyKindOf(request.headers['content-type']);
-    if (kind === 'opaque') return undefined;
-    if (kind === 'multipart') return () => Promise.resolve(requestIntegrityDenial(MULTIPART_PROBLEM));
     return async (names) => {
+      if (bodyKindOf(request.headers['content-type']) === 'multipart') return requestIntegrityDenial(MULTIPART_PROBLEM);
       body.read = await this.readInspectedBody(request);
       await this.stillAuthenticated(request);
-      return inspectedArgs(target, method, body.read, request.headers['content-type'], names);
+      const headers = { contentType: request.headers['content-type'], contentEncoding: request.headers['content-encoding'] };
+      return inspectedArgs(target, method, await bodyFieldsOf(body.read, headers, this.settings.maxInspectedBytes), names);
     };
   }
 
@@ -365,11 +364,10 @@ function hasBody(request: IncomingMessage): boolean {
  * The args of a request whose body a policy reads, or the fixed denial of a body policies
  * cannot read as the upstream may (body-fields.ts).
  */
-function inspectedArgs(target: ProxyTarget, method: string, body: Buffer, contentType: string | undefined, names: ReadonlySet<string>): Record<string, unknown> | Decision {
-  const read = bodyFieldsOf(body, contentType);
+function inspectedArgs(target: ProxyTarget, method: string, read: BodyFields, names: ReadonlySet<string>): Record<string, unknown> | Decision {
   if ('problem' in read) return requestIntegrityDenial(read.problem);
   if (read.fields === undefined) return proxyArgs(target.path, method, target.query, undefined);
-  const conflict = target.query === '' ? undefined : queryBodyConflict(new URLSearchParams(target.query), read.fields, names);
+  const conflict = target.query === '' ? undefined : queryBodyConflict(queryFields(target.query), read.fields, names);
   if (conflict !== undefined) return requestIntegrityDenial(conflict);
   return proxyArgs(target.path, method, target.query, read.fields);
 }

@@ -7,7 +7,9 @@ import { Dispatcher, Pool, util } from 'undici';
 /**
  * Request headers never forwarded: those that describe one hop (RFC 9110 §7.6.1), the
  * gateway's own credentials (the agent token, an admin token, an API key, cookies of the
- * gateway's origin) and the forwarding headers the gateway writes itself.
+ * gateway's origin), the forwarding headers the gateway writes itself, and the headers with
+ * which frameworks let a request name another method or path than the one decided on
+ * (docs/proxy.md "What the upstream sees").
  */
 const DROPPED_REQUEST_HEADERS = new Set([
   'connection',
@@ -31,9 +33,25 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'x-forwarded-for',
   'x-forwarded-proto',
   'x-forwarded-host',
+  'forwarded',
+  'x-real-ip',
   'x-trace-id',
   'traceparent',
+  // Method overrides (Express's method-override, ASP.NET, Google APIs) and URL rewrites (IIS, Symfony, Laravel).
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+  'x-original-method',
+  'x-original-url',
+  'x-original-uri',
+  'x-rewrite-url',
 ]);
+
+/**
+ * Headers naming the client or the address it used, forwarded only from a load balancer listed
+ * in TRUSTED_PROXIES: from an agent they would let it name any address or prefix to the upstream.
+ */
+const PROXY_SET_REQUEST_HEADERS = new Set(['x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-server', 'x-forwarded-uri', 'x-client-ip', 'true-client-ip', 'cf-connecting-ip', 'fastly-client-ip', 'x-cluster-client-ip']);
 
 const DROPPED_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'trailer', 'upgrade']);
 
@@ -120,25 +138,42 @@ export class UpstreamClient {
     const headers: Record<string, string | string[]> = {};
     const hopHeaders = connectionTokens(incoming.headers.connection);
     const added = request.addedHeaders;
+    const client = incoming.socket.remoteAddress ?? '';
+    // A client's own forwarding headers would let it name any address to the upstream: only a
+    // configured proxy's are kept (TRUSTED_PROXIES).
+    const viaProxy = client !== '' && this.trustProxy(client, 0);
     for (const name in incoming.headers) {
       if (DROPPED_REQUEST_HEADERS.has(name) || (hopHeaders !== null && hopHeaders.has(name)) || (added !== undefined && name in added)) continue;
+      if (!viaProxy && PROXY_SET_REQUEST_HEADERS.has(name)) continue;
       headers[name] = incoming.headers[name]!;
     }
     if (added !== undefined) for (const name in added) headers[name] = added[name];
     if (request.body !== undefined && Buffer.isBuffer(request.body)) headers['content-length'] = String(request.body.length);
-    const client = incoming.socket.remoteAddress ?? '';
-    // A client's own X-Forwarded-* would let it name any address to the upstream: only a
-    // configured proxy's are kept (TRUSTED_PROXIES).
-    const viaProxy = client !== '' && this.trustProxy(client, 0);
+    const proto = (incoming.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+    const host = incoming.headers.host ?? '';
     const forwardedFor = viaProxy ? incoming.headers['x-forwarded-for'] : undefined;
     headers['x-forwarded-for'] = forwardedFor ? `${forwardedFor}, ${client}` : client;
-    headers['x-forwarded-proto'] = (viaProxy ? firstValue(incoming.headers['x-forwarded-proto']) : undefined) ?? ((incoming.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http');
-    headers['x-forwarded-host'] = (viaProxy ? firstValue(incoming.headers['x-forwarded-host']) : undefined) ?? incoming.headers.host ?? '';
+    headers['x-forwarded-proto'] = (viaProxy ? firstValue(incoming.headers['x-forwarded-proto']) : undefined) ?? proto;
+    headers['x-forwarded-host'] = (viaProxy ? firstValue(incoming.headers['x-forwarded-host']) : undefined) ?? host;
+    const forwarded = viaProxy ? incoming.headers.forwarded : undefined;
+    const element = forwardedElement(client, proto, host);
+    headers.forwarded = forwarded ? `${forwarded}, ${element}` : element;
+    headers['x-real-ip'] = viaProxy ? proxyaddr(incoming, this.trustProxy) : client;
     headers['x-trace-id'] = request.traceId;
     headers.traceparent = request.traceparent;
     headers.host = this.host;
     return headers;
   }
+}
+
+/** This hop's element of a Forwarded header (RFC 7239 4): an IPv6 address bracketed, values quoted unless they are tokens. */
+function forwardedElement(client: string, proto: string, host: string): string {
+  const node = client.includes(':') ? `[${client}]` : client;
+  return `for=${forwardedValue(node)};proto=${proto};host=${forwardedValue(host)}`;
+}
+
+function forwardedValue(value: string): string {
+  return /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(value) ? value : JSON.stringify(value);
 }
 
 /**

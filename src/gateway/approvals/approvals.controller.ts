@@ -13,10 +13,10 @@ export class ApprovalsController {
   constructor(private readonly approvals: ApprovalsService) {}
 
   @Get()
-  @ApiOperation({ summary: 'The organization’s approvals, newest first (`status` to filter: pending, approved, rejected, expired, used)' })
+  @ApiOperation({ summary: 'The organization’s approvals, newest first, a page at a time (`cursor`: the previous page’s `nextCursor`); `status` (pending, approved, rejected, expired, used) and `agentId` filter' })
   @ApiOkResponse({ type: ApprovalListView })
-  async list(@CurrentAdmin() admin: AdminPrincipal, @Query() query: ApprovalQueryDto): Promise<ApprovalListView> {
-    return { approvals: await this.approvals.list(admin, query.status) };
+  list(@CurrentAdmin() admin: AdminPrincipal, @Query() query: ApprovalQueryDto): Promise<ApprovalListView> {
+    return this.approvals.list(admin, query);
   }
 
   @Post(':id/approve')

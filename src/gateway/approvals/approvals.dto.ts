@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
-import { IsOmittable } from '../../core/common/validation';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsOmittable, ToWholeNumber } from '../../core/common/validation';
 
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'used'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
@@ -32,14 +32,39 @@ export class ApprovalView {
 }
 
 export class ApprovalListView {
-  @ApiProperty({ type: [ApprovalView] }) approvals: ApprovalView[];
+  @ApiProperty({ type: [ApprovalView], description: 'Newest first (by creation, then id)' }) approvals: ApprovalView[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last page' })
+  nextCursor: string | null;
 }
+
+/** Most approvals one page holds. */
+export const APPROVAL_PAGE_MAX = 500;
 
 export class ApprovalQueryDto {
   @ApiPropertyOptional({ enum: APPROVAL_STATUSES })
   @IsOptional()
   @IsIn(APPROVAL_STATUSES, { message: `status must be one of: ${APPROVAL_STATUSES.join(', ')}` })
   status?: ApprovalStatus;
+
+  @ApiPropertyOptional({ description: 'Only the approvals of this agent' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(128)
+  agentId?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: APPROVAL_PAGE_MAX, default: 100 })
+  @IsOptional()
+  @ToWholeNumber()
+  @IsInt({ message: `limit must be a whole number from 1 to ${APPROVAL_PAGE_MAX}` })
+  @Min(1, { message: `limit must be a whole number from 1 to ${APPROVAL_PAGE_MAX}` })
+  @Max(APPROVAL_PAGE_MAX, { message: `limit must be a whole number from 1 to ${APPROVAL_PAGE_MAX}` })
+  limit?: number;
+
+  @ApiPropertyOptional({ description: 'The `nextCursor` of the previous page (opaque)' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[A-Za-z0-9_-]{1,200}$/, { message: 'cursor must be a nextCursor value returned by this endpoint' })
+  cursor?: string;
 }
 
 export class ApprovalDecisionDto {

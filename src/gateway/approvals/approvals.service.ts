@@ -5,7 +5,7 @@ import { AuditService } from '../audit/audit.service';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../../core/common/app-error';
 import { ErrorCode } from '../../core/common/error-code';
-import { ApprovalStatus, ApprovalView } from './approvals.dto';
+import { ApprovalListView, ApprovalQueryDto, ApprovalStatus, ApprovalView } from './approvals.dto';
 
 interface ApprovalRow {
   id: string;
@@ -44,6 +44,9 @@ export interface ApprovalStatusView {
   expiresAt: string;
 }
 
+/** The page size when the query names none. */
+const DEFAULT_PAGE = 100;
+
 const COLUMNS = 'id, org_id, status, agent_id, agent_name, source, action, derived_action, method, path, policy, rule, reason, approvers, trace_id, created_at, expires_at, decided_by, decided_at, comment, used_at';
 
 /**
@@ -57,13 +60,37 @@ export class ApprovalsService {
     private readonly audit: AuditService,
   ) {}
 
-  async list(admin: AdminPrincipal, status?: ApprovalStatus): Promise<ApprovalView[]> {
+  /**
+   * One page of the organization's approvals, newest first by (created_at, id), a stable order
+   * however many arrive meanwhile; `nextCursor` is where the next page starts (docs/approvals.md
+   * "Listing and limits").
+   */
+  async list(admin: AdminPrincipal, query: ApprovalQueryDto): Promise<ApprovalListView> {
+    const params: unknown[] = [admin.orgId];
     const where = ['org_id = $1'];
+    const { status } = query;
     if (status === 'pending') where.push(`status = 'pending' AND expires_at > now()`);
     else if (status === 'expired') where.push(`status = 'pending' AND expires_at <= now()`);
     else if (status !== undefined) where.push(`status = '${status}'`);
-    const rows: ApprovalRow[] = await this.dataSource.query(`SELECT ${COLUMNS} FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC LIMIT 500`, [admin.orgId]);
-    return rows.map(toView);
+    if (query.agentId !== undefined) {
+      params.push(query.agentId);
+      where.push(`agent_id = $${params.length}`);
+    }
+    if (query.cursor !== undefined) {
+      const [createdMicros, id] = decodeCursor(query.cursor);
+      params.push(createdMicros, id);
+      where.push(`(created_at, id) < (timestamptz 'epoch' + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length})`);
+    }
+    const limit = query.limit ?? DEFAULT_PAGE;
+    params.push(limit + 1);
+    const rows: Array<ApprovalRow & { created_micros: string }> = await this.dataSource.query(
+      `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_micros
+         FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { approvals: page.map(toView), nextCursor: rows.length > limit ? encodeCursor(last.created_micros, last.id) : null };
   }
 
   /** The organization an approval belongs to (for its signed links, which carry no credential), else null. */
@@ -126,4 +153,15 @@ function toView(row: ApprovalRow): ApprovalView {
     comment: row.comment,
     usedAt: iso(row.used_at),
   };
+}
+
+/** The cursor after an approval: its creation time in microseconds (PostgreSQL's precision, which a JS Date would round) and its id. */
+function encodeCursor(createdMicros: string, id: string): string {
+  return Buffer.from(`${createdMicros}|${id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): [string, string] {
+  const [micros, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (!/^\d{1,17}$/.test(micros ?? '') || !/^appr_[A-Za-z0-9]{1,64}$/.test(id ?? '')) throw AppError.invalid('cursor must be a nextCursor value returned by this endpoint');
+  return [micros, id];
 }

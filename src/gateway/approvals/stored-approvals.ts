@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AppError } from '../../core/common/app-error';
+import { ErrorCode } from '../../core/common/error-code';
 import { newId } from '../../core/common/ids';
+import { AppConfig } from '../../core/config/app-config';
 import type { ApprovalDesk, ApprovalSubject, PendingApproval, Redemption } from '../../core/decision/approval-ports';
 import type { ApprovalRequirement, Decision } from '../../core/policy-engine/types';
 
@@ -30,37 +33,55 @@ interface RedeemRow {
  */
 @Injectable()
 export class StoredApprovals implements ApprovalDesk {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly config: AppConfig,
+  ) {}
 
+  /**
+   * Opens an approval, unless the agent already has APPROVALS_MAX_PENDING_PER_AGENT pending ones:
+   * then the request is denied, naming the cap (docs/approvals.md "Listing and limits"), so one
+   * agent's flood cannot bury another's request. The count and the insert run under a lock of
+   * the agent's own, so parallel requests cannot pass the cap together.
+   */
   async open(subject: ApprovalSubject, decision: Decision & { approval: ApprovalRequirement }): Promise<PendingApproval> {
     const id = newId('appr');
     const expiresAt = new Date(Date.now() + decision.approval.timeoutMs);
-    await this.dataSource.query(
-      `INSERT INTO approvals (id, org_id, status, agent_id, agent_name, source, action, derived_action, plugin, function, method, path, holds, fingerprint, policy, rule, reason, approvers, trace_id, expires_at)
-       VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, $17, $18, $19)`,
-      [
-        id,
-        subject.orgId,
-        subject.agentId,
-        subject.agentName,
-        subject.source,
-        subject.action,
-        subject.derivedAction,
-        subject.plugin,
-        subject.function,
-        subject.method,
-        subject.path,
-        JSON.stringify(subject.holds),
-        subject.fingerprint,
-        decision.policy,
-        decision.rule,
-        decision.reason,
-        JSON.stringify(decision.approval.approvers),
-        subject.traceId,
-        expiresAt,
-      ],
-    );
-    return { approvalId: id, expiresAt: expiresAt.toISOString() };
+    const cap = this.config.approvals.maxPendingPerAgent;
+    return this.dataSource.transaction(async (manager) => {
+      await manager.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [subject.orgId, subject.agentId]);
+      const [{ pending }]: Array<{ pending: number }> = await manager.query(
+        `SELECT count(*)::int AS pending FROM approvals WHERE org_id = $1 AND agent_id = $2 AND status = 'pending' AND expires_at > now()`,
+        [subject.orgId, subject.agentId],
+      );
+      if (pending >= cap) throw new AppError(ErrorCode.Forbidden, `Approval needed, but agent ${subject.agentId} already has ${cap} pending approvals, the most one agent may have open (APPROVALS_MAX_PENDING_PER_AGENT): wait for a person to decide them`);
+      await manager.query(
+        `INSERT INTO approvals (id, org_id, status, agent_id, agent_name, source, action, derived_action, plugin, function, method, path, holds, fingerprint, policy, rule, reason, approvers, trace_id, expires_at)
+         VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, $17, $18, $19)`,
+        [
+          id,
+          subject.orgId,
+          subject.agentId,
+          subject.agentName,
+          subject.source,
+          subject.action,
+          subject.derivedAction,
+          subject.plugin,
+          subject.function,
+          subject.method,
+          subject.path,
+          JSON.stringify(subject.holds),
+          subject.fingerprint,
+          decision.policy,
+          decision.rule,
+          decision.reason,
+          JSON.stringify(decision.approval.approvers),
+          subject.traceId,
+          expiresAt,
+        ],
+      );
+      return { approvalId: id, expiresAt: expiresAt.toISOString() };
+    });
   }
 
   async redeem(approvalId: string, subject: ApprovalSubject): Promise<Redemption> {

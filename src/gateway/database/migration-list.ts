@@ -21,6 +21,7 @@ import { PolicyTests1764979200046 } from '../../../migrations/1764979200046-poli
 import { OidcClientAgent1765065600000 } from '../../../migrations/1765065600000-oidc-client-agent';
 import { UpstreamCredentials1765065600100 } from '../../../migrations/1765065600100-upstream-credentials';
 import { PolicyCanaries1765152000000 } from '../../../migrations/1765152000000-policy-canaries';
+import { ApprovalPaging1765152000041 } from '../../../migrations/1765152000041-approval-paging';
 import { SidecarKeys1765152000100 } from '../../../migrations/1765152000100-sidecar-keys';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
@@ -48,5 +49,6 @@ export const MIGRATIONS = [
   OidcClientAgent1765065600000,
   UpstreamCredentials1765065600100,
   PolicyCanaries1765152000000,
+  ApprovalPaging1765152000041,
   SidecarKeys1765152000100,
 ];

@@ -292,6 +292,11 @@ export interface Approval {
   comment: string | null;
 }
 
+export interface ApprovalPage {
+  approvals: Approval[];
+  nextCursor: string | null;
+}
+
 export interface ToolDefinition {
   name: string;
   description?: string;

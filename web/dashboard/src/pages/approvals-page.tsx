@@ -6,7 +6,7 @@ import { LoadedView } from '../components/loaded-view';
 import { useDashboard } from '../context';
 import { dateTime, json, relative } from '../format';
 import { useLoad } from '../load';
-import { APPROVAL_STATUSES, type Approval, type ApprovalStatus, type AuditEntry, type AuditPage, type ToolPin } from '../types';
+import { type Agent, APPROVAL_STATUSES, type Approval, type ApprovalPage, type ApprovalStatus, type AuditEntry, type AuditPage, type ToolPin } from '../types';
 
 /**
  * What waits for a person: requests held by a `require_approval` rule (GET /admin/approvals,
@@ -23,11 +23,23 @@ export function ApprovalsPage() {
   );
 }
 
+/** Approvals a page shows: a flood of them pages, it never hides one (docs/approvals.md "Listing and limits"). */
+const APPROVALS_PAGE = 20;
+
 function PendingRequests() {
   const { api } = useDashboard();
   const [status, setStatus] = useState<ApprovalStatus>('pending');
+  const [agentId, setAgentId] = useState('');
   const [notice, setNotice] = useState<string | null>(null);
-  const approvals = useLoad((signal) => api.get<{ approvals: Approval[] }>('/admin/approvals', { status }, signal), [api, status]);
+  const filterKey = `${status}|${agentId}`;
+  // The cursor of each page seen so far under these filters: "Newer" walks back through them.
+  const [paging, setPaging] = useState<{ filterKey: string; cursors: Array<string | undefined> }>({ filterKey, cursors: [undefined] });
+  const cursors = paging.filterKey === filterKey ? paging.cursors : [undefined];
+  const setCursors = (next: (current: Array<string | undefined>) => Array<string | undefined>) => setPaging({ filterKey, cursors: next(cursors) });
+  const cursor = cursors[cursors.length - 1];
+  const query = { status, limit: APPROVALS_PAGE, cursor, agentId: agentId === '' ? undefined : agentId };
+  const approvals = useLoad((signal) => api.get<ApprovalPage>('/admin/approvals', query, signal), [api, filterKey, cursor]);
+  const agents = useLoad((signal) => api.get<{ agents: Agent[] }>('/admin/agents', { includeRevoked: true }, signal), [api]);
   return (
     <section className="card" aria-labelledby="requests-title">
       <div className="section-head">
@@ -40,6 +52,22 @@ function PendingRequests() {
             </label>
           ))}
         </fieldset>
+        <Field label="Agent">
+          {(id) => (
+            <select id={id} value={agentId} onChange={(event) => setAgentId(event.target.value)}>
+              <option value="">all agents</option>
+              {(agents.data?.agents ?? []).map((agent) => (
+                <option key={agent.id} value={agent.id}>
+                  {agent.name} ({agent.id})
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <span className="muted" role="status" data-testid="approvals-page">
+          Page {cursors.length}
+          {approvals.loading && ' · loading…'}
+        </span>
       </div>
       {notice && (
         <p className="message message-info" role="status">
@@ -47,24 +75,34 @@ function PendingRequests() {
         </p>
       )}
       <LoadedView loaded={approvals} what="the approvals">
-        {(data) =>
-          data.approvals.length === 0 ? (
-            <p className="muted">No {status} requests.</p>
-          ) : (
-            <ul className="approval-list" data-testid="approvals">
-              {data.approvals.map((approval) => (
-                <ApprovalItem
-                  key={approval.id}
-                  approval={approval}
-                  onDecided={(message) => {
-                    setNotice(message);
-                    approvals.reload();
-                  }}
-                />
-              ))}
-            </ul>
-          )
-        }
+        {(data) => (
+          <>
+            {data.approvals.length === 0 ? (
+              <p className="muted">No {status} requests.</p>
+            ) : (
+              <ul className="approval-list" data-testid="approvals">
+                {data.approvals.map((approval) => (
+                  <ApprovalItem
+                    key={approval.id}
+                    approval={approval}
+                    onDecided={(message) => {
+                      setNotice(message);
+                      approvals.reload();
+                    }}
+                  />
+                ))}
+              </ul>
+            )}
+            <div className="pager">
+              <button type="button" disabled={cursors.length === 1} onClick={() => setCursors((stack) => stack.slice(0, -1))}>
+                ← Newer
+              </button>
+              <button type="button" disabled={data.nextCursor === null} onClick={() => data.nextCursor && setCursors((stack) => [...stack, data.nextCursor!])}>
+                Older →
+              </button>
+            </div>
+          </>
+        )}
       </LoadedView>
     </section>
   );
