@@ -3,7 +3,7 @@
 # Checks for the .NET 10 SDK first; then `dotnet test sdk/dotnet`, whose suite starts the built
 # gateway (dist/src/main.js) on PostgreSQL when DATABASE_URL is set, else on embedded PGlite.
 # Arguments go to dotnet test (`npm run test:dotnet -- --no-build`). A test that hangs fails the
-# run after 3 minutes instead of holding it.
+# run after 8 minutes instead of holding it (the package test packs, restores and builds a fresh app).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,4 +28,4 @@ if [ ! -f dist/src/main.js ]; then
 fi
 
 export DOTNET_NOLOGO=1 DOTNET_CLI_TELEMETRY_OPTOUT=1
-dotnet test sdk/dotnet --blame-hang-timeout 3m --blame-hang-dump-type none "$@"
+dotnet test sdk/dotnet --blame-hang-timeout 8m --blame-hang-dump-type none "$@"

@@ -476,6 +476,40 @@ describe('the dashboard at /dashboard', () => {
     const pins = (await gateway.admin<{ tools: Array<{ tool: string; pinned: { description: string } }> }>('GET', '/admin/mcp/tools')).body.tools;
     expect(pins).toContainEqual(expect.objectContaining({ tool: 'read_file', pinned: expect.objectContaining({ description: READ_FILE_CHANGED }) }));
   });
+  it('shows one session of an agent as a timeline of its calls with their labels, and clears its labels', async () => {
+    const policy = 'name: taint\nrules:\n  - name: customers\n    condition: action starts_with "read:docs/"\n    action: label\n    labels: [private_data]\n    reason: Internal documents were read\n  - name: web\n    condition: action starts_with "read:web/"\n    action: label\n    labels: [untrusted_content]\n    scope: agent\n    ttl: 1h\n    reason: An untrusted page was read\n';
+    expect((await gateway.admin('PUT', '/admin/policies/taint', policy, { 'content-type': 'application/yaml' })).status).toBeLessThan(300);
+    const { supportBot } = gateway.agents;
+    const inSession = (route: string) => call(gateway.url, 'GET', `/proxy${route}`, { bearer: supportBot.token, headers: { 'x-service-session': 'chat-7' } });
+    await inSession('/docs/guide');
+    await inSession('/web/page');
+    await inSession('/orders/12');
+    const ask = () => gateway.admin<{ calls: Array<{ action: string; decision: string; labelsAdded: string[] }>; labels: string[]; agentLabels: string[] }>('GET', `/admin/sessions/timeline?agentId=${supportBot.id}&sessionId=chat-7`);
+    await eventually(async () => (await ask()).body.calls.length === 3, 10_000, 'the session in the trail');
+    const timeline = (await ask()).body;
+    expect(timeline).toMatchObject({ labels: ['private_data'], agentLabels: ['untrusted_content'] });
+
+    const page = await signIn(`/dashboard/agents/${supportBot.id}`);
+    await page.getByLabel('Session id').fill('chat-7');
+    await page.getByRole('button', { name: 'Show timeline' }).click();
+    const rows = page.getByTestId('session-timeline').locator('tbody tr');
+    await eventually(async () => (await rows.count()) === timeline.calls.length, 10_000, 'the timeline rows');
+    expect(await rows.locator('td[data-column="action"] code').allTextContents()).toEqual(timeline.calls.map((each) => each.action));
+    expect(await rows.locator('td[data-column="labels-added"]').allTextContents()).toEqual(timeline.calls.map((each) => each.labelsAdded.join(', ') || '—'));
+    expect(await page.getByTestId('session-labels').textContent()).toBe(timeline.labels.join(', '));
+    expect(await page.getByTestId('agent-labels').textContent()).toBe(timeline.agentLabels.join(', '));
+    await screenshot(page, 'session');
+
+    await page.getByRole('button', { name: 'Clear session labels' }).click();
+    await textWhen(page.getByTestId('session-labels'), (text) => text === '—', 'the session labels ended');
+    await page.getByRole('button', { name: 'Clear agent labels' }).click();
+    await textWhen(page.getByTestId('agent-labels'), (text) => text === '—', 'the agent labels ended');
+    expect((await ask()).body).toMatchObject({ labels: [], agentLabels: [] });
+    const clears = async () => (await gateway.admin<{ entries: Array<{ details: { scope: string } }> }>('GET', `/admin/audit?action=admin:session&agentId=${supportBot.id}`)).body.entries.map((entry) => entry.details.scope).sort();
+    await eventually(async () => (await clears()).length === 2, 10_000, 'both clears in the audit trail');
+    expect(await clears()).toEqual(['agent', 'session']);
+    expect((await gateway.admin('DELETE', '/admin/policies/taint')).status).toBeLessThan(300);
+  });
 
   it('pages through more held requests than a page shows, and filters them by agent', async () => {
     const { invoiceBot, supportBot } = gateway.agents;

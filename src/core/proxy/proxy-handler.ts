@@ -263,8 +263,8 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
       org: verdict.principal.agent.orgId,
       act: verdict.request.action,
       req: requestHash(verdict.request.method!, this.upstream!.targetOf(forwarded.hashed), body),
-      ...(verdict.approvalId !== undefined ? { apr: verdict.approvalId } : {}),
-      ...(forwarded.queryCredential !== undefined ? { cq: forwarded.queryCredential } : {}),
+      apr: verdict.approvalId,
+      cq: forwarded.queryCredential,
     });
     this.tokens!.issue(claims, (token) => this.dispatch(request, response, exchange, headers, forwarded, body, token, limit));
   }

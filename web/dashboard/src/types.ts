@@ -328,6 +328,30 @@ export interface Sidecar {
   renumbered: number;
 }
 
+/** GET /admin/sessions/timeline: one session of an agent, its calls oldest first (docs/policies.md "Seen"). */
+export interface SessionTimeline {
+  agentId: string;
+  sessionId: string;
+  labels: string[];
+  agentLabels: string[];
+  calls: Array<{
+    id: string;
+    timestamp: string;
+    source: string;
+    action: string;
+    decision: 'allow' | 'deny';
+    policy: string | null;
+    rule: string | null;
+    reason: string | null;
+    labels: string[];
+    agentLabels: string[];
+    labelsAdded: string[];
+    reserved: number | null;
+    budget: string | null;
+  }>;
+  truncated: boolean;
+}
+
 export const CREDENTIAL_TYPES = ['header', 'bearer', 'query'] as const;
 export type CredentialType = (typeof CREDENTIAL_TYPES)[number];
 

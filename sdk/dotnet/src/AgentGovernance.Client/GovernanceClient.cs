@@ -117,7 +117,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         var (request, call) = Prepare(pluginName, functionName, arguments, context);
         if (approvalId is not null) request = request with { ApprovalId = approvalId };
         var decision = await DecideObservedAsync(request, call, cancellationToken).ConfigureAwait(false);
-        if (AppliedWithoutGateway(decision)) await RecordOutcomeAsync(request, arguments, decision, TimeSpan.Zero, AppliedSummary(decision)).ConfigureAwait(false);
+        if (AppliedWithoutGateway(decision)) await RecordOutcomeAsync(request, decision, TimeSpan.Zero, AppliedSummary(decision)).ConfigureAwait(false);
         if (!decision.IsAllowed && call.ThrowOnDenied) throw DenialOf(pluginName, functionName, decision);
         return decision;
     }
@@ -161,7 +161,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         ThrowIfDisposed();
         cancellationToken.ThrowIfCancellationRequested();
         var eventId = Guid.NewGuid().ToString("N");
-        await audits.RecordAsync(new AuditEvent(eventId, AuditJson(eventId, record))).ConfigureAwait(false);
+        await audits.RecordAsync(new AuditEvent(eventId, AuditJson(eventId, record, record.Arguments is { Count: > 0 } given ? json.ForAudit(given) : null))).ConfigureAwait(false);
         GovernanceTelemetry.AuditEvents.Add(1);
         return eventId;
     }
@@ -175,7 +175,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         if (decision.IsPending) decision = await AfterApprovalAsync(request, decision, call, cancellationToken).ConfigureAwait(false);
         if (!decision.IsAllowed)
         {
-            if (AppliedWithoutGateway(decision)) await RecordOutcomeAsync(request, arguments, decision, TimeSpan.Zero, AppliedSummary(decision)).ConfigureAwait(false);
+            if (AppliedWithoutGateway(decision)) await RecordOutcomeAsync(request, decision, TimeSpan.Zero, AppliedSummary(decision)).ConfigureAwait(false);
             if (call.ThrowOnDenied) throw DenialOf(pluginName, functionName, decision);
             return new GuardResult<T>(decision, default);
         }
@@ -187,10 +187,10 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         }
         catch (Exception error)
         {
-            await RecordOutcomeAsync(request, arguments, decision, Stopwatch.GetElapsedTime(started), Flagged(decision, ResultSummary.OfException(error))).ConfigureAwait(false);
+            await RecordOutcomeAsync(request, decision, Stopwatch.GetElapsedTime(started), Flagged(decision, ResultSummary.OfException(error))).ConfigureAwait(false);
             throw;
         }
-        await RecordOutcomeAsync(request, arguments, decision, Stopwatch.GetElapsedTime(started), Flagged(decision, SummaryOf(value))).ConfigureAwait(false);
+        await RecordOutcomeAsync(request, decision, Stopwatch.GetElapsedTime(started), Flagged(decision, SummaryOf(value))).ConfigureAwait(false);
         return new GuardResult<T>(decision, value);
     }
 
@@ -373,7 +373,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
         decision.Source is DecisionSource.Timeout or DecisionSource.FailOpen ? $"{FailureSummary(decision)}; {summary}" : summary;
 
     /// <summary>The outcome of a checked call; written even when the caller has given up, since the call ran.</summary>
-    private Task RecordOutcomeAsync(CheckRequest request, IReadOnlyDictionary<string, object?>? arguments, PolicyDecision decision, TimeSpan duration, string summary)
+    private Task RecordOutcomeAsync(CheckRequest request, PolicyDecision decision, TimeSpan duration, string summary)
     {
         var eventId = Guid.NewGuid().ToString("N");
         var record = new AuditRecord
@@ -382,13 +382,13 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
             FunctionName = request.Function,
             Allowed = decision.IsAllowed,
             Duration = duration,
-            Arguments = arguments,
             ResultSummary = summary,
             DecisionId = decision.DecisionId,
             TraceId = decision.TraceId,
         };
         GovernanceTelemetry.AuditEvents.Add(1);
-        return audits.RecordAsync(new AuditEvent(eventId, AuditJson(eventId, record, cached: decision.Source == DecisionSource.Cache && decision.DecisionId.Length > 0)));
+        // The check's own JSON of the arguments: the same values, already converted (finite, or the check was refused).
+        return audits.RecordAsync(new AuditEvent(eventId, AuditJson(eventId, record, request.Arguments, cached: decision.Source == DecisionSource.Cache && decision.DecisionId.Length > 0)));
     }
 
     /// <summary>
@@ -396,7 +396,7 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     /// summary or a duration out of range as malformed, and a refused event is dropped, so the
     /// caller would have been told an event was recorded that never reaches the trail.
     /// </summary>
-    private byte[] AuditJson(string eventId, AuditRecord record, bool cached = false)
+    private byte[] AuditJson(string eventId, AuditRecord record, IReadOnlyDictionary<string, JsonElement>? arguments, bool cached = false)
     {
         var milliseconds = record.Duration.TotalMilliseconds;
         milliseconds = double.IsNaN(milliseconds) ? 0 : Math.Round(Math.Clamp(milliseconds, 0, MaxDurationMs), 3);
@@ -408,10 +408,10 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
             writer.WriteString("agentId", options.AgentId);
             writer.WriteString("plugin", record.PluginName);
             writer.WriteString("function", record.FunctionName);
-            if (record.Arguments is { Count: > 0 } && ArgumentsJson(record.Arguments) is { } arguments)
+            if (arguments is { Count: > 0 } && ArgumentsJson(arguments) is { } argumentsJson)
             {
                 writer.WritePropertyName("arguments");
-                writer.WriteRawValue(arguments, skipInputValidation: true);
+                writer.WriteRawValue(argumentsJson, skipInputValidation: true);
             }
             writer.WriteString("decision", record.Allowed ? "allow" : "deny");
             writer.WriteNumber("durationMs", milliseconds);
@@ -431,10 +431,10 @@ public sealed partial class GovernanceClient : IGovernanceClient, IDisposable
     /// body over 1 MiB as malformed, and a refused event is dropped; without its arguments the
     /// event still names the call, and its decisionId links the decision entry that has them.
     /// </summary>
-    private byte[]? ArgumentsJson(IReadOnlyDictionary<string, object?> arguments)
+    private static byte[]? ArgumentsJson(IReadOnlyDictionary<string, JsonElement> arguments)
     {
         using var buffer = new MemoryStream();
-        using (var writer = new Utf8JsonWriter(buffer)) JsonArguments.WriteObject(writer, json.ForAudit(arguments));
+        using (var writer = new Utf8JsonWriter(buffer)) JsonArguments.WriteObject(writer, arguments);
         return buffer.Length > MaxAuditArgumentsBytes ? null : buffer.ToArray();
     }
 

@@ -6,6 +6,7 @@ import { useLoad } from '../load';
 import { Link, withQuery } from '../router';
 import type { Agent, Trust } from '../types';
 import { RevokeAgent, TierChanger } from './agent-actions';
+import { SessionTimelineCard } from './session-timeline';
 
 /** One agent: its record (GET /admin/agents/:id) and its trust score with the factors that made it (GET /api/v1/trust/:id, docs/trust.md). */
 export function AgentPage({ agentId }: { agentId: string }) {
@@ -64,6 +65,7 @@ export function AgentPage({ agentId }: { agentId: string }) {
                 </LoadedView>
               </section>
             </div>
+            <SessionTimelineCard agent={data} />
           </>
         )}
       </LoadedView>

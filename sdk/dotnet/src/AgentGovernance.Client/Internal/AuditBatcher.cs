@@ -191,8 +191,17 @@ internal sealed partial class AuditBatcher : IAsyncDisposable
     private async Task AcknowledgeAsync(List<AuditEvent> events)
     {
         var eventIds = events.ConvertAll(auditEvent => auditEvent.EventId);
-        var acknowledged = eventIds.ToHashSet(StringComparer.Ordinal);
-        lock (sync) pending.RemoveAll(auditEvent => acknowledged.Contains(auditEvent.EventId));
+        lock (sync)
+        {
+            // A batch is the front of the queue (events are only added at its end): removed as a
+            // range, one move of what is left, rather than a lookup for every event still waiting.
+            if (IsFront(events)) pending.RemoveRange(0, events.Count);
+            else
+            {
+                var acknowledged = eventIds.ToHashSet(StringComparer.Ordinal);
+                pending.RemoveAll(auditEvent => acknowledged.Contains(auditEvent.EventId));
+            }
+        }
         try
         {
             await log.AcknowledgeAsync(eventIds).ConfigureAwait(false);
@@ -202,6 +211,17 @@ internal sealed partial class AuditBatcher : IAsyncDisposable
             // The events stay in the file: the next start resends them and the gateway records each once.
             LogAckFailed(logger, error.Message);
         }
+    }
+
+    /// <summary>Under <c>sync</c>: whether <paramref name="events"/> are the first events of the queue, in its order.</summary>
+    private bool IsFront(List<AuditEvent> events)
+    {
+        if (events.Count > pending.Count) return false;
+        for (var i = 0; i < events.Count; i++)
+        {
+            if (!ReferenceEquals(events[i], pending[i])) return false;
+        }
+        return true;
     }
 
     /// <summary>Answers the flushes waiting, unless events recorded meanwhile still wait for a round that has not failed.</summary>

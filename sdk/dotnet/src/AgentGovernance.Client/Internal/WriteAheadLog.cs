@@ -29,7 +29,13 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
     private readonly AuditDurability durability;
     private readonly TimeSpan syncInterval;
     private readonly object sync = new();
-    private readonly OrderedDictionary<string, byte[]> open = new(StringComparer.Ordinal);
+    /// <summary>
+    /// The unacknowledged events in the order written: a list for the order, a dictionary of its
+    /// nodes by event id, so that acknowledging an event costs O(1) however many wait (an ordered
+    /// dictionary's removal shifts every entry after it, under the lock every append takes).
+    /// Bounded by what the gateway has not acknowledged yet.
+    /// </summary>
+    private readonly OpenEvents open = new();
     private readonly SemaphoreSlim syncRequested = new(0);
     private readonly CancellationTokenSource closing = new();
     private readonly Task syncer;
@@ -45,7 +51,7 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
         this.lockFile = lockFile;
         this.durability = durability;
         this.syncInterval = syncInterval;
-        foreach (var auditEvent in unacknowledged) open[auditEvent.EventId] = auditEvent.Json;
+        foreach (var auditEvent in unacknowledged) open.Set(auditEvent);
         Unacknowledged = unacknowledged;
         file = Rewrite(previous: null);
         syncer = Task.Run(SyncLoopAsync);
@@ -223,7 +229,7 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
     {
         var line = LineOf(auditEvent);
         file.Write(line);
-        open[auditEvent.EventId] = auditEvent.Json;
+        open.Set(auditEvent);
         appendedBytes += line.Length;
         dirty = true;
     }
@@ -324,7 +330,7 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
         using (var compacted = new FileStream(temporary, FileMode.Create, FileAccess.Write, FileShare.None, bufferSize: 0))
         {
             var bytes = new MemoryStream();
-            foreach (var (id, json) in open) bytes.Write(LineOf(new AuditEvent(id, json)));
+            foreach (var auditEvent in open.InOrder) bytes.Write(LineOf(auditEvent));
             compacted.Write(bytes.GetBuffer().AsSpan(0, (int)bytes.Length));
             compacted.Flush(flushToDisk: true);
         }
@@ -334,6 +340,30 @@ internal sealed partial class WriteAheadLog : IAsyncDisposable
         var reopened = new FileStream(path, FileMode.Open, FileAccess.Write, FileShare.Read, bufferSize: 0);
         reopened.Seek(0, SeekOrigin.End);
         return reopened;
+    }
+
+    private sealed class OpenEvents
+    {
+        private readonly Dictionary<string, LinkedListNode<AuditEvent>> byId = new(StringComparer.Ordinal);
+        private readonly LinkedList<AuditEvent> order = new();
+
+        public int Count => byId.Count;
+
+        public IEnumerable<AuditEvent> InOrder => order;
+
+        public bool ContainsKey(string eventId) => byId.ContainsKey(eventId);
+
+        /// <summary>Adds the event, or replaces the one of its id in place.</summary>
+        public void Set(AuditEvent auditEvent)
+        {
+            if (byId.TryGetValue(auditEvent.EventId, out var node)) node.Value = auditEvent;
+            else byId[auditEvent.EventId] = order.AddLast(auditEvent);
+        }
+
+        public void Remove(string eventId)
+        {
+            if (byId.Remove(eventId, out var node)) order.Remove(node);
+        }
     }
 
     private static byte[] LineOf(AuditEvent auditEvent)

@@ -126,7 +126,7 @@ public sealed class GatewayProcess : IAsyncDisposable
             {
                 // not listening yet
             }
-            if (deadline.Elapsed > TimeSpan.FromSeconds(90)) throw new InvalidOperationException("the gateway did not answer /health within 90 s");
+            if (deadline.Elapsed > TimeSpan.FromSeconds(180)) throw new InvalidOperationException("the gateway did not answer /health within 180 s (a machine this loaded starts it slowly)");
             await Task.Delay(100);
         }
     }
