@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { call, TestResponse } from './support/http-client';
 import { ownDatabase, OwnDatabase } from './support/own-database';
-import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor } from './support/processes';
+import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor, HEALTH_TOKEN, waitForHealth } from './support/processes';
 import { testDatabaseKind } from './support/test-gateway';
 
 /**
@@ -106,6 +106,7 @@ beforeAll(async () => {
   const sidecarToken = await admin<{ token: string }>('POST', '/admin/sidecar-tokens', { name: 'lease-edge' });
   expect(sidecarToken.status).toBe(201);
   sidecar = launch(SIDECAR_MAIN, await freePort(), {
+    METRICS_TOKEN: HEALTH_TOKEN,
     GATEWAY_URL: gateway.url,
     ADMIN_TOKEN: sidecarToken.body.token,
     CACHE_DIR: path.join(scratch, 'cache'),
@@ -115,7 +116,7 @@ beforeAll(async () => {
     LOG_LEVEL: 'warn',
   });
   started.push(sidecar);
-  await waitFor(sidecar, '/health', (status, body) => status === 200 && (body.cachedAgents as number) >= 3, 60_000);
+  await waitForHealth(sidecar, (status, body) => status === 200 && (body.cachedAgents as number) >= 3, 60_000);
 }, 240_000);
 
 afterAll(async () => {
@@ -129,7 +130,7 @@ describe('a sidecar spending budgets from leases', () => {
     // Each first call takes a lease of 30 (30% of 100) and spends 10 of it.
     expect((await enforce(agents.offline)).body).toMatchObject({ decision: 'allow', policy: POLICY });
     expect((await enforce(agents.returner)).body).toMatchObject({ decision: 'allow', policy: POLICY });
-    expect(await waitFor(sidecar, '/health', () => true)).toMatchObject({ budgetLeases: { held: 2, returning: 0 } });
+    expect(await waitForHealth(sidecar, () => true)).toMatchObject({ budgetLeases: { held: 2, returning: 0 } });
 
     await gateway.stop();
     const offline: TestResponse[] = [];
@@ -144,8 +145,8 @@ describe('a sidecar spending budgets from leases', () => {
   }, 180_000);
 
   it('gives the unspent part of a lease back once its term ends and the gateway takes it', async () => {
-    await eventually(async () => (await waitFor(sidecar, '/health', () => true)).budgetLeases !== undefined && ((await waitFor(sidecar, '/health', () => true)).budgetLeases as { held: number; returning: number }).held === 0, 60_000, 'leases returned');
-    await eventually(async () => ((await waitFor(sidecar, '/health', () => true)).budgetLeases as { returning: number }).returning === 0, 30_000, 'returns taken');
+    await eventually(async () => (await waitForHealth(sidecar, () => true)).budgetLeases !== undefined && ((await waitForHealth(sidecar, () => true)).budgetLeases as { held: number; returning: number }).held === 0, 60_000, 'leases returned');
+    await eventually(async () => ((await waitForHealth(sidecar, () => true)).budgetLeases as { returning: number }).returning === 0, 30_000, 'returns taken');
     // 10 of its 30 were spent: 90 are left at the gateway, 9 calls.
     expect(await admittedAtGateway(agents.returner, 11)).toEqual([...Array(9).fill(200), 429, 429]);
   }, 120_000);

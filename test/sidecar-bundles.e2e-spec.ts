@@ -7,7 +7,7 @@ import { generateKeyPairSync, KeyObject } from 'node:crypto';
 import { JWK, SignJWT } from 'jose';
 import { BUNDLE_FORMAT, BundleContent, signBundle, SignedBundle } from '../src/core/edge-protocol/bundle-format';
 import { call } from './support/http-client';
-import { eventually, freePort, launch, ServiceProcess, SIDECAR_MAIN, waitFor } from './support/processes';
+import { eventually, freePort, launch, ServiceProcess, SIDECAR_MAIN, HEALTH_TOKEN, waitForHealth } from './support/processes';
 
 /**
  * What the sidecar accepts as a bundle, against a small stand-in gateway that serves whatever
@@ -116,6 +116,7 @@ const processes: ServiceProcess[] = [];
 
 async function startSidecar(gateway: FakeGateway, cacheDir: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
   const sidecar = launch(SIDECAR_MAIN, await freePort(), {
+    METRICS_TOKEN: HEALTH_TOKEN,
     GATEWAY_URL: gateway.url,
     ADMIN_TOKEN: 'fake-admin-token',
     CACHE_DIR: cacheDir,
@@ -126,7 +127,7 @@ async function startSidecar(gateway: FakeGateway, cacheDir: string, env: Record<
     ...env,
   });
   processes.push(sidecar);
-  await waitFor(sidecar, '/health', (status) => status === 200 || status === 503);
+  await waitForHealth(sidecar, (status) => status === 200 || status === 503);
   return sidecar;
 }
 
@@ -160,18 +161,18 @@ describe('bundles a sidecar accepts', () => {
     tampered.agents[0].trustTier = 'privileged';
     gateway.bundle = tampered;
     sidecar = await startSidecar(gateway, cacheDir);
-    const health = await waitFor(sidecar, '/health', (_status, body) => body.lastSync !== null && body.lastSync !== undefined);
+    const health = await waitForHealth(sidecar, (_status, body) => body.lastSync !== null && body.lastSync !== undefined);
     expect(health).toMatchObject({ status: 'fail_closed', bundleVersion: null, cachedPolicies: 0 });
     expect(health.failClosedReason).toMatch(/signature does not verify/);
     const refused = await enforce(sidecar, { action: 'read:docs/a' });
     expect(refused.status).toBe(503);
     expect(refused.body).toMatchObject({ error: 'service_unavailable', decision: 'deny' });
-    expect((await call(sidecar.url, 'GET', '/health')).status).toBe(503);
+    expect((await call(sidecar.url, 'GET', '/health', { bearer: HEALTH_TOKEN })).status).toBe(503);
   });
 
   it('applies a valid bundle at the next sync and decides with it', async () => {
     gateway.bundle = signed(V1);
-    await waitFor(sidecar, '/health', (status, body) => status === 200 && body.bundleVersion === V1, 20_000);
+    await waitForHealth(sidecar, (status, body) => status === 200 && body.bundleVersion === V1, 20_000);
     expect((await enforce(sidecar, { action: 'read:docs/a', context: { args: { path: '/docs/a' } } })).body).toMatchObject({ decision: 'allow', bundleVersion: V1 });
     expect((await enforce(sidecar, { action: 'read:etc/passwd', context: { args: { path: '/etc/passwd' } } })).body).toMatchObject({ decision: 'deny', policy: 'no-etc', reason: 'No system files' });
   });
@@ -183,7 +184,7 @@ describe('bundles a sidecar accepts', () => {
     ['signed with another key', () => signed(V2, {}, otherKey.privateKey), /signature does not verify/],
   ] as const)('refuses a %s bundle and keeps the one in force', async (_label, make, reason) => {
     gateway.bundle = make();
-    const health = await waitFor(sidecar, '/health', (_status, body) => typeof body.lastSyncError === 'string' && reason.test(body.lastSyncError), 20_000);
+    const health = await waitForHealth(sidecar, (_status, body) => typeof body.lastSyncError === 'string' && reason.test(body.lastSyncError), 20_000);
     expect(health).toMatchObject({ status: 'healthy', bundleVersion: V1, lastSyncSuccess: false, gatewayReachable: true });
     expect((await enforce(sidecar, { action: 'read:etc/passwd', context: { args: { path: '/etc/passwd' } } })).body).toMatchObject({ decision: 'deny', bundleVersion: V1 });
   });
@@ -191,7 +192,7 @@ describe('bundles a sidecar accepts', () => {
   it('stops reading a bundle answer past 64 MiB, says so, and keeps deciding with the bundle in force', async () => {
     gateway.endlessBundle = true;
     try {
-      const health = await waitFor(sidecar, '/health', (_status, body) => typeof body.lastSyncError === 'string' && /larger than 64 MiB/.test(body.lastSyncError), 20_000);
+      const health = await waitForHealth(sidecar, (_status, body) => typeof body.lastSyncError === 'string' && /larger than 64 MiB/.test(body.lastSyncError), 20_000);
       expect(health).toMatchObject({ status: 'healthy', bundleVersion: V1, lastSyncSuccess: false });
       expect((await enforce(sidecar, { action: 'read:docs/a', context: { args: { path: '/docs/a' } } })).body).toMatchObject({ decision: 'allow', bundleVersion: V1 });
     } finally {
@@ -201,7 +202,7 @@ describe('bundles a sidecar accepts', () => {
 
   it('applies a newer bundle that revokes the agent', async () => {
     gateway.bundle = signed(V2, { agents: [{ id: 'agent_edge1', name: 'edge-one', trustTier: 'verified', tags: [], revoked: true }], revoked: ['agent_edge1'] });
-    await waitFor(sidecar, '/health', (_status, body) => body.bundleVersion === V2, 20_000);
+    await waitForHealth(sidecar, (_status, body) => body.bundleVersion === V2, 20_000);
     const refused = await enforce(sidecar, { action: 'read:docs/a' });
     expect(refused.status).toBe(401);
     expect(refused.body.message).toBe('Agent has been revoked');
@@ -213,11 +214,11 @@ describe('bundles a sidecar accepts', () => {
     await other.start();
     other.bundle = signed(V2);
     const first = await startSidecar(other, cacheDir);
-    await waitFor(first, '/health', (_status, body) => body.bundleVersion === V2, 20_000);
+    await waitForHealth(first, (_status, body) => body.bundleVersion === V2, 20_000);
     await first.stop();
     other.bundle = signed(V0, { orgId: 'org_switched', agents: [{ id: 'agent_switched', name: 'switched', trustTier: 'verified', tags: [], revoked: false }] });
     const restarted = await startSidecar(other, cacheDir);
-    const health = await waitFor(restarted, '/health', (_status, body) => body.bundleVersion === V0, 20_000);
+    const health = await waitForHealth(restarted, (_status, body) => body.bundleVersion === V0, 20_000);
     expect(health).toMatchObject({ status: 'healthy', lastSyncSuccess: true, lastSyncError: null });
     // The token of the cached organization's agent no longer passes.
     expect((await enforce(restarted, { action: 'read:docs/a' })).status).toBe(401);
@@ -235,7 +236,7 @@ describe('bundles a sidecar accepts', () => {
     fs.writeFileSync(file, JSON.stringify(cached));
     gateway.bundle = null;
     sidecar = await startSidecar(gateway, cacheDir);
-    const health = await waitFor(sidecar, '/health', (_status, body) => body.lastSync !== null);
+    const health = await waitForHealth(sidecar, (_status, body) => body.lastSync !== null);
     expect(health).toMatchObject({ status: 'fail_closed', bundleVersion: null });
     expect(health.failClosedReason).toMatch(/cached bundle refused: signature does not verify/);
   });
@@ -257,18 +258,18 @@ describe('a gateway of several instances, each signing with its own key', () => 
   it('applies the bundles of an instance whose key a bundle of the pinned key lists, also from its cache, and no others', async () => {
     gateway.bundle = signed(V1, bothKeys);
     const sidecar = await startSidecar(gateway, cacheDir);
-    await waitFor(sidecar, '/health', (_status, body) => body.bundleVersion === V1, 20_000);
+    await waitForHealth(sidecar, (_status, body) => body.bundleVersion === V1, 20_000);
     gateway.bundle = bySecond(V2, {}, otherKey.privateKey);
-    await waitFor(sidecar, '/health', (_status, body) => typeof body.lastSyncError === 'string' && /signature does not verify/.test(body.lastSyncError), 20_000);
+    await waitForHealth(sidecar, (_status, body) => typeof body.lastSyncError === 'string' && /signature does not verify/.test(body.lastSyncError), 20_000);
 
     gateway.bundle = bySecond(V2, { agents: [{ id: 'agent_edge1', name: 'edge-one', trustTier: 'verified', tags: [], revoked: true }], revoked: ['agent_edge1'] });
-    await waitFor(sidecar, '/health', (_status, body) => body.bundleVersion === V2, 20_000);
+    await waitForHealth(sidecar, (_status, body) => body.bundleVersion === V2, 20_000);
     expect((await enforce(sidecar, { action: 'read:docs/a' })).body.message).toBe('Agent has been revoked');
 
     await sidecar.stop();
     gateway.bundle = null;
     const restarted = await startSidecar(gateway, cacheDir);
-    const health = await waitFor(restarted, '/health', (_status, body) => body.lastSync !== null);
+    const health = await waitForHealth(restarted, (_status, body) => body.lastSync !== null);
     expect(health).toMatchObject({ status: 'healthy', bundleVersion: V2 });
     await restarted.stop();
   });
@@ -290,6 +291,7 @@ describe('a damaged CACHE_DIR or configuration at start', () => {
 
   async function exitOf(cacheDir: string, env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
     const sidecar = launch(SIDECAR_MAIN, await freePort(), {
+      METRICS_TOKEN: HEALTH_TOKEN,
       GATEWAY_URL: gateway.url,
       ADMIN_TOKEN: 'fake-admin-token',
       CACHE_DIR: cacheDir,
@@ -305,7 +307,7 @@ describe('a damaged CACHE_DIR or configuration at start', () => {
   it('fails closed, saying why, on a bundle.json holding null', async () => {
     gateway.bundle = null;
     const sidecar = await startSidecar(gateway, cacheWith('null-bundle', { 'bundle.json': 'null\n' }));
-    const health = await waitFor(sidecar, '/health', (_status, body) => body.lastSync !== null);
+    const health = await waitForHealth(sidecar, (_status, body) => body.lastSync !== null);
     expect(health).toMatchObject({ status: 'fail_closed', bundleVersion: null });
     expect(health.failClosedReason).toMatch(/cached bundle refused: cached bundle is not a JSON object/);
     await sidecar.stop();
@@ -340,7 +342,7 @@ describe('MODE=audit', () => {
     await gateway.start();
     gateway.bundle = signed(V1);
     sidecar = await startSidecar(gateway, path.join(scratch, 'cache-audit'), { MODE: 'audit' });
-    await waitFor(sidecar, '/health', (status) => status === 200, 20_000);
+    await waitForHealth(sidecar, (status) => status === 200, 20_000);
   });
   afterAll(() => gateway.close());
 
@@ -362,7 +364,7 @@ describe('a gateway that takes only small request bodies', () => {
     gateway.bundle = signed(V1);
     gateway.maxIngestBytes = 8 * 1024;
     sidecar = await startSidecar(gateway, path.join(scratch, 'cache-small-bodies'));
-    await waitFor(sidecar, '/health', (status) => status === 200, 20_000);
+    await waitForHealth(sidecar, (status) => status === 200, 20_000);
   });
   afterAll(() => gateway.close());
 
@@ -376,7 +378,7 @@ describe('a gateway that takes only small request bodies', () => {
     expect(gateway.ingested.map((entry) => entry.seq)).toEqual(Array.from({ length: 100 }, (_, index) => index + 1));
     // The fake gateway counts a batch before the sidecar has read its answer: the last batch is
     // acknowledged a moment after it arrived.
-    const audit = async () => (await call<{ audit: { pendingEntries: number; dropped: number } }>(sidecar.url, 'GET', '/health')).body.audit;
+    const audit = async () => (await call<{ audit: { pendingEntries: number; dropped: number } }>(sidecar.url, 'GET', '/health', { bearer: HEALTH_TOKEN })).body.audit;
     await eventually(async () => (await audit()).pendingEntries === 0, 5_000, 'the last batch acknowledged');
     expect(await audit()).toMatchObject({ pendingEntries: 0, dropped: 0 });
   });

@@ -9,7 +9,7 @@ import express from 'express';
 import { decisionTokenMiddleware } from '../sdk/typescript/src/index';
 import { call, TestResponse } from './support/http-client';
 import { ownDatabase, OwnDatabase } from './support/own-database';
-import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor } from './support/processes';
+import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor, HEALTH_TOKEN, waitForHealth } from './support/processes';
 import { testDatabaseKind } from './support/test-gateway';
 
 /**
@@ -85,6 +85,7 @@ function startGateway(): ServiceProcess {
 
 function startSidecar(): ServiceProcess {
   const service = launch(SIDECAR_MAIN, sidecarPort, {
+    METRICS_TOKEN: HEALTH_TOKEN,
     GATEWAY_URL: `http://127.0.0.1:${gatewayPort}`,
     ADMIN_TOKEN: sidecarToken,
     CACHE_DIR: cacheDir,
@@ -102,7 +103,7 @@ function startSidecar(): ServiceProcess {
 /** Waits until the sidecar's grant holds exactly these edge credentials. */
 async function sidecarHolds(ids: string[]): Promise<void> {
   await eventually(async () => {
-    const health = await answer(call(sidecar.url, 'GET', '/health'));
+    const health = await answer(call(sidecar.url, 'GET', '/health', { bearer: HEALTH_TOKEN }));
     const grant = health.body.edgeGrant as { credentials: string[]; certificateExpiresAt: string | null } | undefined;
     return grant?.certificateExpiresAt !== null && JSON.stringify(grant?.credentials) === JSON.stringify(ids);
   }, 30_000, `the sidecar holding ${ids.join(', ') || 'no credential'}`);
@@ -137,7 +138,7 @@ beforeAll(async () => {
   expect((await admin('POST', '/admin/credentials', { route: '/proxy/gateway-only', type: 'header', name: 'X-Api-Key', value: GATEWAY_ONLY_KEY })).status).toBe(201);
   sidecarToken = (await admin('POST', '/admin/sidecar-tokens', { name: 'edge-1' })).body.token as string;
   sidecar = startSidecar();
-  await waitFor(sidecar, '/health', (status, body) => status === 200 && (body.cachedAgents as number) >= 1, 60_000);
+  await waitForHealth(sidecar, (status, body) => status === 200 && (body.cachedAgents as number) >= 1, 60_000);
   await sidecarHolds([edgeCredentialId]);
 }, 240_000);
 
@@ -236,12 +237,12 @@ describe('audit', () => {
 describe('with the gateway down', () => {
   it('keeps injecting and signing tokens the upstream accepts, also after the sidecar restarts from its cache', async () => {
     await gateway.stop();
-    await eventually(async () => (await answer(call(sidecar.url, 'GET', '/health'))).body.gatewayReachable === false, 30_000, 'the sidecar seeing the gateway gone');
+    await eventually(async () => (await answer(call(sidecar.url, 'GET', '/health', { bearer: HEALTH_TOKEN }))).body.gatewayReachable === false, 30_000, 'the sidecar seeing the gateway gone');
     expect((await viaSidecar('GET', '/proxy/payments/invoices')).body).toEqual({ ok: true, key: 'rotated' });
     expect((await viaSidecar('GET', '/proxy/verified/orders/9')).body.decision).toMatchObject({ sidecarId: SIDECAR_ID });
     await sidecar.stop();
     sidecar = startSidecar();
-    await waitFor(sidecar, '/health', (status, body) => status === 200 && (body.edgeGrant as { credentials: string[] }).credentials.length === 1, 60_000);
+    await waitForHealth(sidecar, (status, body) => status === 200 && (body.edgeGrant as { credentials: string[] }).credentials.length === 1, 60_000);
     expect((await viaSidecar('GET', '/proxy/payments/invoices')).body).toEqual({ ok: true, key: 'rotated' });
     expect((await viaSidecar('GET', '/proxy/verified/orders/10')).body.decision).toMatchObject({ sidecarId: SIDECAR_ID });
   }, 120_000);
@@ -257,7 +258,7 @@ describe('with the gateway down', () => {
 
 describe('the secrets', () => {
   it('appear in no answer, log line, health report or audit entry', async () => {
-    await answer(call(sidecar.url, 'GET', '/health'));
+    await answer(call(sidecar.url, 'GET', '/health', { bearer: HEALTH_TOKEN }));
     await admin('GET', '/admin/audit?limit=1000');
     const outputs = started.map((service) => service.output().stdout + service.output().stderr);
     expect(outputs.join('').length).toBeGreaterThan(1000);

@@ -8,7 +8,7 @@ import { calculateJwkThumbprint, JWK, SignJWT } from 'jose';
 import { BundleContent, bundleContent, signBundle, SignedBundle } from '../src/core/edge-protocol/bundle-format';
 import { call } from './support/http-client';
 import { ownDatabase, OwnDatabase } from './support/own-database';
-import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor } from './support/processes';
+import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor, HEALTH_TOKEN, waitForHealth } from './support/processes';
 import { testDatabaseKind } from './support/test-gateway';
 
 /**
@@ -102,6 +102,7 @@ async function createAgent(name: string): Promise<Agent> {
 
 async function startSidecar(cacheDir: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
   const sidecar = launch(SIDECAR_MAIN, await freePort(), {
+    METRICS_TOKEN: HEALTH_TOKEN,
     GATEWAY_URL: gateway.url,
     ADMIN_TOKEN,
     CACHE_DIR: cacheDir,
@@ -111,12 +112,12 @@ async function startSidecar(cacheDir: string, env: Record<string, string> = {}):
     ...env,
   });
   started.push(sidecar);
-  await waitFor(sidecar, '/health', (status) => status === 200 || status === 503);
+  await waitForHealth(sidecar, (status) => status === 200 || status === 503);
   return sidecar;
 }
 
 /** The first sync is over (whatever became of it). */
-const synced = (sidecar: ServiceProcess) => waitFor(sidecar, '/health', (_status, body) => body.lastSync !== null && body.lastSync !== undefined, 20_000);
+const synced = (sidecar: ServiceProcess) => waitForHealth(sidecar, (_status, body) => body.lastSync !== null && body.lastSync !== undefined, 20_000);
 
 const enforce = (sidecar: ServiceProcess, agent: Agent, body: Record<string, unknown> = {}) =>
   call(sidecar.url, 'POST', '/enforce', { bearer: agent.token, body: { agentId: agent.id, action: 'read:docs/a', resource: 'docs/a', ...body } });
@@ -181,7 +182,7 @@ describe('BUNDLE_PUBLIC_KEY against someone who can write CACHE_DIR', () => {
   it('refuses a cached bundle re-signed with another key and the pinned key file swapped, and takes the genuine one again', async () => {
     const cacheDir = path.join(scratch, 'cache-attacked');
     const first = await startSidecar(cacheDir, { BUNDLE_PUBLIC_KEY: publicKeyFile });
-    const genuine = await waitFor(first, '/health', (status, body) => status === 200 && body.bundleVersion !== null, 20_000);
+    const genuine = await waitForHealth(first, (status, body) => status === 200 && body.bundleVersion !== null, 20_000);
     await first.stop();
 
     // The attacker's bundle: one more agent of theirs, their key as the only one, a newer version.
@@ -212,7 +213,7 @@ describe('BUNDLE_PUBLIC_KEY against someone who can write CACHE_DIR', () => {
     await offline.stop();
 
     const online = await startSidecar(cacheDir, { BUNDLE_PUBLIC_KEY: publicKeyFile });
-    await waitFor(online, '/health', (status, body) => status === 200 && body.bundleVersion === genuine.bundleVersion, 20_000);
+    await waitForHealth(online, (status, body) => status === 200 && body.bundleVersion === genuine.bundleVersion, 20_000);
     expect((await call(online.url, 'POST', '/enforce', { bearer: intruderToken, body: { agentId: 'agent_intruder', action: 'read:docs/a' } })).status).toBe(401);
     expect((await enforce(online, reader)).body).toMatchObject({ decision: 'allow' });
     expect(cachedBundle(cacheDir).signature.kid).toBe(gatewayKey.kid);
@@ -221,7 +222,7 @@ describe('BUNDLE_PUBLIC_KEY against someone who can write CACHE_DIR', () => {
 
   it('refuses to start with a private key as BUNDLE_PUBLIC_KEY, without printing it', async () => {
     const privatePem = gatewayKey.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    const sidecar = launch(SIDECAR_MAIN, await freePort(), { GATEWAY_URL: gateway.url, ADMIN_TOKEN, CACHE_DIR: path.join(scratch, 'cache-private'), BUNDLE_PUBLIC_KEY: privatePem });
+    const sidecar = launch(SIDECAR_MAIN, await freePort(), { METRICS_TOKEN: HEALTH_TOKEN, GATEWAY_URL: gateway.url, ADMIN_TOKEN, CACHE_DIR: path.join(scratch, 'cache-private'), BUNDLE_PUBLIC_KEY: privatePem });
     started.push(sidecar);
     expect((await sidecar.exit).code).toBe(1);
     const { stdout, stderr } = sidecar.output();
@@ -241,7 +242,7 @@ describe('bundle versions ahead of the sidecar’s clock', () => {
     fs.writeFileSync(path.join(cacheDir, 'bundle.json'), JSON.stringify({ etag: null, bundle: future }));
 
     const sidecar = await startSidecar(cacheDir, { BUNDLE_PUBLIC_KEY: publicPem });
-    const health = await waitFor(sidecar, '/health', (status, body) => status === 200 && body.lastSyncSuccess === true, 20_000);
+    const health = await waitForHealth(sidecar, (status, body) => status === 200 && body.lastSyncSuccess === true, 20_000);
     expect(health.bundleVersion).toBe(genuine.version);
     expect((await enforce(sidecar, reader)).body).toMatchObject({ decision: 'allow', bundleVersion: genuine.version });
     expect(logLines(sidecar, 'warn').some((line) => line.msg === 'bundle refused' && /ahead of this sidecar's clock/.test(String(line.reason)))).toBe(true);
@@ -257,14 +258,14 @@ describe('bundle versions ahead of the sidecar’s clock', () => {
     beforeAll(async () => {
       await relay.start(gateway.url);
       sidecar = await startSidecar(path.join(scratch, 'cache-fetched-future'), { GATEWAY_URL: relay.url, BUNDLE_PUBLIC_KEY: publicPem });
-      await waitFor(sidecar, '/health', (status, body) => status === 200 && body.bundleVersion !== null, 20_000);
+      await waitForHealth(sidecar, (status, body) => status === 200 && body.bundleVersion !== null, 20_000);
     });
     afterAll(() => relay.close());
 
     it('refuses a bundle dated a year ahead, keeps the one in force, and applies the next genuine bundle', async () => {
       const genuine = await genuineBundle();
       relay.served = signedByGateway({ ...bundleContent(genuine), version: yearAhead(), agents: genuine.agents.map((agent) => ({ ...agent, revoked: true })), revoked: genuine.agents.map((agent) => agent.id) });
-      const refused = await waitFor(sidecar, '/health', (_status, body) => typeof body.lastSyncError === 'string' && /ahead of this sidecar's clock/.test(body.lastSyncError), 20_000);
+      const refused = await waitForHealth(sidecar, (_status, body) => typeof body.lastSyncError === 'string' && /ahead of this sidecar's clock/.test(body.lastSyncError), 20_000);
       expect(refused).toMatchObject({ status: 'healthy', bundleVersion: genuine.version });
       expect((await enforce(sidecar, reader)).body).toMatchObject({ decision: 'allow', bundleVersion: genuine.version });
 
@@ -272,7 +273,7 @@ describe('bundle versions ahead of the sidecar’s clock', () => {
       const newcomer = await createAgent('trust-newcomer');
       const next = await genuineBundle();
       expect(Date.parse(next.version)).toBeGreaterThan(Date.parse(genuine.version));
-      await waitFor(sidecar, '/health', (_status, body) => body.bundleVersion === next.version, 20_000);
+      await waitForHealth(sidecar, (_status, body) => body.bundleVersion === next.version, 20_000);
       expect((await enforce(sidecar, newcomer)).body).toMatchObject({ decision: 'allow', bundleVersion: next.version });
     });
   });
@@ -284,13 +285,13 @@ describe('without BUNDLE_PUBLIC_KEY', () => {
     const trustWarnings = (sidecar: ServiceProcess) => logLines(sidecar, 'warn').filter((line) => String(line.msg).includes('BUNDLE_PUBLIC_KEY is not set'));
     for (const start of ['first', 'second']) {
       const sidecar = await startSidecar(cacheDir);
-      await waitFor(sidecar, '/health', (status, body) => status === 200 && body.bundleVersion !== null, 20_000);
+      await waitForHealth(sidecar, (status, body) => status === 200 && body.bundleVersion !== null, 20_000);
       expect({ start, warnings: trustWarnings(sidecar).length }).toEqual({ start, warnings: 1 });
       await sidecar.stop();
     }
     expect(fs.existsSync(path.join(cacheDir, 'gateway-key.json'))).toBe(true);
     const pinned = await startSidecar(path.join(scratch, 'cache-pinned'), { BUNDLE_PUBLIC_KEY: publicPem });
-    await waitFor(pinned, '/health', (status, body) => status === 200 && body.bundleVersion !== null, 20_000);
+    await waitForHealth(pinned, (status, body) => status === 200 && body.bundleVersion !== null, 20_000);
     expect(trustWarnings(pinned)).toEqual([]);
     await pinned.stop();
   });
@@ -326,7 +327,7 @@ describe('a sidecar token', () => {
 
   it('lets a sidecar sync its bundle and forward its audit', async () => {
     sidecar = await startSidecar(path.join(scratch, 'cache-token'), { ADMIN_TOKEN: token, BUNDLE_PUBLIC_KEY: publicPem, SIDECAR_ID: 'sc_trust-token' });
-    await waitFor(sidecar, '/health', (status, body) => status === 200 && body.bundleVersion !== null && body.lastSyncSuccess === true, 20_000);
+    await waitForHealth(sidecar, (status, body) => status === 200 && body.bundleVersion !== null && body.lastSyncSuccess === true, 20_000);
     const decided = await enforce(sidecar, reader, { action: 'read:docs/by-token', resource: 'docs/by-token' });
     expect(decided.body).toMatchObject({ decision: 'allow' });
     await eventually(
@@ -361,7 +362,7 @@ describe('a sidecar token', () => {
     expect(revoked.status).toBe(200);
     expect(revoked.body.revokedAt).toEqual(expect.any(String));
     expect((await call(gateway.url, 'GET', '/api/v1/bundle', { adminToken: token })).status).toBe(401);
-    await waitFor(sidecar, '/health', (_status, body) => typeof body.lastSyncError === 'string' && body.lastSyncError.includes('401'), 20_000);
+    await waitForHealth(sidecar, (_status, body) => typeof body.lastSyncError === 'string' && body.lastSyncError.includes('401'), 20_000);
     expect((await admin('DELETE', '/admin/sidecar-tokens/sctk_000000000000000000000000')).status).toBe(404);
     await sidecar.stop();
   });
@@ -372,7 +373,7 @@ describe('errors never echo a credential', () => {
 
   beforeAll(async () => {
     sidecar = await startSidecar(path.join(scratch, 'cache-echo'), { BUNDLE_PUBLIC_KEY: publicPem });
-    await waitFor(sidecar, '/health', (status, body) => status === 200 && body.bundleVersion !== null, 20_000);
+    await waitForHealth(sidecar, (status, body) => status === 200 && body.bundleVersion !== null, 20_000);
   });
   afterAll(() => sidecar.stop());
 

@@ -8,7 +8,7 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { calculateJwkThumbprint, JWK, SignJWT } from 'jose';
 import { call, TestResponse } from './support/http-client';
 import { ownDatabase, OwnDatabase } from './support/own-database';
-import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor } from './support/processes';
+import { eventually, freePort, GATEWAY_MAIN, launch, ServiceProcess, SIDECAR_MAIN, waitFor, HEALTH_TOKEN, waitForHealth } from './support/processes';
 import { testDatabaseKind } from './support/test-gateway';
 import { startUpstream, TestUpstream } from './support/upstream';
 
@@ -73,6 +73,7 @@ async function startGatewayProcess(): Promise<ServiceProcess> {
 
 async function startSidecarProcess(env: Record<string, string> = {}): Promise<ServiceProcess> {
   const process = launch(SIDECAR_MAIN, sidecarPort, {
+    METRICS_TOKEN: HEALTH_TOKEN,
     GATEWAY_URL: `http://127.0.0.1:${gatewayPort}`,
     ADMIN_TOKEN,
     CACHE_DIR: cacheDir,
@@ -84,7 +85,7 @@ async function startSidecarProcess(env: Record<string, string> = {}): Promise<Se
     ...env,
   });
   started.push(process);
-  await waitFor(process, '/health', (status) => status === 200 || status === 503, 60_000);
+  await waitForHealth(process, (status) => status === 200 || status === 503, 60_000);
   return process;
 }
 
@@ -130,7 +131,7 @@ beforeAll(async () => {
   agents.offline = await createAgent('offline-bot', 'verified');
   agents.doomed = await createAgent('doomed', 'trusted');
   sidecar = await startSidecarProcess();
-  await waitFor(sidecar, '/health', (status, body) => status === 200 && (body.cachedAgents as number) >= 6);
+  await waitForHealth(sidecar, (status, body) => status === 200 && (body.cachedAgents as number) >= 6);
 }, 240_000);
 
 afterAll(async () => {
@@ -285,7 +286,7 @@ describe('decisions at the edge', () => {
     const large = entries.find((entry) => entry.action === 'read:docs/large')!;
     expect(large.input).not.toBeNull();
     expect(JSON.stringify(large.input).length).toBeLessThan(512 * 1024);
-    const health = await call<{ audit: { pendingEntries: number; dropped: number } }>(sidecar.url, 'GET', '/health');
+    const health = await call<{ audit: { pendingEntries: number; dropped: number } }>(sidecar.url, 'GET', '/health', { bearer: HEALTH_TOKEN });
     expect(health.body.audit).toMatchObject({ dropped: 0 });
   });
 
@@ -386,6 +387,7 @@ describe('a gateway that refuses every audit batch', () => {
   it('shows the entries it never received in /admin/sidecars, not a clean fleet status', async () => {
     const relay = await refusingRelay();
     const refused = launch(SIDECAR_MAIN, await freePort(), {
+      METRICS_TOKEN: HEALTH_TOKEN,
       GATEWAY_URL: relay.url,
       ADMIN_TOKEN,
       CACHE_DIR: path.join(scratch, 'cache-refused'),
@@ -396,12 +398,12 @@ describe('a gateway that refuses every audit batch', () => {
     });
     started.push(refused);
     try {
-      await waitFor(refused, '/health', (status) => status === 200);
+      await waitForHealth(refused, (status) => status === 200);
       for (let index = 0; index < 3; index++) {
         const answer = await call(refused.url, 'POST', '/enforce', { bearer: agents.reader.token, body: { action: `read:docs/${index}` } });
         expect(answer.status).toBe(200);
       }
-      const health = await waitFor(refused, '/health', (_status, body) => (body.audit as { forwardError: string | null }).forwardError !== null);
+      const health = await waitForHealth(refused, (_status, body) => (body.audit as { forwardError: string | null }).forwardError !== null);
       expect((health.audit as { pendingEntries: number }).pendingEntries).toBe(3);
       let edge: { lastSeq: number; gaps: unknown[]; unforwarded?: number } | undefined;
       await eventually(async () => {
@@ -420,6 +422,7 @@ describe('a gateway that refuses every audit batch', () => {
 describe('an agent or API key made after the last sync', () => {
   it('is refused once, starts a sync at once, and is decided with a moment later, not a BUNDLE_SYNC_INTERVAL later', async () => {
     const edge = launch(SIDECAR_MAIN, await freePort(), {
+      METRICS_TOKEN: HEALTH_TOKEN,
       GATEWAY_URL: gateway.url,
       ADMIN_TOKEN,
       CACHE_DIR: path.join(scratch, 'cache-early'),
@@ -429,7 +432,7 @@ describe('an agent or API key made after the last sync', () => {
     });
     started.push(edge);
     try {
-      await waitFor(edge, '/health', (status) => status === 200);
+      await waitForHealth(edge, (status) => status === 200);
       const newcomer = await createAgent('newcomer', 'verified');
       const ask = () => call(edge.url, 'POST', '/enforce', { bearer: newcomer.token, body: { agentId: newcomer.id, action: 'read:docs/a' } });
       expect((await ask()).status).toBe(401);
@@ -450,22 +453,22 @@ describe('with the gateway away', () => {
   const OFFLINE_AFTER = 15;
 
   it('keeps enforcing, restarts from its cache after kill -9, and forwards every decision once when the gateway returns', async () => {
-    const before = (await waitFor(sidecar, '/health', (status) => status === 200)) as { bundleVersion: string };
+    const before = (await waitForHealth(sidecar, (status) => status === 200)) as { bundleVersion: string };
     await gateway.kill();
-    await waitFor(sidecar, '/health', (_status, body) => body.gatewayReachable === false && body.lastSyncSuccess === false, 20_000);
+    await waitForHealth(sidecar, (_status, body) => body.gatewayReachable === false && body.lastSyncSuccess === false, 20_000);
 
     for (let index = 0; index < OFFLINE_BEFORE; index++) {
       const answer = await enforce(agents.offline, { action: index % 5 === 0 ? 'read:etc/passwd' : `read:docs/${index}`, context: { args: { path: index % 5 === 0 ? '/etc/passwd' : `/docs/${index}` } } });
       expect(answer.status).toBe(200);
       expect(answer.body.decision).toBe(index % 5 === 0 ? 'deny' : 'allow');
     }
-    const offline = await call<{ gatewayReachable: boolean; lastSyncSuccess: boolean; bundleVersion: string; audit: { pendingEntries: number } }>(sidecar.url, 'GET', '/health');
+    const offline = await call<{ gatewayReachable: boolean; lastSyncSuccess: boolean; bundleVersion: string; audit: { pendingEntries: number } }>(sidecar.url, 'GET', '/health', { bearer: HEALTH_TOKEN });
     expect(offline.body).toMatchObject({ status: 'healthy', gatewayReachable: false, lastSyncSuccess: false, bundleVersion: before.bundleVersion });
     expect(offline.body.audit.pendingEntries).toBeGreaterThanOrEqual(OFFLINE_BEFORE);
 
     await sidecar.kill();
     sidecar = await startSidecarProcess();
-    const restarted = await waitFor(sidecar, '/health', (status) => status === 200);
+    const restarted = await waitForHealth(sidecar, (status) => status === 200);
     expect(restarted).toMatchObject({ status: 'healthy', bundleVersion: before.bundleVersion, gatewayReachable: false });
     for (let index = 0; index < OFFLINE_AFTER; index++) {
       const answer = await enforce(agents.offline, { action: `write:notes/${index}` });
@@ -475,7 +478,7 @@ describe('with the gateway away', () => {
     gateway = await startGatewayProcess();
     const total = OFFLINE_BEFORE + OFFLINE_AFTER;
     await eventually(async () => {
-      const health = await call<{ audit: { pendingEntries: number } }>(sidecar.url, 'GET', '/health');
+      const health = await call<{ audit: { pendingEntries: number } }>(sidecar.url, 'GET', '/health', { bearer: HEALTH_TOKEN });
       return health.body.audit?.pendingEntries === 0;
     }, 60_000, 'the buffer forwarded');
     const audit = await admin<{ entries: Array<{ id: string; source: string; decision: string }> }>('GET', `/admin/audit?agentId=${agents.offline.id}&source=sidecar&limit=1000`);

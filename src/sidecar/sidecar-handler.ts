@@ -148,7 +148,7 @@ export class SidecarHandler implements LeanRoute {
 
   private sendHealth(request: IncomingMessage, response: ServerResponse): void {
     request.resume();
-    const report = this.health.report();
+    const report = this.health.reportFor(rawHeader(request, 'authorization', false));
     // Degraded still decides: a load balancer must not take the sidecar out for a full disk alone.
     sendJson(response, report.status === 'fail_closed' ? 503 : 200, report as unknown as Record<string, unknown>);
   }

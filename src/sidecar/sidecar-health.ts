@@ -1,4 +1,7 @@
 import { Injectable } from '@nestjs/common';
+import { AppError } from '../core/common/app-error';
+import { ErrorCode } from '../core/common/error-code';
+import { BearerToken } from '../core/telemetry/bearer-token';
 import { SidecarConfig } from './sidecar-config';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal, WalState } from './audit-wal';
@@ -8,7 +11,12 @@ import { EdgeBudgetLedger } from './edge-budget-ledger';
 import { GatewayLink } from './gateway-link';
 import { EdgeGrants, EdgeGrantState } from './edge-grants';
 
-/** GET /health of the sidecar (docs/sidecar.md), plus why it fails closed and its audit buffer. */
+/** The fields of GET /health anyone may read (docs/sidecar.md "Health"): the service's own status, nothing of its id, errors or audit buffer. */
+export const PUBLIC_HEALTH_FIELDS = ['status', 'mode', 'bundleVersion', 'bundleAge', 'lastSync', 'lastSyncSuccess', 'gatewayReachable', 'cachedPolicies', 'cachedAgents', 'uptimeSeconds'] as const;
+
+export type PublicHealthReport = Pick<SidecarHealthReport, (typeof PUBLIC_HEALTH_FIELDS)[number]>;
+
+/** GET /health of the sidecar with METRICS_TOKEN (docs/sidecar.md), plus why it fails closed and its audit buffer. */
 export interface SidecarHealthReport {
   /** `healthy`; `fail_closed` when no valid bundle is in force (everything is denied, HTTP 503). */
   /** `degraded`: deciding, but audit entries cannot be written (see `degradedReason`); their answers are 503s. */
@@ -43,6 +51,8 @@ const STARTED_MS = Date.now();
 
 @Injectable()
 export class SidecarHealth {
+  private readonly detailToken: BearerToken;
+
   constructor(
     private readonly config: SidecarConfig,
     private readonly store: BundleStore,
@@ -52,7 +62,26 @@ export class SidecarHealth {
     private readonly forwarder: AuditForwarder,
     private readonly grants: EdgeGrants,
     private readonly budgets: EdgeBudgetLedger,
-  ) {}
+  ) {
+    this.detailToken = new BearerToken(config.telemetry.metricsToken);
+  }
+
+  /**
+   * What GET /health shows the caller: the public fields, or the whole report to the bearer of
+   * METRICS_TOKEN (the sidecar id, sync errors, why it fails closed, its audit buffer name the
+   * deployment and its state: not for every agent that can reach the port). A bearer token that
+   * is not METRICS_TOKEN is refused (401), never answered as if it were.
+   */
+  reportFor(authorization: string | undefined): SidecarHealthReport | PublicHealthReport {
+    const report = this.report();
+    if (authorization !== undefined && /^bearer /i.test(authorization)) {
+      if (this.detailToken.matches(authorization)) return report;
+      throw new AppError(ErrorCode.Unauthorized, this.detailToken.configured ? 'Health details need METRICS_TOKEN as a bearer token' : 'Health details are served only with METRICS_TOKEN set');
+    }
+    const visible: Record<string, unknown> = {};
+    for (const field of PUBLIC_HEALTH_FIELDS) visible[field] = report[field];
+    return visible as PublicHealthReport;
+  }
 
   report(nowMs = Date.now()): SidecarHealthReport {
     const bundle = this.store.bundle;

@@ -83,9 +83,13 @@ export function setupSidecarSwagger(app: INestApplication, version: string): Ope
     get: {
       operationId: 'health',
       tags: ['sidecar'],
-      summary: 'Mode, bundle version and age, last sync, gateway reachability, cached policies and agents, audit buffer',
+      summary: 'Status, mode, bundle version and age, last sync, gateway reachability, cached policies and agents, uptime; with METRICS_TOKEN as a bearer token also the sidecar id, sync errors, why it fails closed and the audit buffer',
       security: [],
-      responses: { '200': { description: 'Deciding (healthy or degraded)' }, '503': { description: '`fail_closed`: no valid bundle' } },
+      responses: {
+        '200': { description: 'Deciding (healthy or degraded)', content: json({ type: 'object' }) },
+        '401': { description: 'A bearer token that is not METRICS_TOKEN', content: json(errorBody) },
+        '503': { description: '`fail_closed`: no valid bundle', content: json({ type: 'object' }) },
+      },
     },
   };
   document.paths['/v1/approvals/{id}'] = {

@@ -6,6 +6,12 @@ import { call } from './http-client';
 export const GATEWAY_MAIN = path.resolve(__dirname, '../../dist/src/main.js');
 export const SIDECAR_MAIN = path.resolve(__dirname, '../../dist/src/sidecar/main.js');
 
+/**
+ * METRICS_TOKEN of the sidecars whose tests read /health's details (sidecar id, sync errors, the
+ * audit buffer: docs/sidecar.md "Health"), which only its bearer sees.
+ */
+export const HEALTH_TOKEN = 'e2e-sidecar-health-token-0123456789';
+
 /** A built entry point running as a child process, the way `npm run start:*` runs it. */
 export interface ServiceProcess {
   child: ChildProcess;
@@ -45,15 +51,20 @@ export function launch(main: string, port: number, env: Record<string, string>):
 }
 
 /** Waits until `path` answers `status` (and `accept` likes the body), or throws with the process output. */
-export async function waitFor(service: ServiceProcess, path: string, accept: (status: number, body: Record<string, unknown>) => boolean, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+export async function waitFor(service: ServiceProcess, path: string, accept: (status: number, body: Record<string, unknown>) => boolean, timeoutMs = 60_000, bearer?: string): Promise<Record<string, unknown>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (service.child.exitCode !== null) throw new Error(`process exited with ${service.child.exitCode}: ${service.output().stderr}${service.output().stdout.slice(-2000)}`);
-    const response = await call(service.url, 'GET', path).catch(() => null);
+    const response = await call(service.url, 'GET', path, { bearer }).catch(() => null);
     if (response !== null && accept(response.status, response.body)) return response.body;
     if (Date.now() > deadline) throw new Error(`${path} not as expected after ${timeoutMs} ms: ${JSON.stringify(response?.body)} ${service.output().stderr}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** waitFor on a sidecar's detailed /health (its METRICS_TOKEN is HEALTH_TOKEN). */
+export function waitForHealth(sidecar: ServiceProcess, accept: (status: number, body: Record<string, unknown>) => boolean, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+  return waitFor(sidecar, '/health', accept, timeoutMs, HEALTH_TOKEN);
 }
 
 /** Repeats `probe` until it returns true, for up to `timeoutMs`. */

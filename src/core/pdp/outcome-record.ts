@@ -32,6 +32,32 @@ export function outcomeRecord(agent: AgentSnapshot, event: ReportedCall, traceId
   };
 }
 
+/** The details of a cached decision's entry (cachedDecisionRecord). */
+export interface CachedDecisionDetails {
+  cached: true;
+  decisionId: string | null;
+  eventId: string | null;
+  durationMs: number;
+  resultSummary: string | null;
+}
+
+const MAX_FORWARDED_ID = 128;
+const MAX_FORWARDED_SUMMARY = 2048;
+const MAX_FORWARDED_DURATION_MS = 86_400_000;
+
+/**
+ * The details of a cached decision's entry as a sidecar forwards it, each field only when well
+ * formed and within what `POST /v1/audit` takes; null when they do not say `cached: true`, so the
+ * entry is an ordinary decision's.
+ */
+export function forwardedCachedDetails(details: unknown): CachedDecisionDetails | null {
+  if (typeof details !== 'object' || details === null || (details as { cached?: unknown }).cached !== true) return null;
+  const { decisionId, eventId, durationMs, resultSummary } = details as Record<string, unknown>;
+  const text = (value: unknown, max: number) => (typeof value === 'string' && value.length <= max ? value : null);
+  const duration = typeof durationMs === 'number' && Number.isFinite(durationMs) ? Math.min(Math.max(durationMs, 0), MAX_FORWARDED_DURATION_MS) : 0;
+  return { cached: true, decisionId: text(decisionId, MAX_FORWARDED_ID), eventId: text(eventId, MAX_FORWARDED_ID), durationMs: duration, resultSummary: text(resultSummary, MAX_FORWARDED_SUMMARY) };
+}
+
 /**
  * A decision the SDK applied from its cache (`cached: true`), as a decision entry of its own
  * (source `check`) stamped `ts`: allow or deny as applied, naming the policy, rule and reason of
@@ -47,7 +73,7 @@ export function cachedDecisionRecord(agent: AgentSnapshot, event: ReportedCall, 
     rule: reused.rule,
     reason: reused.reason,
     latencyMs: null,
-    details: { cached: true, decisionId: event.decisionId ?? null, eventId: event.eventId ?? null, durationMs: event.durationMs, resultSummary: event.resultSummary ?? null },
+    details: { cached: true, decisionId: event.decisionId ?? null, eventId: event.eventId ?? null, durationMs: event.durationMs, resultSummary: event.resultSummary ?? null } satisfies CachedDecisionDetails,
   };
 }
 

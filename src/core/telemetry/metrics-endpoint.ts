@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { BearerToken } from './bearer-token';
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -22,7 +22,7 @@ const PATH = '/metrics';
  */
 export class MetricsEndpoint implements LeanRoute {
   private server: http.Server | null = null;
-  private readonly tokenDigest: Buffer | null;
+  private readonly token: BearerToken;
 
   constructor(
     private readonly settings: TelemetrySettings,
@@ -30,12 +30,12 @@ export class MetricsEndpoint implements LeanRoute {
     private readonly metrics: ServiceMetrics,
     private readonly logger: Logger,
   ) {
-    this.tokenDigest = settings.metricsToken === undefined ? null : digest(settings.metricsToken);
+    this.token = new BearerToken(settings.metricsToken);
   }
 
   /** True when `/metrics` is served on the main port (METRICS_TOKEN without METRICS_PORT). */
   matches(_request: IncomingMessage, path: string): boolean {
-    return path === PATH && this.settings.metricsPort === undefined && this.tokenDigest !== null;
+    return path === PATH && this.settings.metricsPort === undefined && this.token.configured;
   }
 
   name(): string {
@@ -71,7 +71,7 @@ export class MetricsEndpoint implements LeanRoute {
     });
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, this.host, resolve));
     this.server = server;
-    this.logger.info({ port, host: this.host, bearerRequired: this.tokenDigest !== null }, 'metrics listening');
+    this.logger.info({ port, host: this.host, bearerRequired: this.token.configured }, 'metrics listening');
   }
 
   async close(): Promise<void> {
@@ -86,18 +86,11 @@ export class MetricsEndpoint implements LeanRoute {
 
   private async answer(request: IncomingMessage): Promise<string> {
     if (request.method !== 'GET' && request.method !== 'HEAD') throw new AppError(ErrorCode.NotFound, `Cannot ${request.method} ${PATH}`);
-    if (this.tokenDigest !== null && !this.authorized(request.headers.authorization)) {
+    if (this.token.configured && !this.token.matches(request.headers.authorization)) {
       throw new AppError(ErrorCode.Unauthorized, 'Metrics need METRICS_TOKEN as a bearer token');
     }
     return this.metrics.exposition();
   }
 
-  private authorized(authorization: string | undefined): boolean {
-    const match = authorization === undefined ? null : /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
-    return match !== null && timingSafeEqual(digest(match[1]), this.tokenDigest!);
-  }
 }
 
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
-}

@@ -9,6 +9,7 @@ import { DecisionEvents } from '../../core/decision/decision-events';
 import { DecisionMemory } from '../../core/decision/decision-memory';
 import { POLICY_SOURCE, PolicySource } from '../../core/decision/decision-sources';
 import { DecisionDetails, ingestedDetails } from '../../core/decision/decision-details';
+import { forwardedCachedDetails } from '../../core/pdp/outcome-record';
 import type { Decision } from '../../core/policy-engine/types';
 import { LOGGER } from '../../core/logging/logging.module';
 import { SIDECAR_ID_FORMAT } from '../../core/edge-protocol/sidecar-protocol';
@@ -112,7 +113,9 @@ export class SidecarsService {
     const records = entries.map((entry) => toRecord(orgId, entry));
     const written = await this.writer.writeOnce(records);
     for (const record of records) {
-      if (record.kind === 'decision' && written.has(record.id)) this.events.emit({ entry: record, decision: ingestedDecision(record), ingested: true });
+      // A cached decision's entry is an application of a decision already made, at the edge or at
+      // the gateway alike: its alerts fired with that decision (OutcomeRecorder emits none either).
+      if (record.kind === 'decision' && written.has(record.id) && !isCachedDecision(record)) this.events.emit({ entry: record, decision: ingestedDecision(record), ingested: true });
     }
     await this.rememberEdgeCalls(orgId, records.filter((record) => written.has(record.id)));
     return written;
@@ -273,8 +276,12 @@ function toRecord(orgId: string, entry: IngestedEntryDto): AuditRecord & { id: s
     upstreamStatus: entry.upstreamStatus ?? null,
     delegationChain: entry.delegationChain ?? null,
     input: entry.input ?? null,
-    details: entry.kind === 'outcome' ? (entry.details ?? null) : ingestedDetails(entry.details),
+    details: entry.kind === 'outcome' ? (entry.details ?? null) : (forwardedCachedDetails(entry.details) ?? ingestedDetails(entry.details)),
   };
+}
+
+function isCachedDecision(record: AuditRecord): boolean {
+  return (record.details as { cached?: unknown } | null)?.cached === true;
 }
 
 /** The decision an ingested entry records, for the per-decision event (alerts, analytics); its details are already ingestedDetails's. */
