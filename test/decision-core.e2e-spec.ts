@@ -141,9 +141,9 @@ describe('decision core without a database', () => {
     // A fresh process, so nothing the test runner or other suites loaded counts.
     const root = path.join(__dirname, '..', 'dist', 'src');
     const script = `
-      require(${JSON.stringify(path.join(root, 'decisions', 'decision-core.module.js'))});
-      require(${JSON.stringify(path.join(root, 'decisions', 'jwk-set.js'))});
-      require(${JSON.stringify(path.join(root, 'policy-engine', 'compile-policies.js'))});
+      require(${JSON.stringify(path.join(root, 'core', 'decision', 'decision-core.module.js'))});
+      require(${JSON.stringify(path.join(root, 'sidecar', 'jwk-set.js'))});
+      require(${JSON.stringify(path.join(root, 'core', 'policy-engine', 'compile-policies.js'))});
       const loaded = Object.keys(require.cache).filter((file) => /node_modules[\\\\/](typeorm|pg|ioredis|@nestjs[\\\\/]typeorm)[\\\\/]/.test(file));
       process.stdout.write(JSON.stringify(loaded));`;
     expect(JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }))).toEqual([]);

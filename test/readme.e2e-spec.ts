@@ -105,7 +105,7 @@ describe('the documents’ examples', () => {
   }, 180_000);
 
   it('name every configuration variable the gateway and the sidecar read in docs/configuration.md', () => {
-    const readers = ['config/app-config.ts', 'config/shared-settings.ts', 'sidecar/sidecar-config.ts'].map((file) => fs.readFileSync(path.join(ROOT, 'src', file), 'utf8')).join('\n');
+    const readers = ['core/config/app-config.ts', 'core/config/shared-settings.ts', 'sidecar/sidecar-config.ts'].map((file) => fs.readFileSync(path.join(ROOT, 'src', file), 'utf8')).join('\n');
     const variables = [...new Set([...readers.matchAll(/read\.\w+\('([A-Z][A-Z0-9_]*)'/g)].map((match) => match[1]))];
     expect(variables.length).toBeGreaterThan(40);
     const documented = fs.readFileSync(path.join(ROOT, 'docs', 'configuration.md'), 'utf8');
