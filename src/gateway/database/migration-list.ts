@@ -25,6 +25,7 @@ import { ApprovalPaging1765152000041 } from '../../../migrations/1765152000041-a
 import { SidecarKeys1765152000100 } from '../../../migrations/1765152000100-sidecar-keys';
 import { PolicyCanaryCounted1765152000200 } from '../../../migrations/1765152000200-policy-canary-counted';
 import { CanarySidecarLabels1765238400460 } from '../../../migrations/1765238400460-canary-sidecar-labels';
+import { PolicyGitSources1765238400470 } from '../../../migrations/1765238400470-policy-git-sources';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   SidecarKeys1765152000100,
   PolicyCanaryCounted1765152000200,
   CanarySidecarLabels1765238400460,
+  PolicyGitSources1765238400470,
 ];

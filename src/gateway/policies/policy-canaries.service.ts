@@ -85,7 +85,7 @@ export class PolicyCanariesService {
       if (running !== null) throw new AppError(ErrorCode.Conflict, `canary rollout ${running.id} of policy ${running.policyName} is running: promote or abort it first`);
       const inForce = await manager.getRepository(Policy).find({ where: { orgId }, order: { position: 'ASC' } });
       const current = inForce.find((policy) => policy.name === request.policy);
-      if (current?.origin === 'git') throw new AppError(ErrorCode.Conflict, `policy ${request.policy} is kept in git (POLICIES_GIT_URL): change it in the repository`);
+      if (current?.origin === 'git') throw new AppError(ErrorCode.Conflict, `policy ${request.policy} is kept in git (POLICIES_GIT_URL or PUT /admin/policy-git): change it in the repository`);
       if (current !== undefined && current.source === request.source) throw AppError.invalid(`the new version of ${request.policy} is the version in force`);
       failures = await this.tests.failuresWith(manager, orgId, canaryDefinitions(inForce.map((policy) => policy.definition), definition));
       if (failures.length > 0 && !force) throw testsFailed(failures, 'The new version fails stored policy tests');
