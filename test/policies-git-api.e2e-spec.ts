@@ -167,6 +167,31 @@ describe('git sources set through the admin API', () => {
     expect(ready.body.details.policiesGitSources).toEqual({ sources: 2, failing: 1 });
   });
 
+  it('checks signatures against the allowed-signers text it was given: a signed commit applied, an unsigned one refused', async () => {
+    const gamma = await createOrganization(gateway, 'enterprise', 'Gamma');
+    const key = path.join(scratch, 'gamma-key');
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'author@example.com', '-f', key]);
+    const repo = newRepository('gamma');
+    git(repo, 'config', 'gpg.format', 'ssh');
+    git(repo, 'config', 'user.signingkey', key);
+    for (const [name, text] of Object.entries({ 'policies.yaml': denyPolicy('gamma-secrets', 'read:secrets*') })) fs.writeFileSync(path.join(repo, name), text);
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '--quiet', '-S', '-m', 'Gamma: signed');
+    const signed = git(repo, 'rev-parse', 'HEAD');
+    const allowedSigners = `author@example.com ${fs.readFileSync(`${key}.pub`, 'utf8').trim()}`;
+    const set = await as<SourceView & { signed: boolean }>(gamma, 'PUT', '/admin/policy-git', { url: repo, pollInterval: '1s', allowedSigners });
+    expect(set.body).toMatchObject({ commit: signed, error: null, signed: true });
+    expect(JSON.stringify(set.body)).not.toContain('ssh-ed25519');
+    fs.writeFileSync(path.join(repo, 'policies.yaml'), denyPolicy('gamma-secrets', 'read:secret-keys*'));
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '--quiet', '--no-gpg-sign', '-m', 'Gamma: unsigned');
+    const unsigned = git(repo, 'rev-parse', 'HEAD');
+    const refused = await until(gamma, (source) => source.error?.commit === unsigned);
+    expect(refused.commit).toBe(signed);
+    expect(refused.error!.message).toContain(`commit ${unsigned.slice(0, 12)} is not signed by an allowed signer`);
+    expect((await as(gamma, 'DELETE', '/admin/policy-git')).status).toBe(204);
+  });
+
   it('stops following git when removed: the policies stay and the API may change them again', async () => {
     expect((await as(alpha, 'DELETE', '/admin/policy-git')).status).toBe(204);
     expect((await as(alpha, 'GET', '/admin/policy-git')).status).toBe(404);
