@@ -103,6 +103,12 @@ async function at(sidecar: ServiceProcess, agent: Agent, amount: number): Promis
   return answer.body.decision;
 }
 
+/** Waits until both sidecars hold the bundle the labelled one decides the rollout on: the other one's decisions count as the stable cohort only from then on. */
+async function bothSynced(): Promise<void> {
+  const versionOf = async (sidecar: ServiceProcess) => (await call<{ bundleVersion: string | null }>(sidecar.url, 'GET', '/health')).body.bundleVersion;
+  await eventually(async () => (await versionOf(plain)) === (await versionOf(labelled)), 15_000, 'the rollout in both sidecars’ bundles');
+}
+
 async function sidecarEntries(rollout: string): Promise<Array<{ details: { canary?: { rollout: string; cohort: string } } | null }>> {
   const entries = (await admin<{ entries: Array<{ source: string; details: { canary?: { rollout: string; cohort: string } } | null }> }>('GET', '/admin/audit?limit=1000&action=read:refunds')).body.entries;
   return entries.filter((entry) => entry.source === 'sidecar' && entry.details?.canary?.rollout === rollout);
@@ -126,6 +132,7 @@ describe('canary rollouts to labelled sidecars', () => {
     expect(started.body).toMatchObject({ share: null, sidecarLabels: { canary: 'true' } });
     const rollout = started.body.id;
     await eventually(async () => (await at(labelled, agents[0], 500)) === 'deny', 15_000, 'the new version at the labelled sidecar');
+    await bothSynced();
     for (const agent of agents) {
       expect({ agent: agent.id, labelled: await at(labelled, agent, 500), plain: await at(plain, agent, 500) }).toEqual({ agent: agent.id, labelled: 'deny', plain: 'allow' });
     }
@@ -152,6 +159,7 @@ describe('canary rollouts to labelled sidecars', () => {
     expect(started.status).toBe(201);
     const rollout = started.body.id;
     await eventually(async () => (await at(labelled, agents[0], 500)) === 'deny', 15_000, 'the new version at the labelled sidecar');
+    await bothSynced();
     let state = 'running';
     for (let round = 0; state === 'running' && round < 60; round++) {
       for (const agent of agents) {
