@@ -24,6 +24,7 @@ import { PolicyCanaries1765152000000 } from '../../../migrations/1765152000000-p
 import { ApprovalPaging1765152000041 } from '../../../migrations/1765152000041-approval-paging';
 import { SidecarKeys1765152000100 } from '../../../migrations/1765152000100-sidecar-keys';
 import { PolicyCanaryCounted1765152000200 } from '../../../migrations/1765152000200-policy-canary-counted';
+import { CallerCredentials1765238400000 } from '../../../migrations/1765238400000-caller-credentials';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   ApprovalPaging1765152000041,
   SidecarKeys1765152000100,
   PolicyCanaryCounted1765152000200,
+  CallerCredentials1765238400000,
 ];
