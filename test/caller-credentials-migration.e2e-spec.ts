@@ -2,7 +2,7 @@ import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { SignedBundle } from '../src/core/edge-protocol/bundle-format';
 import { MIGRATIONS } from '../src/gateway/database/migration-list';
-import { CallerCredentials1765238400000 } from '../migrations/1765238400000-caller-credentials';
+import { CallerCredentials1765238400500 } from '../migrations/1765238400500-caller-credentials';
 import { call } from './support/http-client';
 import { OwnDatabase, ownDatabase } from './support/own-database';
 import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from './support/test-gateway';
@@ -16,7 +16,7 @@ import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from './support/test-gate
  * down() moves the rows back, and migrating up again loses nothing.
  */
 
-const MOVING = MIGRATIONS.indexOf(CallerCredentials1765238400000);
+const MOVING = MIGRATIONS.indexOf(CallerCredentials1765238400500);
 const sha256 = (secret: string) => createHash('sha256').update(secret).digest('hex');
 const secret = (prefix: string) => `${prefix}_${randomBytes(32).toString('base64url')}`;
 

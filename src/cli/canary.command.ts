@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { parseSidecarLabels, SidecarLabels } from '../core/edge-protocol/sidecar-protocol';
 import { Injectable } from '@nestjs/common';
 import { Option, SubCommand } from 'nest-commander';
 import { AlertDelivery } from '../gateway/alerts/alert-delivery';
@@ -61,7 +62,7 @@ function printCanary(canary: CanaryView): void {
     id: canary.id,
     policy: canary.policy,
     state: canary.state,
-    share: `${canary.share}%`,
+    ...(canary.sidecarLabels === null ? { share: `${canary.share}%` } : { sidecars: Object.entries(canary.sidecarLabels).map(([name, value]) => `${name}=${value}`).join(',') }),
     ends: canary.endsAt,
     canary: cohortLine(canary.canary),
     stable: cohortLine(canary.stable),
@@ -78,20 +79,25 @@ function wholeNumber(flag: string, value: string): number {
   return Number(value);
 }
 
-@SubCommand({ name: 'start', arguments: '<name>', description: 'Put a new version of a policy (--file) in force for --share percent of the agents; rolled back by itself when it denies more than the rest' })
+@SubCommand({
+  name: 'start',
+  arguments: '<name>',
+  description: 'Put a new version of a policy (--file) in force for --share percent of the agents, or at the sidecars --sidecar-labels selects; rolled back by itself when it denies more than the rest',
+})
 export class CanaryStartCommand extends CanaryCommand {
-  async run([name]: string[], options: OrgOption & { file?: string; share?: number; window?: string; margin?: number; minDecisions?: number; force?: boolean }): Promise<void> {
+  async run([name]: string[], options: OrgOption & { file?: string; share?: number; sidecarLabels?: SidecarLabels; window?: string; margin?: number; minDecisions?: number; force?: boolean }): Promise<void> {
     try {
       if (options.file === undefined) throw new CliError('--file <policy.yaml> is required: the new version of the policy');
-      if (options.share === undefined) throw new CliError('--share <percent> is required (1-99)');
-      if (options.share < 1 || options.share > 99) throw new CliError('--share must be a whole percentage from 1 to 99');
+      if ((options.share === undefined) === (options.sidecarLabels === undefined)) throw new CliError('give either --share <percent> (1-99) or --sidecar-labels <name=value,…>');
+      if (options.share !== undefined && (options.share < 1 || options.share > 99)) throw new CliError('--share must be a whole percentage from 1 to 99');
       let source: string;
       try {
         source = fs.readFileSync(options.file, 'utf8');
       } catch {
         throw new CliError(`cannot read ${options.file}`);
       }
-      const request = { policy: name, source, share: options.share, window: options.window, margin: options.margin, minDecisions: options.minDecisions };
+      const target = options.sidecarLabels === undefined ? { share: options.share } : { sidecarLabels: { ...options.sidecarLabels } };
+      const request = { policy: name, source, ...target, window: options.window, margin: options.margin, minDecisions: options.minDecisions };
       printCanary(await this.alerting(() => this.canaries.start({ orgId: options.org ?? BOOTSTRAP_ORG_ID, tokenId: 'cli' }, request, options.force === true)));
     } catch (error) {
       fail(error);
@@ -106,6 +112,14 @@ export class CanaryStartCommand extends CanaryCommand {
   @Option({ flags: '--share <percent>', description: 'Percent of the agents (1-99) deciding on the new version' })
   parseShare(value: string): number {
     return wholeNumber('--share', value.replace(/%$/, ''));
+  }
+
+  @Option({ flags: '--sidecar-labels <labels>', description: 'name=value,… : every agent decides on the new version at the sidecars carrying these labels (SIDECAR_LABELS), on the version in force elsewhere' })
+  parseSidecarLabels(value: string): SidecarLabels {
+    const parsed = parseSidecarLabels(value);
+    if ('problem' in parsed) throw new CliError(`--sidecar-labels: ${parsed.problem}`);
+    if (Object.keys(parsed.labels).length === 0) throw new CliError('--sidecar-labels must name at least one label');
+    return parsed.labels;
   }
 
   @Option({ flags: '--window <duration>', description: 'How long the cohorts are compared before the new version is promoted (default 1h)' })

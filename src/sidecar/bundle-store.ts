@@ -8,6 +8,7 @@ import { AgentSnapshot, AgentSource, agentSnapshot, LoadedPolicies, PolicySource
 import { JwkSet } from './jwk-set';
 import { compilePolicies } from '../core/policy-engine/compile-policies';
 import { loadCanary } from '../core/decision/canary-cohort';
+import { labelsMatch, SidecarLabels } from '../core/edge-protocol/sidecar-protocol';
 import { formatPolicyError, PolicyLoadError } from '../core/policy-engine/errors';
 import { readFileIfExists, writeFileAtomic } from './atomic-file';
 
@@ -81,6 +82,8 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     private readonly cacheDir: string,
     configuredKey: KeyObject | undefined,
     private readonly logger: Logger,
+    /** SIDECAR_LABELS: a rollout to labelled sidecars decides every agent here on its new version only when they match its selector. */
+    private readonly labels: SidecarLabels = {},
   ) {
     fs.mkdirSync(cacheDir, { recursive: true });
     this.pinnedFromEnv = configuredKey !== undefined;
@@ -135,7 +138,7 @@ export class BundleStore implements PolicySource, VerificationKeySource {
     }
     let active: ActiveBundle;
     try {
-      active = await activate(bundle, etag, vouched);
+      active = await activate(bundle, etag, vouched, this.labels);
     } catch (error) {
       return this.refuse(from, error instanceof PolicyLoadError ? `policies do not compile: ${error.errors.map(formatPolicyError).join('; ')}` : `unusable: ${(error as Error).message}`);
     }
@@ -281,9 +284,11 @@ export class BundleStore implements PolicySource, VerificationKeySource {
   }
 }
 
-async function activate(bundle: SignedBundle, etag: string | null, anchor: SignedBundle): Promise<ActiveBundle> {
+async function activate(bundle: SignedBundle, etag: string | null, anchor: SignedBundle, labels: SidecarLabels): Promise<ActiveBundle> {
   const set = compilePolicies(bundle.policies, { namespace: bundle.orgId });
-  const canary = bundle.canary === undefined ? undefined : loadCanary(bundle.policies, bundle.canary, bundle.orgId);
+  // The gateway sends a rollout's new version only to the sidecars it selects; the labels are checked here again, since a cached bundle may be from before a restart with other labels.
+  const selected = bundle.canary?.sidecarLabels !== undefined && labelsMatch(bundle.canary.sidecarLabels, labels);
+  const canary = bundle.canary === undefined ? undefined : loadCanary(bundle.policies, bundle.canary, bundle.orgId, selected);
   const revoked = new Set(bundle.revoked);
   const agents = new Map<string, AgentSnapshot>();
   for (const agent of bundle.agents) {

@@ -3,7 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import type { Logger } from 'pino';
 import { SidecarConfig } from './sidecar-config';
 import { LOGGER } from '../core/logging/logging.module';
-import { SidecarHeader } from '../core/edge-protocol/sidecar-protocol';
+import { SidecarHeader, sidecarLabelsText } from '../core/edge-protocol/sidecar-protocol';
 import { AuditForwarder } from './audit-forwarder';
 import { AuditWal } from './audit-wal';
 import { BundleStore } from './bundle-store';
@@ -77,6 +77,8 @@ export class BundleSync implements OnApplicationBootstrap, OnApplicationShutdown
     this.lastSyncMs = Date.now();
     // The gateway's fleet status compares it with the numbers it received (`unforwarded`).
     const headers: Record<string, string> = { [SidecarHeader.AuditSeq]: String(this.wal.state().lastSeq) };
+    // The gateway puts a rollout to labelled sidecars' new version only in the bundles of those its selector names.
+    if (Object.keys(this.config.labels).length > 0) headers[SidecarHeader.Labels] = sidecarLabelsText(this.config.labels);
     const etag = this.store.etag;
     if (etag !== null) headers['if-none-match'] = etag;
     const versionBefore = this.store.bundle?.version;

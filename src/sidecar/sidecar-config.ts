@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import { publicKeyOfText } from '../core/edge-protocol/bundle-format';
-import { SIDECAR_ID_FORMAT, SIDECAR_ID_RULE } from '../core/edge-protocol/sidecar-protocol';
+import { parseSidecarLabels, SIDECAR_ID_FORMAT, SIDECAR_ID_RULE, SIDECAR_LABELS_RULE, SidecarLabels } from '../core/edge-protocol/sidecar-protocol';
 import { ConfigError, GatewayMode, LogLevel, packageVersion } from '../core/config/app-config';
 import { McpVariables, readAuditRedact, readMaxJsonBytes, readMcpVariables, readProxyVariables, readShutdownTimeoutMs, readTelemetrySettings, TelemetrySettings } from '../core/config/shared-settings';
 import type { ProxySettings } from '../core/proxy/proxy-settings';
@@ -42,6 +42,8 @@ export class SidecarConfig {
   readonly bundlePublicKey?: KeyObject;
   /** SIDECAR_ID: this sidecar's name in the fleet status; unset: generated once and kept in CACHE_DIR. */
   readonly sidecarId?: string;
+  /** SIDECAR_LABELS: `name=value,…`, sent with every bundle fetch; a canary rollout to labelled sidecars reaches the sidecars whose labels it selects (docs/policies.md "Canary rollouts"). */
+  readonly labels: SidecarLabels;
   /** AUDIT_BUFFER_MAX_BYTES: largest size of the audit write-ahead log (all its segment files) while the gateway is away or behind. */
   readonly auditBufferMaxBytes: number;
   /** AUDIT_DURABILITY: `write` (answer once the audit entry is written: survives kill -9) or `sync` (once fdatasynced: survives power loss). */
@@ -96,6 +98,7 @@ export class SidecarConfig {
       logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
       bundlePublicKey: readBundlePublicKey(read),
       sidecarId: read.optionalString('SIDECAR_ID'),
+      labels: readSidecarLabels(read),
       auditBufferMaxBytes: read.int('AUDIT_BUFFER_MAX_BYTES', 256 * 1024 * 1024, 4096, Number.MAX_SAFE_INTEGER),
       auditDurability: read.oneOf('AUDIT_DURABILITY', ['write', 'sync'] as const, 'write'),
       decisionTokens: read.bool('DECISION_TOKENS', true),
@@ -109,6 +112,16 @@ export class SidecarConfig {
     if (read.errors.length > 0) throw new ConfigError([...new Set(read.errors)]);
     return new SidecarConfig(values as SidecarConfig);
   }
+}
+
+/** SIDECAR_LABELS, or {} when unset. */
+function readSidecarLabels(read: EnvReader): SidecarLabels {
+  const text = read.optionalString('SIDECAR_LABELS');
+  if (text === undefined) return {};
+  const parsed = parseSidecarLabels(text);
+  if ('labels' in parsed) return parsed.labels;
+  read.errors.push(`SIDECAR_LABELS: ${parsed.problem} (${SIDECAR_LABELS_RULE})`);
+  return {};
 }
 
 /** BUNDLE_PUBLIC_KEY as a key: inline when it starts like PEM or JSON, else read from the file it names. */

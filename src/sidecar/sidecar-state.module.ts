@@ -22,7 +22,7 @@ export class SidecarStateModule {
       providers: [
         { provide: SidecarConfig, useValue: config },
         { provide: PROXY_SETTINGS, useValue: config.proxy },
-        { provide: BundleStore, inject: [LOGGER], useFactory: (logger: Logger) => new BundleStore(config.cacheDir, config.bundlePublicKey, logger) },
+        { provide: BundleStore, inject: [LOGGER], useFactory: (logger: Logger) => new BundleStore(config.cacheDir, config.bundlePublicKey, logger, config.labels) },
         {
           provide: AuditWal,
           inject: [LOGGER],

@@ -129,7 +129,8 @@ def request_hash(method: str, target: str, body: bytes, credential_parameter: Op
 
 class DecisionTokenVerifier:
     """Verifies tokens against the gateway's JWKS (fetched from ``jwks_url`` at most every
-    ``refresh_seconds`` for an unknown key, or given as ``jwks``)."""
+    ``refresh_seconds`` for an unknown key, or given as ``jwks``). ``clock`` is the time in seconds
+    since the epoch, for the expiries and the refresh interval both."""
 
     def __init__(self, *, jwks_url: Optional[str] = None, jwks: Optional[dict[str, Any]] = None, issuer: Optional[str] = None,
                  clock_tolerance_seconds: float = 5, refresh_seconds: float = 30, clock: Callable[[], float] = time.time) -> None:
@@ -207,8 +208,8 @@ class DecisionTokenVerifier:
     async def _key(self, kid: Any) -> PublicKey:
         if not isinstance(kid, str):
             raise DecisionTokenError("malformed", "Malformed decision token: no kid")
-        if kid not in self._keys and self._jwks_url is not None and time.monotonic() - self._fetched_at >= self._refresh_seconds:
-            self._fetched_at = time.monotonic()
+        if kid not in self._keys and self._jwks_url is not None and self._clock() - self._fetched_at >= self._refresh_seconds:
+            self._fetched_at = self._clock()
             try:
                 self._keys = await asyncio.to_thread(self._fetch)
             except (OSError, ValueError):

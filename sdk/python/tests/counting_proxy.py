@@ -1,5 +1,6 @@
 """An HTTP forwarder to the gateway that counts the POST /v1/audit requests through it (how many
-requests a client's audit events took); while `held` it answers 503 (a gateway that is away)."""
+requests a client's audit events took) and records every request line (`requests`: how often a
+verifier fetched the JWKS); while `held` it answers 503 (a gateway that is away)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 class CountingProxy:
     def __init__(self, target_port: int) -> None:
         self.audit_requests = 0
+        self.requests: list[str] = []
         self.held = False
         proxy = self
 
@@ -29,6 +31,7 @@ class CountingProxy:
 
             def _forward(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                proxy.requests.append(f"{self.command} {self.path}")
                 if proxy.held:
                     self._answer(503, b'{"message":"held"}')
                     return

@@ -48,6 +48,7 @@ class Gateway:
     process: "subprocess.Popen[bytes]"
     data_dir: str
     scratch_database: Optional[str] = None
+    env: Optional[Dict[str, str]] = None
 
     @property
     def grpc_address(self) -> str:
@@ -86,7 +87,8 @@ class Gateway:
         time.sleep(0.3)
         return self.outcomes(agent_id)
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Stops the process (SIGTERM, then SIGKILL after 10 s); its data stays for start_again()."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -94,6 +96,32 @@ class Gateway:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def start_again(self) -> None:
+        """Starts the gateway again on its ports and data, as a gateway restarts."""
+        assert self.env is not None
+        self.process = _launch(self.env, self.data_dir)
+        self._wait_for_health()
+
+    def _wait_for_health(self) -> None:
+        # A machine this loaded (2 cores, other suites beside) can take minutes to start it.
+        deadline = time.monotonic() + 180
+        while True:
+            if self.process.poll() is not None:
+                with open(os.path.join(self.data_dir, "gateway.log"), "rb") as output:
+                    raise RuntimeError(f"the gateway exited with {self.process.returncode}: {output.read().decode()[-2000:]}")
+            try:
+                if http_json("GET", self.url + "/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the gateway did not answer /health within 180 s")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.halt()
         if self.scratch_database is not None:
             drop_database(self.scratch_database)
         shutil.rmtree(self.data_dir, ignore_errors=True)
@@ -114,23 +142,14 @@ def start_gateway(policies_file: str = os.path.join(FIXTURES, "policies.yaml"), 
     scratch = create_database(os.environ["DATABASE_URL"]) if os.environ.get("DATABASE_URL") else None
     if scratch is not None:
         env["DATABASE_URL"] = scratch
-    with open(os.path.join(data_dir, "gateway.log"), "wb") as log:
-        process = subprocess.Popen(["node", GATEWAY_MAIN], cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    gateway = Gateway(f"http://127.0.0.1:{port}", grpc_port, process, data_dir, scratch)
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            with open(os.path.join(data_dir, "gateway.log"), "rb") as output:
-                raise RuntimeError(f"the gateway exited with {process.returncode}: {output.read().decode()[-2000:]}")
-        try:
-            if http_json("GET", gateway.url + "/health")[0] == 200:
-                return gateway
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            gateway.stop()
-            raise RuntimeError("the gateway did not answer /health within 60 s")
-        time.sleep(0.1)
+    gateway = Gateway(f"http://127.0.0.1:{port}", grpc_port, _launch(env, data_dir), data_dir, scratch, env)
+    gateway._wait_for_health()
+    return gateway
+
+
+def _launch(env: Dict[str, str], data_dir: str) -> "subprocess.Popen[bytes]":
+    with open(os.path.join(data_dir, "gateway.log"), "ab") as log:
+        return subprocess.Popen(["node", GATEWAY_MAIN], cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
 def create_database(server_url: str) -> str:

@@ -36,7 +36,7 @@ export interface DecisionTokenVerifierOptions {
   clockToleranceSeconds?: number;
   /** Least time between two JWKS fetches, seconds (default 30). */
   refreshSeconds?: number;
-  /** The time, ms since the epoch (default Date.now). */
+  /** The time, ms since the epoch (default Date.now): for the expiries and the refresh interval both. */
   clock?: () => number;
 }
 
@@ -78,7 +78,7 @@ const MAX_PROOF_STEPS = 16;
 
 export class DecisionTokenVerifier {
   private keys = new Map<string, KeyObject>();
-  private fetchedAt = 0;
+  private fetchedAt: number | undefined;
   private fetching: Promise<void> | null = null;
   private readonly toleranceSeconds: number;
 
@@ -155,7 +155,8 @@ export class DecisionTokenVerifier {
   /** One fetch at a time, at most every refreshSeconds: made-up kids cannot make it fetch more. */
   private refresh(): Promise<void> {
     if (this.fetching !== null) return this.fetching;
-    if (Date.now() - this.fetchedAt < (this.options.refreshSeconds ?? 30) * 1000) return Promise.resolve();
+    const clock = this.options.clock ?? Date.now;
+    if (this.fetchedAt !== undefined && clock() - this.fetchedAt < (this.options.refreshSeconds ?? 30) * 1000) return Promise.resolve();
     this.fetching = (async () => {
       try {
         const answer = await fetch(this.options.jwksUrl!, { signal: AbortSignal.timeout(5000) });
@@ -164,7 +165,7 @@ export class DecisionTokenVerifier {
       } catch {
         // Kept: the keys fetched before; an unknown kid is then refused.
       } finally {
-        this.fetchedAt = Date.now();
+        this.fetchedAt = clock();
         this.fetching = null;
       }
     })();

@@ -1,4 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { DecisionTokenSigner, requestHash as gatewayHash } from '../../../src/core/decision/decision-token';
 import { DecisionTokenError, DecisionTokenVerifier, requestHash } from '../src';
 
@@ -62,6 +64,54 @@ describe('decision tokens', () => {
     expect(await problem(forged[0])).toBe('bad_signature');
     const elsewhere = new DecisionTokenVerifier({ jwks: { keys: [jwk] }, issuer: 'http://other.test' });
     await expect(elsewhere.verify(first, { method: 'GET', target: '/orders/0' })).rejects.toMatchObject({ problem: 'wrong_issuer' });
+  });
+
+  it('verifies a token of a rotated P-256 key after one refresh, and made-up keys cannot make it fetch more', async () => {
+    // The gateway's JWKS as a server that counts its fetches: first the old key, then both.
+    const old = keyPair('p256', 'k-old');
+    const rotated = keyPair('p256', 'k-new');
+    let published = [old.jwk];
+    let fetches = 0;
+    const jwks = http.createServer((_request, response) => {
+      fetches += 1;
+      response.setHeader('content-type', 'application/json');
+      response.end(JSON.stringify({ keys: published }));
+    });
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
+    let now = Date.now();
+    const verifier = new DecisionTokenVerifier({ jwksUrl: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/.well-known/jwks.json`, issuer: ISSUER, clock: () => now });
+    const problem = (token: string) =>
+      verifier.verify(token, { method: 'GET', target: '/orders/0' }).then(
+        (decision) => decision.action,
+        (error: DecisionTokenError) => error.problem,
+      );
+    try {
+      const [before] = await signTurn(new DecisionTokenSigner(() => old.signing, () => ISSUER), 1);
+      expect([await problem(before), fetches]).toEqual(['read:orders/0', 1]);
+
+      published = [old.jwk, rotated.jwk];
+      const [after] = await signTurn(new DecisionTokenSigner(() => rotated.signing, () => ISSUER), 1);
+      // Within refreshSeconds of the last fetch the new key is not asked for; past it, one fetch brings it.
+      expect([await problem(after), fetches]).toEqual(['unknown_key', 1]);
+      now += 31_000;
+      expect([await problem(after), fetches]).toEqual(['read:orders/0', 2]);
+      expect([await problem(before), fetches]).toEqual(['read:orders/0', 2]);
+
+      // A key the gateway never had: refused after the one fetch it may make; twenty more at once fetch nothing.
+      now += 31_000;
+      const withKid = (token: string, kid: string) => {
+        const [jws, claims, proof] = token.split('~');
+        const [header, payload, signature] = jws.split('.');
+        const renamed = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(header, 'base64url').toString()), kid })).toString('base64url');
+        return `${renamed}.${payload}.${signature}~${claims}~${proof}`;
+      };
+      expect([await problem(withKid(after, 'made-up-0')), fetches]).toEqual(['unknown_key', 3]);
+      const refusals = await Promise.all(Array.from({ length: 20 }, (_, index) => problem(withKid(after, `made-up-${index + 1}`))));
+      expect(new Set(refusals)).toEqual(new Set(['unknown_key']));
+      expect([await problem(after), fetches]).toEqual(['read:orders/0', 3]);
+    } finally {
+      await new Promise((resolve) => jwks.close(resolve));
+    }
   });
 
   it('leaves the credential’s query parameter out of the hash, however it is escaped', () => {

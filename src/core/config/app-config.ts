@@ -84,6 +84,12 @@ export class AppConfig {
     file: string;
     /** POLICIES_GIT_*: the bootstrap organization's policies kept in step with a git repository (docs/policies.md "Policies from git"). */
     git?: PoliciesGitSettings;
+    /**
+     * POLICIES_GIT_LOCAL_ROOT: the folder under which an organization's git source configured
+     * through the admin API may be a local path (or `file://` URL); unset, the API takes network
+     * URLs only, since a local path reads the gateway's own disk.
+     */
+    gitLocalRoot?: string;
     /** CANARY_CHECK_INTERVAL (default 10s): how often running canary rollouts are compared (docs/policies.md "Canary rollouts"). */
     canaryCheckMs: number;
   };
@@ -188,6 +194,7 @@ export class AppConfig {
       policies: {
         file: path.resolve(read.string('POLICIES_FILE', 'config/policies.yaml')),
         git: readPoliciesGit(read),
+        ...(read.optionalString('POLICIES_GIT_LOCAL_ROOT') === undefined ? {} : { gitLocalRoot: path.resolve(read.string('POLICIES_GIT_LOCAL_ROOT', '/')) }),
         canaryCheckMs: read.durationMs('CANARY_CHECK_INTERVAL', '10s', 1000),
       },
       redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']) },

@@ -1,6 +1,6 @@
 import type { JWTPayload } from 'jose';
 
-/** Claims of an agent token (docs/architecture.md "Identity"). */
+/** Claims of an agent token (docs/architecture.md "Identity API, delegation and managed identity"). */
 export interface AgentTokenClaims {
   sub: string;
   name: string;

@@ -5,25 +5,33 @@ import type { DecisionInput, PolicyDefinition } from '../policy-engine/types';
 
 /**
  * A canary rollout as the decision path needs it (docs/policies.md "Canary rollouts"): a new
- * version of one policy, in force for a share of the organization's agents. The gateway reads it
- * from its database, the sidecar from its bundle; both choose the cohort with `inCanary`, so an
- * agent meets the same version of the policy wherever it is decided.
+ * version of one policy, in force for a share of the organization's agents, or for every agent
+ * at the sidecars whose labels it selects. The gateway reads it from its database, the sidecar
+ * from its bundle; a share is drawn with `inCanary` on both, so an agent meets the same version
+ * of the policy wherever it is decided.
  */
 export interface CanaryRollout {
   /** `can_<hex>`: part of the cohort hash, so each rollout draws its own agents. */
   id: string;
   /** The policy rolled out. */
   policy: string;
-  /** Percent of the agents (1-99) that get the new version. */
-  share: number;
-  /** The new version of the policy. */
-  definition: PolicyDefinition;
+  /** Percent of the agents (1-99) that get the new version; absent for a rollout to labelled sidecars. */
+  share?: number;
+  /** A rollout to labelled sidecars: the labels (name to value) a sidecar must all carry to decide on the new version. */
+  sidecarLabels?: Readonly<Record<string, string>>;
+  /**
+   * The new version of the policy. Absent only in the bundle of a sidecar a rollout to labelled
+   * sidecars does not select: it decides on the version in force, and records its decisions as
+   * the stable cohort.
+   */
+  definition?: PolicyDefinition;
 }
 
 /** A rollout with its policy set compiled: the policies in force with the new version in place of the old. */
 export interface LoadedCanary {
   id: string;
   policy: string;
+  /** Percent of the agents deciding on the new version where it is loaded: for a rollout to labelled sidecars, 100 at a sidecar it selects and 0 elsewhere. */
   share: number;
   set: PolicySet;
 }
@@ -42,9 +50,16 @@ export function canaryDefinitions(definitions: readonly PolicyDefinition[], defi
   return replaced.includes(definition) ? replaced : [...replaced, definition];
 }
 
-/** Compiles a rollout against the organization's policies; throws PolicyLoadError as compilePolicies does. */
-export function loadCanary(definitions: readonly PolicyDefinition[], rollout: CanaryRollout, namespace: string): LoadedCanary {
-  return { id: rollout.id, policy: rollout.policy, share: rollout.share, set: compilePolicies(canaryDefinitions(definitions, rollout.definition), { namespace }) };
+/**
+ * Compiles a rollout against the organization's policies (throws PolicyLoadError as
+ * compilePolicies does). `selectedHere`: this process is a sidecar the rollout to labelled
+ * sidecars selects, so every agent decides on the new version; the gateway and the sidecars it
+ * does not select decide on the version in force (the stable cohort).
+ */
+export function loadCanary(definitions: readonly PolicyDefinition[], rollout: CanaryRollout, namespace: string, selectedHere = false): LoadedCanary {
+  const share = rollout.share ?? (selectedHere && rollout.definition !== undefined ? 100 : 0);
+  const set = rollout.definition === undefined ? compilePolicies(definitions, { namespace }) : compilePolicies(canaryDefinitions(definitions, rollout.definition), { namespace });
+  return { id: rollout.id, policy: rollout.policy, share, set };
 }
 
 /**

@@ -58,7 +58,12 @@ export interface BundleContent {
   version: string;
   policyVersion: number;
   policies: PolicyDefinition[];
-  /** The canary rollout running in the organization: the sidecar draws the same cohorts as the gateway (docs/policies.md "Canary rollouts"). */
+  /**
+   * The canary rollout running in the organization (docs/policies.md "Canary rollouts"): for a
+   * share, the sidecar draws the same cohorts as the gateway; for labelled sidecars, the new
+   * version is only in the bundles of the sidecars it selects (their X-Sidecar-Labels), the others
+   * get the rollout without it and record their decisions as the stable cohort.
+   */
   canary?: CanaryRollout;
   tiers: BundleTiers;
   agents: BundleAgent[];
@@ -189,13 +194,17 @@ function bundleShapeProblem(value: unknown): string | null {
   if (typeof bundle.orgId !== 'string' || typeof bundle.tokenIssuer !== 'string') return 'orgId or tokenIssuer missing';
   if (!Array.isArray(bundle.policies) || !Array.isArray(bundle.agents) || !Array.isArray(bundle.keys) || !Array.isArray(bundle.revoked)) return 'policies, agents, keys or revoked missing';
   if (bundle.apiKeys !== undefined && !Array.isArray(bundle.apiKeys)) return 'apiKeys is not a list';
-  if (bundle.canary !== undefined && !isCanaryShape(bundle.canary)) return 'canary is not a rollout (id, policy, share 1-99, definition)';
+  if (bundle.canary !== undefined && !isCanaryShape(bundle.canary)) return 'canary is not a rollout (id, policy, and share 1-99 with definition, or sidecarLabels with an optional definition)';
   return null;
 }
 
+/** A rollout to a share of the agents (with its definition), or to labelled sidecars (the definition only in the bundles of those it selects). */
 function isCanaryShape(value: unknown): boolean {
   if (typeof value !== 'object' || value === null) return false;
-  const { id, policy, share, definition } = value as Record<string, unknown>;
+  const { id, policy, share, sidecarLabels, definition } = value as Record<string, unknown>;
+  if (typeof id !== 'string' || typeof policy !== 'string') return false;
   const named = typeof definition === 'object' && definition !== null && (definition as { name?: unknown }).name === policy;
-  return typeof id === 'string' && typeof policy === 'string' && Number.isInteger(share) && (share as number) >= 1 && (share as number) <= 99 && named;
+  if (sidecarLabels === undefined) return Number.isInteger(share) && (share as number) >= 1 && (share as number) <= 99 && named;
+  const labels = typeof sidecarLabels === 'object' && sidecarLabels !== null && !Array.isArray(sidecarLabels) && Object.values(sidecarLabels).every((label) => typeof label === 'string');
+  return share === undefined && labels && (definition === undefined || named);
 }

@@ -38,7 +38,7 @@ export function canaryAlert({ step, canary }: CanaryStep): Alert {
   const rates = `canary ${canary.canary.denyRate}% denied of ${canary.canary.decisions}, rest ${canary.stable.denyRate}% of ${canary.stable.decisions}`;
   const message =
     step === 'started'
-      ? `A new version of policy ${canary.policy} is in force for ${canary.share}% of the agents until ${canary.endsAt}, unless its deny rate exceeds the rest's by more than ${canary.margin} points.`
+      ? `A new version of policy ${canary.policy} is in force for ${cohortOf(canary)} until ${canary.endsAt}, unless its deny rate exceeds the rest's by more than ${canary.margin} points.`
       : `${canary.outcome ?? TITLES[step]} (${rates}).`;
   return {
     id: newAlertId(),
@@ -50,4 +50,10 @@ export function canaryAlert({ step, canary }: CanaryStep): Alert {
     entry: { traceId: '', agentId: '', agentName: '', trustTier: '', action: `policies:canary.${step}`, method: '', path: '', decision: step, policyName: canary.policy, reason: message },
     orgId: null,
   };
+}
+
+/** Who decides on the new version, in words. */
+export function cohortOf(canary: CanaryStep['canary']): string {
+  if (canary.sidecarLabels === null) return `${canary.share}% of the agents`;
+  return `every agent at the sidecars labelled ${Object.entries(canary.sidecarLabels).map(([name, value]) => `${name}=${value}`).join(', ')}`;
 }

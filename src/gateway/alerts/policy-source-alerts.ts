@@ -34,7 +34,7 @@ function gitAlert({ commit, message, status }: GitSourceRefusal): Alert {
     severity: 'critical',
     trigger: 'policy_source',
     title: commit === null ? `Policies from git: ${status.url} cannot be fetched` : `Policies from git: commit ${commit.slice(0, 12)} refused`,
-    message: `${message}. The last good commit (${inForce}) stays in force; branch ${status.branch} is fetched again at every poll.`,
+    message: `${message}. The last good commit (${inForce}) stays in force; branch ${status.branch} is fetched again at every poll (organization ${status.orgId}).`,
     entry: { traceId: '', agentId: '', agentName: '', trustTier: '', action: 'policies:git', method: '', path: '', decision: 'refused', policyName: '', reason: message },
   };
 }

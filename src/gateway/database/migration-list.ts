@@ -24,7 +24,9 @@ import { PolicyCanaries1765152000000 } from '../../../migrations/1765152000000-p
 import { ApprovalPaging1765152000041 } from '../../../migrations/1765152000041-approval-paging';
 import { SidecarKeys1765152000100 } from '../../../migrations/1765152000100-sidecar-keys';
 import { PolicyCanaryCounted1765152000200 } from '../../../migrations/1765152000200-policy-canary-counted';
-import { CallerCredentials1765238400000 } from '../../../migrations/1765238400000-caller-credentials';
+import { CanarySidecarLabels1765238400460 } from '../../../migrations/1765238400460-canary-sidecar-labels';
+import { PolicyGitSources1765238400470 } from '../../../migrations/1765238400470-policy-git-sources';
+import { CallerCredentials1765238400500 } from '../../../migrations/1765238400500-caller-credentials';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -54,5 +56,7 @@ export const MIGRATIONS = [
   ApprovalPaging1765152000041,
   SidecarKeys1765152000100,
   PolicyCanaryCounted1765152000200,
-  CallerCredentials1765238400000,
+  CanarySidecarLabels1765238400460,
+  PolicyGitSources1765238400470,
+  CallerCredentials1765238400500,
 ];

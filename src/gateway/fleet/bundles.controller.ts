@@ -11,7 +11,8 @@ import { EdgeGrantsService } from './edge-grants.service';
 import type { EdgeGrant } from '../../core/edge-protocol/edge-grant';
 import { BundlesService } from './bundles.service';
 import { ingestBatchOf } from './ingest-batch';
-import { SidecarHeader } from '../../core/edge-protocol/sidecar-protocol';
+import { parseSidecarLabels, SidecarHeader, SIDECAR_LABELS_RULE, SidecarLabels } from '../../core/edge-protocol/sidecar-protocol';
+import { AppError } from '../../core/common/app-error';
 import { SidecarsService } from './sidecars.service';
 
 @ApiTags('sidecar')
@@ -34,6 +35,8 @@ export class BundlesController {
   @ApiHeader({ name: SidecarHeader.Id, required: false, description: 'The fetching sidecar, listed by GET /admin/sidecars' })
   @ApiHeader({ name: SidecarHeader.Mode, required: false, description: 'The fetching sidecar’s MODE' })
   @ApiHeader({ name: SidecarHeader.AuditSeq, required: false, description: 'The highest audit sequence number the fetching sidecar has used' })
+  @ApiHeader({ name: SidecarHeader.Labels, required: false, description: 'The fetching sidecar’s labels (SIDECAR_LABELS, `name=value,…`): a canary rollout to labelled sidecars sends its new version only to those it selects' })
+  @ApiBadRequestResponse({ description: 'X-Sidecar-Labels is not a list of name=value labels', type: ErrorBody })
   @ApiOkResponse({ description: 'The bundle (see docs/architecture.md “Edge sidecar”)' })
   @ApiNotModifiedResponse({ description: 'The sidecar already holds this content' })
   async bundle(
@@ -42,10 +45,12 @@ export class BundlesController {
     @Headers('x-sidecar-id') sidecarId: string | undefined,
     @Headers('x-sidecar-mode') mode: string | undefined,
     @Headers('x-sidecar-audit-seq') auditSeq: string | undefined,
+    @Headers('x-sidecar-labels') labelsHeader: string | undefined,
     @Res({ passthrough: true }) response: Response,
   ): Promise<SignedBundle | undefined> {
-    const served = await this.bundles.bundle(admin, ifNoneMatch);
-    await this.sidecars.recordSync(admin, { id: sidecarId, mode, auditSeq, bundleVersion: served.version });
+    const labels = labelsOf(labelsHeader);
+    const served = await this.bundles.bundle(admin, ifNoneMatch, labels);
+    await this.sidecars.recordSync(admin, { id: sidecarId, mode, auditSeq, labels, bundleVersion: served.version });
     response.setHeader('ETag', served.etag);
     response.setHeader(SidecarHeader.BundleVersion, served.version);
     response.setHeader('Cache-Control', 'no-cache');
@@ -89,4 +94,12 @@ export class BundlesController {
   async list(@CurrentAdmin() admin: AdminPrincipal): Promise<SidecarListView> {
     return { sidecars: await this.sidecars.list(admin) };
   }
+}
+
+/** X-Sidecar-Labels as labels; a 400 naming the problem when it is not a list of labels. */
+function labelsOf(header: string | undefined): SidecarLabels {
+  if (header === undefined) return {};
+  const parsed = parseSidecarLabels(header);
+  if ('problem' in parsed) throw AppError.invalid(`${SidecarHeader.Labels}: ${parsed.problem} (${SIDECAR_LABELS_RULE})`);
+  return parsed.labels;
 }

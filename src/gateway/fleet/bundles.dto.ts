@@ -123,6 +123,8 @@ export class SequenceGap {
 export class SidecarView {
   @ApiProperty({ example: 'sc_edge-eu-1' }) id: string;
   @ApiProperty({ nullable: true, enum: ['enforce', 'audit'] }) mode: string | null;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, example: { canary: 'true' }, description: 'Its SIDECAR_LABELS at its last bundle fetch (a canary rollout to labelled sidecars selects by them); {} when none' })
+  labels: Record<string, string>;
   @ApiProperty({ nullable: true, description: 'Version of the bundle it last fetched' }) bundleVersion: string | null;
   @ApiProperty({ nullable: true }) lastSync: string | null;
   @ApiProperty({ nullable: true }) lastIngest: string | null;

@@ -7,6 +7,7 @@ import { KeyRing } from '../signing-keys/key-ring';
 import { CANONICAL_TIERS, canonicalTier, TIER_NAMES } from '../../core/policy-engine/tiers';
 import type { PolicyDefinition } from '../../core/policy-engine/types';
 import type { CanaryRollout } from '../../core/decision/canary-cohort';
+import { labelsMatch, SidecarLabels } from '../../core/edge-protocol/sidecar-protocol';
 import { BUNDLE_FORMAT, BundleAgent, BundleContent, BundleTiers, BundleToolPin, contentTag, SignedBundle, signBundle } from '../../core/edge-protocol/bundle-format';
 
 /** A bundle ready to serve, with the tag `If-None-Match` compares against. */
@@ -53,18 +54,22 @@ export class BundlesService {
     private readonly config: AppConfig,
   ) {}
 
-  /** The organization's bundle, signed; without the body when `ifNoneMatch` names its content. */
-  async bundle(admin: AdminPrincipal, ifNoneMatch?: string): Promise<ServedBundle> {
-    const content = await this.content(admin.orgId);
+  /**
+   * The organization's bundle, signed; without the body when `ifNoneMatch` names its content.
+   * `labels`: the fetching sidecar's (X-Sidecar-Labels), which say whether a rollout to labelled
+   * sidecars sends it its new version.
+   */
+  async bundle(admin: AdminPrincipal, ifNoneMatch?: string, labels: SidecarLabels = {}): Promise<ServedBundle> {
+    const content = await this.content(admin.orgId, labels);
     const etag = contentTag(content);
     if (ifNoneMatch !== undefined && ifNoneMatch.split(',').some((tag) => tag.trim() === etag || tag.trim() === '*')) return { etag, version: content.version };
     return { etag, version: content.version, bundle: signBundle(content, this.keyRing.signingKey()) };
   }
 
-  private async content(orgId: string): Promise<BundleContent> {
+  private async content(orgId: string, labels: SidecarLabels): Promise<BundleContent> {
     const [policies, canary, policyVersion, agents, keys, apiKeys, toolPins, edgeCredentials] = await Promise.all([
       this.policies(orgId),
-      this.canary(orgId),
+      this.canary(orgId, labels),
       this.policyVersion(orgId),
       this.agents(orgId),
       this.keyRing.publishedKeys(),
@@ -105,13 +110,22 @@ export class BundlesService {
     return rows.map((row) => row.definition);
   }
 
-  /** The running rollout: the sidecar draws the same cohorts (docs/policies.md "Canary rollouts"). Its start and end take policy versions, so the version reflects it. */
-  private async canary(orgId: string): Promise<CanaryRollout | undefined> {
-    const rows: Array<{ id: string; policy_name: string; share: number; definition: PolicyDefinition }> = await this.dataSource.query(
-      `SELECT id, policy_name, share, definition FROM policy_canaries WHERE org_id = $1 AND state = 'running'`,
+  /**
+   * The running rollout (docs/policies.md "Canary rollouts"): for a share, the sidecar draws the
+   * same cohorts; a rollout to labelled sidecars carries its new version only to the sidecars its
+   * labels select, and to the others only its name, so their decisions count as the stable
+   * cohort. Its start and end take policy versions, so the version reflects it.
+   */
+  private async canary(orgId: string, labels: SidecarLabels): Promise<CanaryRollout | undefined> {
+    const rows: Array<{ id: string; policy_name: string; share: number | null; sidecar_labels: Record<string, string> | null; definition: PolicyDefinition }> = await this.dataSource.query(
+      `SELECT id, policy_name, share, sidecar_labels, definition FROM policy_canaries WHERE org_id = $1 AND state = 'running'`,
       [orgId],
     );
-    return rows.length === 0 ? undefined : { id: rows[0].id, policy: rows[0].policy_name, share: rows[0].share, definition: rows[0].definition };
+    if (rows.length === 0) return undefined;
+    const [row] = rows;
+    if (row.share !== null) return { id: row.id, policy: row.policy_name, share: row.share, definition: row.definition };
+    const sidecarLabels = row.sidecar_labels ?? {};
+    return { id: row.id, policy: row.policy_name, sidecarLabels, ...(labelsMatch(sidecarLabels, labels) ? { definition: row.definition } : {}) };
   }
 
   private async policyVersion(orgId: string): Promise<{ version: number; at: Date | null }> {

@@ -87,7 +87,7 @@ interface FieldProblem {
  * global ValidationPipe does (one 400 `invalid_request` naming every field), but by hand: a
  * sidecar sends batches of 500 entries, and class-transformer and class-validator took 44% of
  * the gateway's main thread on them, holding its ingest at about 12k entries a second
- * (docs/architecture.md, "Ingestion at the gateway"). The DTO classes still describe the body
+ * (docs/architecture.md, "Audit: the write-ahead log"). The DTO classes still describe the body
  * in Swagger.
  */
 export function ingestBatchOf(body: unknown): AuditIngestDto {

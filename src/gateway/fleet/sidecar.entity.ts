@@ -13,6 +13,10 @@ export class Sidecar {
   @Column('text', { nullable: true })
   mode: string | null;
 
+  /** SIDECAR_LABELS it reported at its last fetch (X-Sidecar-Labels); null when it has none. */
+  @Column('jsonb', { nullable: true })
+  labels: Record<string, string> | null;
+
   /** Version of the bundle it held at its last fetch (after a 200: the one it was sent). */
   @Column('text', { name: 'bundle_version', nullable: true })
   bundleVersion: string | null;

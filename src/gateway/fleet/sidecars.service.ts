@@ -24,6 +24,8 @@ export interface SidecarSync {
   mode: string | undefined;
   /** The highest audit sequence number it has used, as its header gave it. */
   auditSeq: string | undefined;
+  /** Its labels, as X-Sidecar-Labels gave them (already checked). */
+  labels: Readonly<Record<string, string>>;
   bundleVersion: string;
 }
 
@@ -61,7 +63,8 @@ export class SidecarsService {
     if (sync.id === undefined || !SIDECAR_ID_FORMAT.test(sync.id)) return;
     const mode = (SIDECAR_MODES as readonly string[]).includes(sync.mode ?? '') ? sync.mode! : null;
     const reportedSeq = sync.auditSeq !== undefined && SEQ_TEXT.test(sync.auditSeq) ? Number(sync.auditSeq) : null;
-    await this.sidecars.upsert({ orgId: admin.orgId, id: sync.id, mode, bundleVersion: sync.bundleVersion, lastSyncAt: new Date(), reportedSeq }, ['orgId', 'id']);
+    const labels = Object.keys(sync.labels).length === 0 ? null : { ...sync.labels };
+    await this.sidecars.upsert({ orgId: admin.orgId, id: sync.id, mode, labels, bundleVersion: sync.bundleVersion, lastSyncAt: new Date(), reportedSeq }, ['orgId', 'id']);
   }
 
   /** Writes a batch of buffered entries once each. */
@@ -296,6 +299,7 @@ function toView(sidecar: Sidecar, rows: SidecarAuditRange[]): SidecarView {
   return {
     id: sidecar.id,
     mode: sidecar.mode,
+    labels: sidecar.labels ?? {},
     bundleVersion: sidecar.bundleVersion,
     lastSync: sidecar.lastSyncAt?.toISOString() ?? null,
     lastIngest: sidecar.lastIngestAt?.toISOString() ?? null,

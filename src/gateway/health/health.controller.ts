@@ -90,7 +90,9 @@ export class HealthController {
     const git = this.git.status;
     const report: ReadinessReport = { status: reasons.length > 0 ? 'not_ready' : 'ready', reasons, timestamp: new Date().toISOString() };
     // Not a reason: the last good commit stays in force, so the instance still decides as it should.
-    if (git !== null) report.details = { policiesGit: git };
+    const stored = this.git.storedSummary();
+    // Counts only: the probe is public, and one organization's repository is no other's business.
+    if (git !== null || stored.sources > 0) report.details = { ...(git === null ? {} : { policiesGit: git }), ...(stored.sources > 0 ? { policiesGitSources: stored } : {}) };
     return report;
   }
 

@@ -1,4 +1,4 @@
-import type { GitSourceStatus } from '../policies/git-policy-sync';
+import type { GitSourceStatus } from '../policies/git-source-watcher';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 export class ServiceInfo {
@@ -52,7 +52,7 @@ export class ReadinessReport {
   @ApiProperty({ example: '2026-11-21T10:15:30.123Z' }) timestamp: string;
   @ApiPropertyOptional({
     description:
-      'With POLICIES_GIT_URL: `policiesGit`, the repository (`url` without credentials, `branch`), the `commit` in force, when it was applied and the branch last checked, and `error` (the commit refused or the fetch that failed, why, when) while the last good commit stays in force',
+      'With POLICIES_GIT_URL: `policiesGit`, the repository (`url` without credentials, `branch`), the `commit` in force, when it was applied and the branch last checked, and `error` (the commit refused or the fetch that failed, why, when) while the last good commit stays in force. With organizations’ git sources configured through the admin API: `policiesGitSources`, how many this instance follows and how many of them keep an older commit in force because the latest was refused (each organization reads its own at GET /admin/policy-git)',
   })
-  details?: { policiesGit: GitSourceStatus };
+  details?: { policiesGit?: GitSourceStatus; policiesGitSources?: { sources: number; failing: number } };
 }

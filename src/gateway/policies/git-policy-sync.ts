@@ -1,176 +1,172 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Logger } from 'pino';
+import { DataSource } from 'typeorm';
 import { AppConfig, PoliciesGitSettings } from '../../core/config/app-config';
 import { LOGGER } from '../../core/logging/logging.module';
-import { compilePolicies } from '../../core/policy-engine/compile-policies';
-import { formatPolicyError, PolicyLoadError } from '../../core/policy-engine/errors';
-import { loadPolicyFile } from '../../core/policy-engine/loader';
-import { loadPolicyTests, runPolicyTests } from '../../core/policy-engine/policy-tests';
-import type { PolicyDefinition } from '../../core/policy-engine/types';
 import { BOOTSTRAP_ORG_ID, OrganizationsService } from '../organizations/organizations.service';
-import { CommitFiles, GitPolicyRepository, GitSourceError, withoutCredentials } from './git-policy-repository';
+import { GitSourceRefusal, GitSourceStatus, GitSourceWatcher } from './git-source-watcher';
 import { PoliciesService } from './policies.service';
-import { AppError } from '../../core/common/app-error';
-import { ErrorCode } from '../../core/common/error-code';
 
-/** Where the git source stands, for /health/ready's details. */
-export interface GitSourceStatus {
+export type { GitSourceRefusal, GitSourceStatus } from './git-source-watcher';
+
+/** How often every instance reads the organizations' git sources again: one configured through another instance starts here within this long. */
+const RECONCILE_MS = 10_000;
+
+/** An organization's git source as the admin API stores it (table `policy_git_sources`). */
+export interface StoredGitSource {
+  orgId: string;
   url: string;
   branch: string;
-  /** The commit whose policies are in force; null before the first good one. */
-  commit: string | null;
-  appliedAt: string | null;
-  checkedAt: string | null;
-  /** Why the latest fetch or commit was refused (the last good commit stays in force); null when it was not. */
-  error: { commit: string | null; message: string; at: string } | null;
+  path: string;
+  pollMs: number;
+  /** The SSH allowed-signers file's text, when commits must be signed. */
+  allowedSigners: string | null;
+  updatedAt: string;
 }
 
-/** A fetch that failed (`commit` null) or a commit refused, told once until the reason changes. */
-export interface GitSourceRefusal {
-  commit: string | null;
-  message: string;
-  status: GitSourceStatus;
+interface SourceRow {
+  org_id: string;
+  url: string;
+  branch: string;
+  path: string;
+  poll_ms: string | number;
+  allowed_signers: string | null;
+  updated_at: Date;
 }
-
-/** A commit refused: its policy or test files do not load, or its tests fail. */
-class RefusedCommit extends Error {}
 
 /**
- * Keeps an organization's policies (POLICIES_GIT_ORG, the bootstrap organization by default) in step with a git branch (docs/policies.md
- * "Policies from git"): every POLICIES_GIT_POLL_INTERVAL the branch is fetched; a new tip
- * commit, signed by an allowed signer when POLICIES_GIT_ALLOWED_SIGNERS is set, whose policy
- * files load and whose test files pass, becomes a policy version naming it. Anything else keeps
- * the last good commit in force, is shown in /health/ready's details, raises an alert, and is
- * tried again at the next poll.
+ * Keeps organizations' policies in step with git branches (docs/policies.md "Policies from
+ * git"): the one POLICIES_GIT_URL names (for POLICIES_GIT_ORG), and each organization's source
+ * configured through the admin API (`PUT /admin/policy-git`, stored in `policy_git_sources`),
+ * one GitSourceWatcher each. Every instance polls every source (a commit already in force
+ * changes nothing) and reads the stored sources again every RECONCILE_MS, so a source
+ * configured, changed or removed through any instance is followed by all.
  */
 @Injectable()
 export class GitPolicySync implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly settings: PoliciesGitSettings | undefined;
-  private readonly repository: GitPolicyRepository | null;
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  /** The tip commit last judged (applied or refused): a refused commit is not read again until the branch moves. */
-  private judged: string | null = null;
-  private state: GitSourceStatus | null;
+  private environment: GitSourceWatcher | null = null;
+  /** API-configured sources by organization, with the stored row's time they were started from. */
+  private readonly stored = new Map<string, { watcher: GitSourceWatcher; updatedAt: string; signersDir: string | null }>();
+  private readonly listeners = new Set<(refusal: GitSourceRefusal) => void>();
   private readonly defaultPlan: AppConfig['auth']['defaultPlan'];
+  private reconciler: NodeJS.Timeout | null = null;
+  private reconciling: Promise<void> | null = null;
+  private stopped = false;
 
   constructor(
     config: AppConfig,
     private readonly policies: PoliciesService,
     private readonly organizations: OrganizationsService,
+    @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.settings = config.policies.git;
-    this.repository = this.settings === undefined ? null : new GitPolicyRepository(this.settings);
-    this.state = this.settings === undefined ? null : { url: withoutCredentials(this.settings.url), branch: this.settings.branch, commit: null, appliedAt: null, checkedAt: null, error: null };
     this.defaultPlan = config.auth.defaultPlan;
   }
 
-  private readonly listeners = new Set<(refusal: GitSourceRefusal) => void>();
-
-  /** Hears every new reason the last good commit stays in force (alerting); returns the removal. */
+  /** Hears every new reason a last good commit stays in force (alerting); returns the removal. */
   onRefusal(listener: (refusal: GitSourceRefusal) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  /** Null when no repository is configured. */
+  /** The POLICIES_GIT_URL source's status; null when none is configured. */
   get status(): GitSourceStatus | null {
-    return this.state === null ? null : { ...this.state };
+    return this.environment?.status ?? null;
+  }
+
+  /** The organization POLICIES_GIT_URL keeps in git, if any: the admin API cannot configure another source for it. */
+  get environmentOrg(): string | null {
+    return this.settings?.orgId ?? null;
+  }
+
+  /** The status of an organization's API-configured source in this process; null when it follows none (yet). */
+  statusOf(orgId: string): GitSourceStatus | null {
+    return this.stored.get(orgId)?.watcher.status ?? null;
+  }
+
+  /** The API-configured sources followed in this process, and how many of them keep an older commit in force because the latest was refused. */
+  storedSummary(): { sources: number; failing: number } {
+    const statuses = [...this.stored.values()].map(({ watcher }) => watcher.status);
+    return { sources: statuses.length, failing: statuses.filter((status) => status.error !== null).length };
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    if (this.settings === undefined) return;
-    if (this.settings.orgId === BOOTSTRAP_ORG_ID) await this.organizations.ensureBootstrapOrganization(this.defaultPlan);
-    await this.poll();
-    this.timer = setInterval(() => void this.poll(), this.settings.pollMs);
-    this.timer.unref();
+    if (this.settings !== undefined) {
+      if (this.settings.orgId === BOOTSTRAP_ORG_ID) await this.organizations.ensureBootstrapOrganization(this.defaultPlan);
+      this.environment = new GitSourceWatcher(this.settings, this.policies, this.logger, (refusal) => this.tell(refusal));
+      await this.environment.start();
+    }
+    await this.reconcile();
+    this.reconciler = setInterval(() => void this.reconcile(), RECONCILE_MS);
+    this.reconciler.unref();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (this.timer !== null) clearInterval(this.timer);
-    await this.running;
-    this.repository?.close();
+    this.stopped = true;
+    if (this.reconciler !== null) clearInterval(this.reconciler);
+    await this.reconciling;
+    await this.environment?.stop();
+    await Promise.all([...this.stored.keys()].map((orgId) => this.stopStored(orgId)));
   }
 
-  /** One fetch and, for a new commit, one judgement; never throws (a failure is recorded and alerted). */
-  poll(): Promise<void> {
-    this.running ??= this.pollOnce().finally(() => (this.running = null));
-    return this.running;
+  /** Follows the stored sources as they are now: starts new ones, restarts changed ones, stops removed ones; resolves after their first poll. */
+  reconcile(): Promise<void> {
+    this.reconciling ??= this.reconcileOnce()
+      .catch((error: unknown) => this.logger.error({ err: error }, 'policies from git: the organizations’ sources could not be read; read again at the next interval'))
+      .finally(() => (this.reconciling = null));
+    return this.reconciling;
   }
 
-  private async pollOnce(): Promise<void> {
-    const state = this.state!;
-    let commit: string | null = null;
-    try {
-      commit = await this.repository!.fetchTip();
-      state.checkedAt = new Date().toISOString();
-      if (commit === this.judged) {
-        if (state.error?.commit === null) state.error = null;
-        return;
-      }
-      this.judged = commit;
-      await this.repository!.verify(commit);
-      const files = await this.repository!.files(commit);
-      const definitions = await judge(files, this.settings!.orgId);
-      const version = await this.policies.syncFromGit(this.settings!.orgId, definitions, commit);
-      state.commit = commit;
-      state.appliedAt = new Date().toISOString();
-      state.error = null;
-      this.logger.info({ commit, subject: files.subject, policies: definitions.length, version }, version === null ? 'policies from git unchanged' : 'policies from git applied');
-    } catch (error) {
-      // An organization that does not exist (yet) is a reason like any other: the commit is judged again at the next poll.
-      if (error instanceof AppError && error.code === ErrorCode.NotFound) this.judged = null;
-      else if (!(error instanceof GitSourceError || error instanceof RefusedCommit)) this.logger.error({ err: error }, 'policies from git: unexpected failure');
-      this.refuse(commit, error instanceof Error ? error.message : String(error));
+  private async reconcileOnce(): Promise<void> {
+    if (this.stopped) return;
+    const rows: SourceRow[] = await this.dataSource.query('SELECT org_id, url, branch, path, poll_ms, allowed_signers, updated_at FROM policy_git_sources');
+    const sources = new Map(rows.map((row) => [row.org_id, storedOf(row)]));
+    for (const orgId of [...this.stored.keys()]) {
+      const source = sources.get(orgId);
+      if (source === undefined || source.updatedAt !== this.stored.get(orgId)!.updatedAt) await this.stopStored(orgId);
     }
+    const started: Array<Promise<void>> = [];
+    for (const source of sources.values()) {
+      if (this.stored.has(source.orgId) || source.orgId === this.settings?.orgId) continue;
+      started.push(this.startStored(source));
+    }
+    await Promise.all(started);
   }
 
-  /** Records why the latest commit (or fetch: `commit` null) was not put in force, and tells the listeners when that is news. */
-  private refuse(commit: string | null, message: string): void {
-    const state = this.state!;
-    const news = state.error === null || state.error.message !== message;
-    state.error = { commit, message, at: new Date().toISOString() };
-    this.logger.error({ commit, error: message, inForce: state.commit }, 'policies from git: the last good commit stays in force');
-    if (news) for (const listener of this.listeners) listener({ commit, message, status: this.status! });
+  private async startStored(source: StoredGitSource): Promise<void> {
+    let signersDir: string | null = null;
+    let allowedSigners: string | undefined;
+    if (source.allowedSigners !== null) {
+      // git reads allowed signers from a file: the stored text is written to one of this source's own.
+      signersDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ags-allowed-signers-'));
+      allowedSigners = path.join(signersDir, 'allowed_signers');
+      fs.writeFileSync(allowedSigners, source.allowedSigners, { mode: 0o600 });
+    }
+    const settings: PoliciesGitSettings = { orgId: source.orgId, url: source.url, branch: source.branch, path: source.path, pollMs: source.pollMs, ...(allowedSigners === undefined ? {} : { allowedSigners }) };
+    const watcher = new GitSourceWatcher(settings, this.policies, this.logger, (refusal) => this.tell(refusal));
+    this.stored.set(source.orgId, { watcher, updatedAt: source.updatedAt, signersDir });
+    await watcher.start();
+  }
+
+  private async stopStored(orgId: string): Promise<void> {
+    const entry = this.stored.get(orgId);
+    if (entry === undefined) return;
+    this.stored.delete(orgId);
+    await entry.watcher.stop();
+    if (entry.signersDir !== null) fs.rmSync(entry.signersDir, { recursive: true, force: true });
+  }
+
+  private tell(refusal: GitSourceRefusal): void {
+    for (const listener of this.listeners) listener(refusal);
   }
 }
 
-/** The policies of a commit, if its files load and its tests pass; throws RefusedCommit saying why not. */
-async function judge(files: CommitFiles, orgId: string): Promise<PolicyDefinition[]> {
-  const short = files.commit.slice(0, 12);
-  const problems: string[] = [];
-  const definitions: PolicyDefinition[] = [];
-  for (const [name, source] of files.policyFiles) {
-    try {
-      if (source.trim() !== '') definitions.push(...loadPolicyFile(source, name));
-    } catch (error) {
-      if (!(error instanceof PolicyLoadError)) throw error;
-      problems.push(...error.errors.map(formatPolicyError));
-    }
-  }
-  const suites = [...files.testFiles].flatMap(([name, source]) => {
-    try {
-      return [loadPolicyTests(source, name)];
-    } catch (error) {
-      if (!(error instanceof PolicyLoadError)) throw error;
-      problems.push(...error.errors.map(formatPolicyError));
-      return [];
-    }
-  });
-  if (problems.length === 0) {
-    try {
-      const set = compilePolicies(definitions, { namespace: orgId, file: short });
-      for (const suite of suites) {
-        for (const result of await runPolicyTests(suite.tests, set)) {
-          if (!result.passed) problems.push(`${suite.file}:${result.test.line}:${result.test.column}: test "${result.test.name}" failed: ${result.failure}`);
-        }
-      }
-    } catch (error) {
-      if (!(error instanceof PolicyLoadError)) throw error;
-      problems.push(...error.errors.map(formatPolicyError));
-    }
-  }
-  if (problems.length > 0) throw new RefusedCommit(`commit ${short} refused: ${problems.slice(0, 10).join('; ')}${problems.length > 10 ? ` (and ${problems.length - 10} more)` : ''}`);
-  return definitions;
+function storedOf(row: SourceRow): StoredGitSource {
+  return { orgId: row.org_id, url: row.url, branch: row.branch, path: row.path, pollMs: Number(row.poll_ms), allowedSigners: row.allowed_signers, updatedAt: new Date(row.updated_at).toISOString() };
 }

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ToWholeNumber } from '../../core/common/validation';
-import { IsIn, IsInt, IsNotEmpty, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsNotEmpty, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 
 export class PolicyMatchView {
   @ApiPropertyOptional({ example: 'http' }) plugin?: string;
@@ -139,11 +139,23 @@ export class CanaryStartDto {
   @MaxLength(1_048_576)
   source: string;
 
-  @ApiProperty({ minimum: 1, maximum: 99, example: 10, description: 'Percent of the agents (by a stable hash of the agent id) that decide on the new version' })
+  @ApiPropertyOptional({ minimum: 1, maximum: 99, example: 10, description: 'Percent of the agents (by a stable hash of the agent id) that decide on the new version. Give either `share` or `sidecarLabels`' })
+  @IsOptional()
   @IsInt({ message: 'share must be a whole percentage from 1 to 99' })
   @Min(1, { message: 'share must be a whole percentage from 1 to 99' })
   @Max(99, { message: 'share must be a whole percentage from 1 to 99' })
-  share: number;
+  share?: number;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    example: { canary: 'true' },
+    description:
+      'A rollout to labelled sidecars: every agent decides on the new version at the sidecars carrying all these labels (SIDECAR_LABELS), and on the version in force everywhere else. Give either `share` or `sidecarLabels`',
+  })
+  @IsOptional()
+  @IsObject({ message: 'sidecarLabels must be an object of label names to values' })
+  sidecarLabels?: Record<string, string>;
 
   @ApiPropertyOptional({ default: '1h', example: '30m', description: 'How long the cohorts are compared before the new version is promoted (`1s` to `30d`)' })
   @IsOptional()
@@ -180,7 +192,8 @@ export class CanaryView {
   @ApiProperty({ example: 'can_4f1c2a9e0b7d3c55' }) id: string;
   @ApiProperty() policy: string;
   @ApiProperty({ enum: ['running', 'promoted', 'rolled_back', 'aborted'] }) state: string;
-  @ApiProperty() share: number;
+  @ApiProperty({ nullable: true, type: Number, description: 'Percent of the agents deciding on the new version; null for a rollout to labelled sidecars' }) share: number | null;
+  @ApiProperty({ nullable: true, type: 'object', additionalProperties: { type: 'string' }, description: 'The labels of the sidecars whose agents decide on the new version; null for a share' }) sidecarLabels: Record<string, string> | null;
   @ApiProperty({ description: 'Milliseconds' }) windowMs: number;
   @ApiProperty() margin: number;
   @ApiProperty() minDecisions: number;
@@ -191,8 +204,8 @@ export class CanaryView {
   @ApiProperty({ nullable: true, type: String, description: 'Admin token id, `cli`, or `gateway` for a step the comparison made' }) endedBy: string | null;
   @ApiProperty({ nullable: true, type: String }) endedAt: string | null;
   @ApiProperty({ nullable: true, type: String, description: 'Why it ended' }) outcome: string | null;
-  @ApiProperty({ type: CohortView, description: 'Agents deciding on the new version' }) canary: CohortView;
-  @ApiProperty({ type: CohortView, description: 'The rest, deciding on the version in force' }) stable: CohortView;
+  @ApiProperty({ type: CohortView, description: 'Agents deciding on the new version (for labelled sidecars: the decisions of the sidecars selected)' }) canary: CohortView;
+  @ApiProperty({ type: CohortView, description: 'The rest, deciding on the version in force (the gateway and the sidecars not selected)' }) stable: CohortView;
 }
 
 export class CanaryListView {

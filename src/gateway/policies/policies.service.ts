@@ -277,7 +277,7 @@ async function refuseRolledOut(manager: EntityManager, orgId: string, name: stri
 
 /** A policy kept in git changes there, never through the API or the CLI: the next commit would undo the edit. */
 function refuseGitOwned(policy: Policy | null): void {
-  if (policy?.origin === 'git') throw new AppError(ErrorCode.Conflict, `policy ${policy.name} is kept in git (POLICIES_GIT_URL): change it in the repository`);
+  if (policy?.origin === 'git') throw new AppError(ErrorCode.Conflict, `policy ${policy.name} is kept in git (POLICIES_GIT_URL or PUT /admin/policy-git): change it in the repository`);
 }
 
 function toView(policy: Policy): PolicyView {

@@ -18,6 +18,7 @@ import { CanaryState, CanaryStats, CohortStats, PolicyCanary } from './policy-ca
 import { parseOrThrow } from './policy-errors';
 import { forcedDetails, PolicyTestsService, testsFailed } from './policy-tests.service';
 import { Policy } from './policy.entity';
+import { MAX_SIDECAR_LABELS, SIDECAR_LABEL_NAME, SIDECAR_LABEL_VALUE } from '../../core/edge-protocol/sidecar-protocol';
 
 const DEFAULT_WINDOW = '1h';
 const MIN_WINDOW_MS = 1000;
@@ -75,6 +76,7 @@ export class PolicyCanariesService {
     if (definition.name !== request.policy) throw AppError.invalid(`name in the source (${definition.name}) does not match policy (${request.policy})`);
     if (definition.mode === 'shadow') throw AppError.invalid('a canary rollout puts a version in force for some agents: send it without mode: shadow (a shadow policy is tried on all traffic without one)');
     const windowMs = windowOf(request.window ?? DEFAULT_WINDOW);
+    const target = targetOf(request);
     const id = newId('can');
     let failures: Awaited<ReturnType<PolicyTestsService['failuresWith']>> = [];
     const version = await this.dataSource.transaction(async (manager) => {
@@ -83,7 +85,7 @@ export class PolicyCanariesService {
       if (running !== null) throw new AppError(ErrorCode.Conflict, `canary rollout ${running.id} of policy ${running.policyName} is running: promote or abort it first`);
       const inForce = await manager.getRepository(Policy).find({ where: { orgId }, order: { position: 'ASC' } });
       const current = inForce.find((policy) => policy.name === request.policy);
-      if (current?.origin === 'git') throw new AppError(ErrorCode.Conflict, `policy ${request.policy} is kept in git (POLICIES_GIT_URL): change it in the repository`);
+      if (current?.origin === 'git') throw new AppError(ErrorCode.Conflict, `policy ${request.policy} is kept in git (POLICIES_GIT_URL or PUT /admin/policy-git): change it in the repository`);
       if (current !== undefined && current.source === request.source) throw AppError.invalid(`the new version of ${request.policy} is the version in force`);
       failures = await this.tests.failuresWith(manager, orgId, canaryDefinitions(inForce.map((policy) => policy.definition), definition));
       if (failures.length > 0 && !force) throw testsFailed(failures, 'The new version fails stored policy tests');
@@ -95,7 +97,8 @@ export class PolicyCanariesService {
         policyName: request.policy,
         source: request.source,
         definition,
-        share: request.share,
+        share: target.share,
+        sidecarLabels: target.sidecarLabels,
         windowMs,
         margin: request.margin ?? DEFAULT_MARGIN,
         minDecisions: request.minDecisions ?? DEFAULT_MIN_DECISIONS,
@@ -108,7 +111,7 @@ export class PolicyCanariesService {
     });
     await this.changes.announce(orgId, version, [request.policy], 'canary_started');
     const view = await this.get(actor, id);
-    this.audit.recordAdminEvent(actor, { action: 'policy.canary.start', details: forcedDetails({ rollout: id, policy: request.policy, share: request.share, version }, failures) });
+    this.audit.recordAdminEvent(actor, { action: 'policy.canary.start', details: forcedDetails({ rollout: id, policy: request.policy, ...(target.share === null ? { sidecarLabels: target.sidecarLabels } : { share: target.share }), version }, failures) });
     this.tell({ step: 'started', canary: view });
     return view;
   }
@@ -268,6 +271,21 @@ function refuseEnded(row: PolicyCanary): void {
   if (row.state !== 'running') throw new AppError(ErrorCode.Conflict, `canary rollout ${row.id} already ended (${row.state.replace('_', ' ')})`);
 }
 
+/** Who decides on the new version: a share of the agents, or every agent at the sidecars the labels select; one of the two, never both. */
+function targetOf(request: CanaryStartDto): { share: number; sidecarLabels: null } | { share: null; sidecarLabels: Record<string, string> } {
+  if (request.share !== undefined && request.sidecarLabels !== undefined) throw AppError.invalid('give either share (a percentage of the agents) or sidecarLabels (the labels of the sidecars that decide on the new version), not both');
+  if (request.share !== undefined) return { share: request.share, sidecarLabels: null };
+  if (request.sidecarLabels === undefined) throw AppError.invalid('share (a whole percentage from 1 to 99) or sidecarLabels (the labels of the sidecars that decide on the new version) is required');
+  const entries = Object.entries(request.sidecarLabels);
+  if (entries.length === 0) throw AppError.invalid('sidecarLabels must name at least one label: an empty selector would select every sidecar');
+  if (entries.length > MAX_SIDECAR_LABELS) throw AppError.invalid(`sidecarLabels names more than ${MAX_SIDECAR_LABELS} labels`);
+  for (const [name, value] of entries) {
+    if (!SIDECAR_LABEL_NAME.test(name)) throw AppError.invalid(`sidecarLabels: label name ${JSON.stringify(name)} is not 1-63 letters, digits or . _ / - (starting and ending with a letter or digit)`);
+    if (typeof value !== 'string' || !SIDECAR_LABEL_VALUE.test(value)) throw AppError.invalid(`sidecarLabels: the value of label ${name} must be a string of 0-63 letters, digits or . _ -`);
+  }
+  return { share: null, sidecarLabels: Object.fromEntries(entries) };
+}
+
 function windowOf(text: string): number {
   let ms: number;
   try {
@@ -316,6 +334,7 @@ function toView(row: PolicyCanary, stats: CanaryStats | null): CanaryView {
     policy: row.policyName,
     state: row.state,
     share: row.share,
+    sidecarLabels: row.sidecarLabels,
     windowMs: row.windowMs,
     margin: row.margin,
     minDecisions: row.minDecisions,

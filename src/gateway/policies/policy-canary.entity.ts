@@ -41,9 +41,13 @@ export class PolicyCanary {
   @Column('jsonb')
   definition: PolicyDefinition;
 
-  /** Percent of the agents (1-99) deciding on the new version. */
-  @Column('integer')
-  share: number;
+  /** Percent of the agents (1-99) deciding on the new version; null for a rollout to labelled sidecars. */
+  @Column('integer', { nullable: true })
+  share: number | null;
+
+  /** A rollout to labelled sidecars: the labels a sidecar must all carry for every agent there to decide on the new version; null for a share. */
+  @Column('jsonb', { name: 'sidecar_labels', nullable: true })
+  sidecarLabels: Record<string, string> | null;
 
   @Column('bigint', { name: 'window_ms', transformer: bigint })
   windowMs: number;

@@ -87,14 +87,16 @@ export class PolicyRegistry implements PolicySource, OnModuleInit {
    * ending it would do.
    */
   private async canaryOf(orgId: string, definitions: PolicyDefinition[]): Promise<LoadedCanary | undefined> {
-    const rows: Array<{ id: string; policy_name: string; share: number; definition: PolicyDefinition }> = await this.dataSource.query(
-      `SELECT id, policy_name, share, definition FROM policy_canaries WHERE org_id = $1 AND state = 'running'`,
+    const rows: Array<{ id: string; policy_name: string; share: number | null; sidecar_labels: Record<string, string> | null; definition: PolicyDefinition }> = await this.dataSource.query(
+      `SELECT id, policy_name, share, sidecar_labels, definition FROM policy_canaries WHERE org_id = $1 AND state = 'running'`,
       [orgId],
     );
     if (rows.length === 0) return undefined;
     const [row] = rows;
     try {
-      return loadCanary(definitions, { id: row.id, policy: row.policy_name, share: row.share, definition: row.definition }, orgId);
+      // A rollout to labelled sidecars puts no agent of the gateway's own decisions in its canary cohort: they are all its stable cohort.
+      const target = row.share === null ? { sidecarLabels: row.sidecar_labels ?? {} } : { share: row.share };
+      return loadCanary(definitions, { id: row.id, policy: row.policy_name, ...target, definition: row.definition }, orgId);
     } catch (error) {
       if (!(error instanceof PolicyLoadError)) throw error;
       this.logger.error({ orgId, rollout: row.id, errors: error.errors.map(formatPolicyError) }, 'canary rollout does not compile beside the policies in force; every agent decides on those');

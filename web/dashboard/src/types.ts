@@ -67,7 +67,10 @@ export interface Canary {
   id: string;
   policy: string;
   state: 'running' | 'promoted' | 'rolled_back' | 'aborted';
-  share: number;
+  /** Percent of the agents; null for a rollout to labelled sidecars. */
+  share: number | null;
+  /** The labels of the sidecars whose agents decide on the new version; null for a share. */
+  sidecarLabels: Record<string, string> | null;
   margin: number;
   minDecisions: number;
   startedAt: string;

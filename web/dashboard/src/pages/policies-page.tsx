@@ -101,7 +101,7 @@ function CanaryRollouts() {
     <section className="card" aria-labelledby="canaries-title">
       <h2 id="canaries-title">Canary rollouts</h2>
       <p className="muted">
-        A new version of a policy in force for a share of the agents, compared with the rest; rolled back by itself when its deny rate exceeds theirs by the margin, promoted after its
+        A new version of a policy in force for a share of the agents (or at labelled sidecars), compared with the rest; rolled back by itself when its deny rate exceeds theirs by the margin, promoted after its
         window otherwise. Start one with <code>ags policy canary start</code> or <code>POST /admin/canaries</code>.
       </p>
       {error && <ErrorMessage error={error} title="The step was refused" />}
@@ -117,7 +117,13 @@ function CanaryRollouts() {
             columns={[
               { key: 'policy', label: 'Policy', sortBy: (canary) => canary.policy, render: (canary) => <Link to={`/policies/${encodeURIComponent(canary.policy)}`}>{canary.policy}</Link> },
               { key: 'state', label: 'State', sortBy: (canary) => canary.state, render: (canary) => canary.state.replace('_', ' ') },
-              { key: 'share', label: 'Share', numeric: true, sortBy: (canary) => canary.share, render: (canary) => percent(canary.share) },
+              {
+                key: 'share',
+                label: 'Share',
+                sortBy: (canary) => canary.share ?? 100,
+                render: (canary) =>
+                  canary.sidecarLabels === null ? percent(canary.share ?? 0) : `sidecars labelled ${Object.entries(canary.sidecarLabels).map(([name, value]) => `${name}=${value}`).join(', ')}`,
+              },
               { key: 'canary', label: 'Canary cohort', render: (canary) => cohortText(canary.canary) },
               { key: 'stable', label: 'The rest', render: (canary) => cohortText(canary.stable) },
               { key: 'started', label: 'Started', sortBy: (canary) => canary.startedAt, render: (canary) => <time title={dateTime(canary.startedAt)}>{relative(canary.startedAt)}</time> },

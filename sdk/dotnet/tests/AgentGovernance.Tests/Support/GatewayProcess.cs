@@ -337,7 +337,7 @@ public static class RepositoryRoot
 }
 
 /// <summary>sdk/fixtures/decision-cases.json: the policies, agents and cases every SDK runs.</summary>
-public sealed record DecisionCases(string Policies, IReadOnlyList<DecisionCases.Agent> Agents, IReadOnlyList<DecisionCases.SharedCase> Cases, IReadOnlyList<DecisionCases.CachedCase> CachedDenials, IReadOnlyList<DecisionCases.TimeoutCase> Timeouts)
+public sealed record DecisionCases(string Policies, IReadOnlyList<DecisionCases.Agent> Agents, IReadOnlyList<DecisionCases.SharedCase> Cases, IReadOnlyList<DecisionCases.CachedCase> CachedDenials, IReadOnlyList<DecisionCases.TimeoutCase> Timeouts, IReadOnlyList<DecisionCases.UnreachableCase> Unreachable)
 {
     public static DecisionCases Load(string repositoryRoot)
     {
@@ -348,7 +348,8 @@ public sealed record DecisionCases(string Policies, IReadOnlyList<DecisionCases.
             [.. root.GetProperty("agents").EnumerateArray().Select(agent => new Agent(agent.GetProperty("name").GetString()!, agent.GetProperty("trustTier").GetString()!, [.. agent.GetProperty("tags").EnumerateArray().Select(tag => tag.GetString()!)]))],
             [.. root.GetProperty("cases").EnumerateArray().Select(SharedCase.Of)],
             [.. root.GetProperty("cachedDenials").EnumerateArray().Select(CachedCase.Of)],
-            [.. root.GetProperty("timeouts").EnumerateArray().Select(TimeoutCase.Of)]);
+            [.. root.GetProperty("timeouts").EnumerateArray().Select(TimeoutCase.Of)],
+            [.. root.GetProperty("unreachable").EnumerateArray().Select(UnreachableCase.Of)]);
     }
 
     /// <summary>The same check made <see cref="Calls"/> times by one client, its cache on: every application of the decision on the trail.</summary>
@@ -379,6 +380,24 @@ public sealed record DecisionCases(string Policies, IReadOnlyList<DecisionCases.
         }
     }
 
+    /// <summary>A check with nothing at the gateway's addresses (<c>closed-port</c> or <c>unresolvable</c>), under a failure mode and ThrowOnDenied setting.</summary>
+    public sealed record UnreachableCase(SharedCase Check, string Address, string FailureMode, bool ThrowOnDenied, double TimeoutSeconds, bool Runs, bool Throws, int AuditEvents)
+    {
+        public static UnreachableCase Of(JsonElement element)
+        {
+            var expect = element.GetProperty("expect");
+            return new(
+                SharedCase.Of(element),
+                element.GetProperty("address").GetString()!,
+                element.GetProperty("failureMode").GetString()!,
+                element.GetProperty("throwOnDenied").GetBoolean(),
+                element.GetProperty("timeoutSeconds").GetDouble(),
+                expect.GetProperty("runs").GetBoolean(),
+                expect.GetProperty("throws").GetBoolean(),
+                expect.GetProperty("auditEvents").GetInt32());
+        }
+    }
+
     public sealed record Agent(string Name, string TrustTier, string[] Tags);
 
     public sealed record SharedCase(string Name, string Agent, string Plugin, string Function, Dictionary<string, object?> Args, Dictionary<string, object?> Context, string ExpectDecision, string ExpectPolicy)
@@ -390,7 +409,7 @@ public sealed record DecisionCases(string Policies, IReadOnlyList<DecisionCases.
             element.GetProperty("function").GetString()!,
             ValuesOf(element.GetProperty("args")),
             ValuesOf(element.GetProperty("context")),
-            element.GetProperty("expect").GetProperty("decision").GetString()!,
+            element.GetProperty("expect").TryGetProperty("decision", out var decision) ? decision.GetString()! : "",
             element.GetProperty("expect").TryGetProperty("policy", out var policy) ? policy.GetString()! : "");
 
         /// <summary>The JSON values as a caller would pass them (JsonElement is taken as it is).</summary>

@@ -5,8 +5,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * tokens were three tables of the same hashed credential. The rows move with their ids, hashes
  * and times, so every secret handed out keeps working; down() moves them back.
  */
-export class CallerCredentials1765238400000 implements MigrationInterface {
-  name = 'CallerCredentials1765238400000';
+export class CallerCredentials1765238400500 implements MigrationInterface {
+  name = 'CallerCredentials1765238400500';
 
   async up(runner: QueryRunner): Promise<void> {
     await runner.query(`
