@@ -1,17 +1,14 @@
-import { Repository } from 'typeorm';
-import { AuditService } from '../audit/audit.service';
 import { ClusterEvents } from '../changes/cluster-events';
 import { AppConfig } from '../../core/config/app-config';
 import { DatabaseConnection } from '../database/database-connection';
-import { OrganizationsService } from '../organizations/organizations.service';
-import { PolicyChangeLog } from '../changes/policy-change-log';
-import { ApiKey } from './api-key.entity';
+import type { CallerCredential } from '../organizations/caller-credential.entity';
+import type { CallerCredentials } from '../organizations/caller-credentials';
 import { ApiKeysService } from './api-keys.service';
 
 /**
  * The cache guard against a revocation that lands while a key's row is being read. The order is
  * forced by holding the row read open, which no e2e run can do deterministically. The database
- * is a table of rows behind TypeORM's findOne; ClusterEvents is the real class with no
+ * is a table of rows behind the credential store's findActive; ClusterEvents is the real class with no
  * cross-instance transport (as on the embedded database).
  */
 describe('ApiKeysService.authenticate', () => {
@@ -20,14 +17,14 @@ describe('ApiKeysService.authenticate', () => {
   let holdReads = false;
 
   function service(events: ClusterEvents): ApiKeysService {
-    const keys = {
-      findOne: async () => {
-        const found = row.revokedAt === null ? ({ ...row } as ApiKey) : null;
+    const credentials = {
+      findActive: async () => {
+        const found = row.revokedAt === null ? ({ ...row } as CallerCredential) : null;
         if (holdReads) await new Promise<void>((resolve) => (releaseRead = resolve));
         return found;
       },
-    } as unknown as Repository<ApiKey>;
-    const keysService = new ApiKeysService(keys, null!, {} as OrganizationsService, {} as AuditService, events, {} as PolicyChangeLog);
+    } as unknown as CallerCredentials;
+    const keysService = new ApiKeysService(credentials, events);
     keysService.onModuleInit();
     return keysService;
   }

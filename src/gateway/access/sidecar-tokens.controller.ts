@@ -4,13 +4,13 @@ import { AdminPrincipal } from '../common/admin-principal';
 import { AdminAuth, CurrentAdmin } from '../../core/common/auth-decorators';
 import { ErrorBody } from '../../core/common/error-body.dto';
 import { CreatedSidecarTokenView, CreateSidecarTokenDto, SidecarTokenListView, SidecarTokenView } from './sidecar-tokens.dto';
-import { SidecarTokensService } from './sidecar-tokens.service';
+import { IssuedCredentialsService } from './issued-credentials.service';
 
 @ApiTags('sidecar')
 @AdminAuth()
 @Controller('admin/sidecar-tokens')
 export class SidecarTokensController {
-  constructor(private readonly tokens: SidecarTokensService) {}
+  constructor(private readonly issued: IssuedCredentialsService) {}
 
   @Post()
   @ApiOperation({
@@ -19,15 +19,16 @@ export class SidecarTokensController {
   })
   @ApiCreatedResponse({ type: CreatedSidecarTokenView })
   @ApiBadRequestResponse({ description: 'Invalid field (named in the message)', type: ErrorBody })
-  create(@CurrentAdmin() admin: AdminPrincipal, @Body() dto: CreateSidecarTokenDto): Promise<CreatedSidecarTokenView> {
-    return this.tokens.create(admin, dto);
+  async create(@CurrentAdmin() admin: AdminPrincipal, @Body() dto: CreateSidecarTokenDto): Promise<CreatedSidecarTokenView> {
+    const { id, secret, name, createdAt } = await this.issued.create('sidecar_token', admin, dto.name);
+    return { id, token: secret, name, createdAt };
   }
 
   @Get()
   @ApiOperation({ summary: 'List the organization’s sidecar tokens (never the tokens themselves)' })
   @ApiOkResponse({ type: SidecarTokenListView })
   async list(@CurrentAdmin() admin: AdminPrincipal): Promise<SidecarTokenListView> {
-    return { sidecarTokens: await this.tokens.list(admin) };
+    return { sidecarTokens: await this.issued.list('sidecar_token', admin) };
   }
 
   @Delete(':id')
@@ -35,6 +36,6 @@ export class SidecarTokensController {
   @ApiOkResponse({ type: SidecarTokenView })
   @ApiNotFoundResponse({ description: 'No such token in this organization', type: ErrorBody })
   revoke(@CurrentAdmin() admin: AdminPrincipal, @Param('id') id: string): Promise<SidecarTokenView> {
-    return this.tokens.revoke(admin, id);
+    return this.issued.revoke('sidecar_token', admin, id);
   }
 }

@@ -4,7 +4,7 @@ import { Logger } from 'pino';
 import { AgentsModule } from '../agents/agents.module';
 import { AlertsModule } from '../alerts/alerts.module';
 import { AnalyticsModule } from '../analytics/analytics.module';
-import { ApiKeysModule } from '../access/api-keys.module';
+import { IssuedCredentialsModule } from '../access/issued-credentials.module';
 import { AuditModule } from '../audit/audit.module';
 import { FleetModule } from '../fleet/fleet.module';
 import { AuthModule } from '../auth/auth.module';
@@ -28,7 +28,6 @@ import { AgentIdentityModule } from '../identity/agent-identity.module';
 import { LoggingModule } from '../../core/logging/logging.module';
 import { OrganizationsModule } from '../organizations/organizations.module';
 import { PdpModule } from '../pdp/pdp.module';
-import { SidecarTokensModule } from '../access/sidecar-tokens.module';
 import { SessionsModule } from '../sessions/sessions.module';
 import { GatewayBootstrap } from './gateway-bootstrap';
 import { ShutdownStateModule } from '../../core/common/shutdown-state';
@@ -56,7 +55,7 @@ export class AppModule {
         ManagedIdentityModule,
         AgentsModule,
         SessionsModule,
-        ApiKeysModule,
+        IssuedCredentialsModule,
         CredentialsModule,
         AuthModule,
         HealthModule,
@@ -70,7 +69,6 @@ export class AppModule {
         BillingModule,
         AgentIdentityModule,
         FleetModule,
-        SidecarTokensModule,
         AlertsModule,
       ],
       providers: [GatewayBootstrap],

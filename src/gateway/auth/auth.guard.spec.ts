@@ -8,7 +8,7 @@ import { ErrorCode } from '../../core/common/error-code';
 import { grpcPrincipal } from './grpc-principal';
 import type { AgentAuthenticator } from '../../core/decision/agent-authenticator';
 import type { OrganizationsService } from '../organizations/organizations.service';
-import type { SidecarTokensService } from '../access/sidecar-tokens.service';
+import type { CallerCredentials } from '../organizations/caller-credentials';
 import { AuthGuard } from './auth.guard';
 
 /** A handler as Nest hands it to guards: its declared credential kind, its transport and its arguments. */
@@ -32,7 +32,7 @@ describe('AuthGuard', () => {
       throw new AppError(ErrorCode.Unauthorized, 'Invalid or revoked API key');
     },
   } as unknown as AdapterAuthenticator;
-  const guard = new AuthGuard(new Reflector(), {} as OrganizationsService, {} as AgentAuthenticator, adapters, {} as SidecarTokensService);
+  const guard = new AuthGuard(new Reflector(), {} as OrganizationsService, {} as AgentAuthenticator, adapters, {} as CallerCredentials);
 
   it('refuses a transport it has no authentication for', async () => {
     await expect(guard.canActivate(context('ws', AuthKind.Public, [{}]))).rejects.toMatchObject({ code: 'unauthorized', message: 'No authentication is defined for ws requests' });

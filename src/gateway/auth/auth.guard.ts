@@ -4,13 +4,15 @@ import { Metadata } from '@grpc/grpc-js';
 import type { Request } from 'express';
 import { AdapterAuthenticator, grpcAdapterCredentials } from '../access/adapter-authenticator';
 import { AppError } from '../../core/common/app-error';
+import type { AdminPrincipal } from '../common/admin-principal';
 import { AUTH_KIND, AuthKind } from '../../core/common/auth-decorators';
 import { ErrorCode } from '../../core/common/error-code';
 import { setGrpcPrincipal } from './grpc-principal';
 import { AgentAuthenticator } from '../../core/decision/agent-authenticator';
 import { OrganizationsService } from '../organizations/organizations.service';
 import { isSidecarToken, SIDECAR_TOKEN_ACCEPTED } from '../access/sidecar-token-access';
-import { SidecarTokensService } from '../access/sidecar-tokens.service';
+import { hashAdminToken } from '../../core/edge-protocol/secret-hash';
+import { CallerCredentials } from '../organizations/caller-credentials';
 
 /**
  * The one global guard, deny by default on every transport: an HTTP route or gRPC method passes
@@ -25,7 +27,7 @@ export class AuthGuard implements CanActivate {
     private readonly organizations: OrganizationsService,
     private readonly agents: AgentAuthenticator,
     private readonly adapters: AdapterAuthenticator,
-    private readonly sidecarTokens: SidecarTokensService,
+    private readonly credentials: CallerCredentials,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -72,11 +74,20 @@ export class AuthGuard implements CanActivate {
   /** An admin token's principal; on the sidecar's routes (`@SidecarTokenAccepted()`) a sidecar token's too. */
   private async admin(token: string | undefined, missing: string, sidecarTokenAccepted = false) {
     if (token === undefined || token === '') throw new AppError(ErrorCode.Unauthorized, missing);
-    const sidecar = sidecarTokenAccepted && isSidecarToken(token) ? await this.sidecarTokens.authenticate(token) : null;
+    const sidecar = sidecarTokenAccepted && isSidecarToken(token) ? await this.sidecarToken(token) : null;
     const principal = sidecar ?? (await this.organizations.authenticate(token));
     if (principal !== null) return principal;
     if (isSidecarToken(token) && !sidecarTokenAccepted) throw new AppError(ErrorCode.Unauthorized, 'Invalid admin token (a sidecar token only fetches the bundle and ingests audit)');
     throw new AppError(ErrorCode.Unauthorized, 'Invalid admin token');
+  }
+
+  /**
+   * The organization a live sidecar token acts for (`tokenId`: the token's id), or null. Looked
+   * up on every call, unlike API keys and admin tokens: a revocation holds on every instance at once.
+   */
+  private async sidecarToken(token: string): Promise<AdminPrincipal | null> {
+    const row = await this.credentials.findActive('sidecar_token', hashAdminToken(token));
+    return row === null ? null : { orgId: row.orgId, tokenId: row.id };
   }
 }
 

@@ -26,6 +26,7 @@ import { SidecarKeys1765152000100 } from '../../../migrations/1765152000100-side
 import { PolicyCanaryCounted1765152000200 } from '../../../migrations/1765152000200-policy-canary-counted';
 import { CanarySidecarLabels1765238400460 } from '../../../migrations/1765238400460-canary-sidecar-labels';
 import { PolicyGitSources1765238400470 } from '../../../migrations/1765238400470-policy-git-sources';
+import { CallerCredentials1765238400500 } from '../../../migrations/1765238400500-caller-credentials';
 
 /** Every migration, oldest first. Listed explicitly so ts-jest and dist/ load the same set. */
 export const MIGRATIONS = [
@@ -57,4 +58,5 @@ export const MIGRATIONS = [
   PolicyCanaryCounted1765152000200,
   CanarySidecarLabels1765238400460,
   PolicyGitSources1765238400470,
+  CallerCredentials1765238400500,
 ];

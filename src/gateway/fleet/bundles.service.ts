@@ -142,7 +142,7 @@ export class BundlesService {
 
   /** Revoked keys too: their revocation time is a change the version must reflect. */
   private apiKeys(orgId: string): Promise<Array<{ id: string; key_hash: string; created_at: Date; revoked_at: Date | null }>> {
-    return this.dataSource.query('SELECT id, key_hash, created_at, revoked_at FROM api_keys WHERE org_id = $1 ORDER BY id', [orgId]);
+    return this.dataSource.query("SELECT id, secret_hash AS key_hash, created_at, revoked_at FROM caller_credentials WHERE kind = 'api_key' AND org_id = $1 ORDER BY id", [orgId]);
   }
 
   /** Pins only: a held definition is not in force (the sidecar holds every definition but the pinned one). */

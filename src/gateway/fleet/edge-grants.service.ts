@@ -1,8 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import type { JWK } from 'jose';
 import { Logger } from 'pino';
-import { IsNull, Repository } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../../core/common/app-error';
@@ -12,7 +10,7 @@ import { StoredCredentials } from '../credentials/stored-credentials';
 import { certifySidecarKey, EdgeGrant, okpPublicKey, sealedFor, sealToSidecar, sidecarKeysThumbprint } from '../../core/edge-protocol/edge-grant';
 import { KeyRing } from '../signing-keys/key-ring';
 import { LOGGER } from '../../core/logging/logging.module';
-import { SidecarToken } from '../access/sidecar-token.entity';
+import { CallerCredentials } from '../organizations/caller-credentials';
 import { SidecarGrantDto } from './bundles.dto';
 
 /**
@@ -25,7 +23,7 @@ import { SidecarGrantDto } from './bundles.dto';
 @Injectable()
 export class EdgeGrantsService {
   constructor(
-    @InjectRepository(SidecarToken) private readonly tokens: Repository<SidecarToken>,
+    private readonly credentials: CallerCredentials,
     private readonly stored: StoredCredentials,
     private readonly keyRing: KeyRing,
     private readonly config: AppConfig,
@@ -59,12 +57,11 @@ export class EdgeGrantsService {
 
   /** Binds the sidecar token to these keys at its first grant; refuses any other keys after. */
   private async bind(admin: AdminPrincipal, sidecarId: string, thumbprint: string): Promise<void> {
-    const row = await this.tokens.findOne({ where: { id: admin.tokenId, orgId: admin.orgId, revokedAt: IsNull() } });
+    const row = await this.credentials.findActiveById('sidecar_token', admin.orgId, admin.tokenId);
     if (row === null) throw new AppError(ErrorCode.Forbidden, 'A sidecar grant (decision token certificate and edge credentials) is given to a sidecar token only: set the sidecar’s ADMIN_TOKEN to one (POST /admin/sidecar-tokens)');
     if (row.sidecarKeys === thumbprint) return;
     if (row.sidecarKeys === null) {
-      const { affected } = await this.tokens.update({ id: row.id, sidecarKeys: IsNull() }, { sidecarKeys: thumbprint, sidecarId, boundAt: new Date() });
-      if (affected) return this.audit.recordAdminEvent(admin, { action: 'sidecar-token.bind', details: { sidecarTokenId: row.id, sidecarId, keys: thumbprint } });
+      if (await this.credentials.bindSidecarKeys(row.id, thumbprint, sidecarId)) return this.audit.recordAdminEvent(admin, { action: 'sidecar-token.bind', details: { sidecarTokenId: row.id, sidecarId, keys: thumbprint } });
       return this.bind(admin, sidecarId, thumbprint);
     }
     this.logger.warn({ sidecarTokenId: row.id, sidecarId, boundTo: row.sidecarId }, 'sidecar grant refused: the sidecar token is bound to other sidecar keys');

@@ -11,11 +11,11 @@ import { SidecarAuditRange } from './sidecar-audit-range.entity';
 import { Sidecar } from './sidecar.entity';
 import { SidecarsService } from './sidecars.service';
 import { EdgeGrantsService } from './edge-grants.service';
-import { SidecarToken } from '../access/sidecar-token.entity';
+import { OrganizationsModule } from '../organizations/organizations.module';
 
 /** The gateway's side of the edge sidecar: signed bundles, audit ingestion, fleet status, budget leases. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Sidecar, SidecarAuditRange, SidecarToken]), AuditModule, KeysModule, GatewayDecisionsModule],
+  imports: [TypeOrmModule.forFeature([Sidecar, SidecarAuditRange]), AuditModule, KeysModule, GatewayDecisionsModule, OrganizationsModule],
   controllers: [BundlesController, BudgetLeasesController],
   providers: [BundlesService, SidecarsService, BudgetLeasesService, EdgeGrantsService],
 })

@@ -1,16 +1,17 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { AdminToken } from './admin-token.entity';
+import { CallerCredential } from './caller-credential.entity';
+import { CallerCredentials } from './caller-credentials';
 import { Organization } from './organization.entity';
 import { OrganizationsController } from './organizations.controller';
 import { OrganizationsService } from './organizations.service';
 import { UsageMeter } from './usage-meter';
 
-/** Organizations, their admin tokens, plans and usage. */
+/** Organizations, the credentials their callers present (admin tokens, API keys, sidecar tokens), plans and usage. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Organization, AdminToken])],
+  imports: [TypeOrmModule.forFeature([Organization, CallerCredential])],
   controllers: [OrganizationsController],
-  providers: [OrganizationsService, UsageMeter],
-  exports: [OrganizationsService, UsageMeter],
+  providers: [OrganizationsService, UsageMeter, CallerCredentials],
+  exports: [OrganizationsService, UsageMeter, CallerCredentials],
 })
 export class OrganizationsModule {}

@@ -1,15 +1,16 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
 import { Logger } from 'pino';
 import { ClusterEvents } from '../changes/cluster-events';
 import { AdminPrincipal } from '../common/admin-principal';
 import { AppError } from '../../core/common/app-error';
 import { ErrorCode } from '../../core/common/error-code';
-import { newId, newSecret } from '../../core/common/ids';
+import { newId } from '../../core/common/ids';
 import { LOGGER } from '../../core/logging/logging.module';
-import { AdminToken, AdminTokenKind } from './admin-token.entity';
 import { hashAdminToken } from '../../core/edge-protocol/secret-hash';
+import { CallerCredential } from './caller-credential.entity';
+import { CallerCredentials } from './caller-credentials';
 import { CredentialLookups } from './credential-lookups';
 import { Organization } from './organization.entity';
 import { PLANS, PlanId, PlanLimits, UNLIMITED } from '../../core/config/plans';
@@ -42,7 +43,7 @@ export class OrganizationsService implements OnModuleInit {
 
   constructor(
     @InjectRepository(Organization) private readonly organizations: Repository<Organization>,
-    @InjectRepository(AdminToken) private readonly adminTokens: Repository<AdminToken>,
+    private readonly credentials: CallerCredentials,
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly events: ClusterEvents,
@@ -62,16 +63,13 @@ export class OrganizationsService implements OnModuleInit {
     await this.ensureBootstrapOrganization(defaultPlan);
     const generated = await this.dataSource.transaction(async (manager) => {
       await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [BOOTSTRAP_ORG_ID]);
-      const tokens = manager.getRepository(AdminToken);
-      const current = await tokens.find({ where: { orgId: BOOTSTRAP_ORG_ID, kind: 'bootstrap', revokedAt: IsNull() } });
+      const current = await this.credentials.list('admin_token', BOOTSTRAP_ORG_ID, manager, { activeOnly: true, bootstrap: true });
       if (adminToken !== undefined) {
         await this.adoptBootstrapToken(manager, hashAdminToken(adminToken), current);
         return null;
       }
       if (current.length > 0) return null;
-      const token = newSecret('adm');
-      await this.insertToken(manager, BOOTSTRAP_ORG_ID, hashAdminToken(token), 'bootstrap');
-      return token;
+      return this.issueToken(manager, BOOTSTRAP_ORG_ID, true);
     });
     // ADMIN_TOKEN is chosen by people, so it may have been tried, and refused, before it was set.
     await this.events.publish({ type: 'admintokens.changed' });
@@ -100,8 +98,7 @@ export class OrganizationsService implements OnModuleInit {
       customerId: input.customerId ?? null,
     });
     await manager.getRepository(Organization).insert(organization);
-    const adminToken = newSecret('adm');
-    await this.insertToken(manager, organization.id, hashAdminToken(adminToken), 'issued');
+    const adminToken = await this.issueToken(manager, organization.id, false);
     return { organization, adminToken };
   }
 
@@ -112,12 +109,9 @@ export class OrganizationsService implements OnModuleInit {
   async rotateAdminToken(orgId: string): Promise<string> {
     await this.get(orgId);
     const token = await this.dataSource.transaction(async (manager) => {
-      const kind: AdminTokenKind = orgId === BOOTSTRAP_ORG_ID ? 'bootstrap' : 'issued';
-      const current = await manager.getRepository(AdminToken).find({ where: { orgId, kind, revokedAt: IsNull() } });
-      await this.revokeAll(manager, current);
-      const issued = newSecret('adm');
-      await this.insertToken(manager, orgId, hashAdminToken(issued), kind);
-      return issued;
+      const bootstrap = orgId === BOOTSTRAP_ORG_ID;
+      await this.revokeAll(manager, await this.credentials.list('admin_token', orgId, manager, { activeOnly: true, bootstrap }));
+      return this.issueToken(manager, orgId, bootstrap);
     });
     // Ends the lookups under way on every instance: they may have read the revoked token as active.
     await this.events.publish({ type: 'admintokens.changed' });
@@ -128,7 +122,7 @@ export class OrganizationsService implements OnModuleInit {
   authenticate(token: string): Promise<AdminPrincipal | null> {
     const tokenHash = hashAdminToken(token);
     return this.tokenLookups.lookup(tokenHash, async () => {
-      const found = await this.adminTokens.findOne({ where: { tokenHash, revokedAt: IsNull() } });
+      const found = await this.credentials.findActive('admin_token', tokenHash);
       return found ? { orgId: found.orgId, tokenId: found.id } : null;
     });
   }
@@ -179,36 +173,42 @@ export class OrganizationsService implements OnModuleInit {
   }
 
   /**
-   * Credentials that count against `teamMembers`: active admin tokens. Whatever issues another
-   * credential (an admin token, an adapter API key) checks with
-   * `assertCanAdd(manager, orgId, 'teamMembers', () => countTeamCredentials(...) + its own count)`.
+   * Credentials that count against `teamMembers`: the active admin tokens and API keys people and
+   * adapters hold. Whatever issues one checks with
+   * `assertCanAdd(manager, orgId, 'teamMembers', () => countTeamCredentials(manager, orgId))`.
    */
-  async countTeamCredentials(manager: EntityManager, orgId: string): Promise<number> {
-    return manager.getRepository(AdminToken).count({ where: { orgId, revokedAt: IsNull() } });
+  countTeamCredentials(manager: EntityManager, orgId: string): Promise<number> {
+    return this.credentials.countActive(manager, orgId, ['admin_token', 'api_key']);
   }
 
   /**
    * Makes the configured ADMIN_TOKEN org_default's only bootstrap token: a token used before
    * (e.g. after a rollback of the setting) is reactivated rather than inserted twice.
    */
-  private async adoptBootstrapToken(manager: EntityManager, hash: string, current: AdminToken[]): Promise<void> {
-    if (current.length === 1 && current[0].tokenHash === hash) return;
-    const tokens = manager.getRepository(AdminToken);
-    const known = await tokens.findOne({ where: { tokenHash: hash } });
+  private async adoptBootstrapToken(manager: EntityManager, hash: string, current: CallerCredential[]): Promise<void> {
+    if (current.length === 1 && current[0].secretHash === hash) return;
+    const known = await this.credentials.findByHash(manager, 'admin_token', hash);
     if (known !== null && known.orgId !== BOOTSTRAP_ORG_ID) throw new Error(`ADMIN_TOKEN is already an admin token of organization ${known.orgId}`);
-    await this.revokeAll(manager, current.filter((token) => token.tokenHash !== hash));
-    if (known === null) await this.insertToken(manager, BOOTSTRAP_ORG_ID, hash, 'bootstrap');
-    else if (known.revokedAt !== null || known.kind !== 'bootstrap') await tokens.update({ id: known.id }, { revokedAt: null, kind: 'bootstrap' });
+    await this.revokeAll(manager, current.filter((token) => token.secretHash !== hash));
+    if (known === null) {
+      await this.credentials.insert(manager, 'admin_token', BOOTSTRAP_ORG_ID, hash, { bootstrap: true });
+      this.logTokenIssued(BOOTSTRAP_ORG_ID, true);
+    } else if (known.revokedAt !== null || !known.bootstrap) await this.credentials.reactivateBootstrap(manager, known.id);
   }
 
-  private async insertToken(manager: EntityManager, orgId: string, tokenHash: string, kind: AdminTokenKind): Promise<void> {
-    await manager.getRepository(AdminToken).insert({ id: newId('atk'), orgId, tokenHash, kind, revokedAt: null });
-    this.logger.info({ orgId, kind }, 'admin token issued');
+  /** A new admin token: `bootstrap` for org_default's (replaced by the next rotation or ADMIN_TOKEN), else issued by the CLI or billing. */
+  private async issueToken(manager: EntityManager, orgId: string, bootstrap: boolean): Promise<string> {
+    const { secret } = await this.credentials.issue(manager, 'admin_token', orgId, { bootstrap });
+    this.logTokenIssued(orgId, bootstrap);
+    return secret;
   }
 
-  private async revokeAll(manager: EntityManager, tokens: AdminToken[]): Promise<void> {
-    for (const token of tokens) {
-      await manager.getRepository(AdminToken).update({ id: token.id }, { revokedAt: new Date() });
-    }
+  private logTokenIssued(orgId: string, bootstrap: boolean): void {
+    this.logger.info({ orgId, kind: bootstrap ? 'bootstrap' : 'issued' }, 'admin token issued');
+  }
+
+  private async revokeAll(manager: EntityManager, tokens: CallerCredential[]): Promise<void> {
+    const revokedAt = new Date();
+    for (const token of tokens) await this.credentials.revoke(manager, 'admin_token', token.orgId, token.id, revokedAt);
   }
 }

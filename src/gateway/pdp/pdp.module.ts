@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AdapterAuthenticator } from '../access/adapter-authenticator';
-import { ApiKeysModule } from '../access/api-keys.module';
+import { IssuedCredentialsModule } from '../access/issued-credentials.module';
 import { AuditModule } from '../audit/audit.module';
 import { StoredOutcomes } from '../audit/stored-outcomes';
 import { AppConfig } from '../../core/config/app-config';
@@ -19,7 +19,7 @@ import { PolicyChangeFeed } from './policy-change-feed';
  * to API keys and managed identities and to the audit trail.
  */
 @Module({
-  imports: [GatewayDecisionsModule, ApiKeysModule, AuditModule, PoliciesModule],
+  imports: [GatewayDecisionsModule, IssuedCredentialsModule, AuditModule, PoliciesModule],
   controllers: [PdpGrpcController],
   providers: [
     PdpService,
