@@ -46,6 +46,9 @@ async function piped(limit: number): Promise<string> {
 /** Typed at the terminal in raw mode, so the terminal echoes nothing; Enter ends it, Ctrl-C cancels. */
 function typed(what: string, limit: number): Promise<string> {
   const input = process.stdin;
+  // Echo goes off before the prompt shows: a value typed or pasted the moment the prompt appears
+  // must never be echoed by the terminal.
+  input.setRawMode(true);
   process.stderr.write(`${what[0].toUpperCase()}${what.slice(1)} (not shown as you type): `);
   return new Promise((resolve, reject) => {
     let value = '';
@@ -66,7 +69,6 @@ function typed(what: string, limit: number): Promise<string> {
         if (value.length > limit) return finish(new CliError(`the ${what} is longer than ${limit} characters`));
       }
     };
-    input.setRawMode(true);
     input.setEncoding('utf8');
     input.on('data', onData);
     input.resume();
