@@ -30,6 +30,8 @@ export interface EdgeCredential {
 export class StoredCredentials implements UpstreamCredentials, OnModuleInit {
   private index = new CredentialIndex();
   private edge = new Map<string, { orgId: string } & EdgeCredential>();
+  /** The last reload of each credential still in flight (one entry per id, removed once it settles). */
+  private readonly reloading = new Map<string, Promise<void>>();
 
   constructor(
     private readonly config: AppConfig,
@@ -61,8 +63,22 @@ export class StoredCredentials implements UpstreamCredentials, OnModuleInit {
     return found.sort((a, b) => (a.credential.id < b.credential.id ? -1 : 1));
   }
 
-  /** Loads the row `id` again (created, rotated or revoked on some instance). */
-  async reload(id: string): Promise<void> {
+  /**
+   * Loads the row `id` again (created, rotated or revoked on some instance). Reloads of one id run
+   * one after the other: a read begun before a revocation committed (the create's own event, say)
+   * must never land after the revocation's reload and put the credential back in force.
+   */
+  reload(id: string): Promise<void> {
+    const next = (this.reloading.get(id) ?? Promise.resolve()).then(() => this.readAndApply(id));
+    const settled = next.catch(() => undefined);
+    this.reloading.set(id, settled);
+    void settled.then(() => {
+      if (this.reloading.get(id) === settled) this.reloading.delete(id);
+    });
+    return next;
+  }
+
+  private async readAndApply(id: string): Promise<void> {
     const row = await this.rows.findOne({ where: { id } });
     if (row === null || row.revokedAt !== null || row.sealed === null) return this.forget(id);
     const value = this.open(row);
