@@ -59,8 +59,8 @@ export class DecisionMemory {
   afterDecision(set: PolicySet, principal: Principal, sessionId: string | undefined, call: { action: string; letThrough: boolean; labels: Parameters<SessionMemory['remember']>[2]; holds: BudgetHold[] | undefined; facts: SessionFacts | undefined }, nowMs: number): Remembered | undefined {
     if (!call.letThrough && call.holds !== undefined) this.release(call.holds.splice(0), nowMs);
     if (call.facts === undefined) return undefined;
-    // The facts read, copied before this call's own action and labels change them.
-    const facts: SessionFacts = { id: call.facts.id, labels: [...call.facts.labels], agent_labels: [...call.facts.agent_labels], calls: call.facts.calls };
+    // The facts read, copied before this call's own action and labels change them: the audit entry's input keeps them, so a backtest replays what this call read.
+    const facts: SessionFacts = { id: call.facts.id, labels: [...call.facts.labels], agent_labels: [...call.facts.agent_labels], calls: { ...call.facts.calls } };
     const added = call.letThrough ? this.sessions.remember(keyOf(principal, sessionId), call.action, call.labels, nowMs) : [];
     return { facts, added };
   }

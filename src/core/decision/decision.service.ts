@@ -232,7 +232,11 @@ export class DecisionService {
     const letThrough = verdict.pending === undefined && (verdict.decision.effect === 'allow' || !verdict.enforced);
     const call = { action: verdict.request.action, letThrough, labels: verdict.decision.labels, holds, facts: session };
     const remembered = this.memory.afterDecision(set, verdict.principal, verdict.request.sessionId, call, verdict.nowMs);
-    if (remembered !== undefined) verdict.remembered = remembered;
+    if (remembered !== undefined) {
+      verdict.remembered = remembered;
+      // The recorded input carries the session's facts as this call read them, not as its own labels and action left them (backtests replay it).
+      verdict.input = { ...verdict.input, session: remembered.facts };
+    }
     if (holds !== undefined && holds.length > 0) verdict.holds = holds;
     return verdict;
   }
