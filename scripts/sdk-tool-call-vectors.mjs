@@ -50,12 +50,29 @@ const cases = await Promise.all(
 );
 Date.now = realNow;
 
+// Doubles from a fixed sequence of bit patterns (xorshift64), each written with 21 significant
+// digits (the same double read back) and as ECMAScript writes it: the number text of RFC 8785.
+const numbers = [];
+let state = 0x9e3779b97f4a7c15n;
+const bits = new DataView(new ArrayBuffer(8));
+while (numbers.length < 500) {
+  state ^= (state << 13n) & 0xffffffffffffffffn;
+  state ^= state >> 7n;
+  state ^= (state << 17n) & 0xffffffffffffffffn;
+  bits.setBigUint64(0, state);
+  // Every fourth a double of a small exponent, where plain and exponent forms meet.
+  if (numbers.length % 4 === 0) bits.setUint16(0, (bits.getUint16(0) & 0x800f) | ((0x3e0 + (numbers.length % 0x70)) << 4));
+  const value = bits.getFloat64(0);
+  if (Number.isFinite(value)) numbers.push([value.toExponential(20), JSON.stringify(value)]);
+}
+
 const fixture = {
-  rule: "An MCP tool call's decision token is in params._meta['io.agentgov/decision-token']; its req claim is requestHash('TOOLS/CALL', params.name, UTF-8 bytes of the RFC 8785 (JCS) canonical JSON of params.arguments, {} when absent): base64url(SHA-256('TOOLS/CALL' + '\\n' + name + '\\n' + bytes)). Each SDK's verifier accepts each case's params with its token at `now` (seconds), canonicalises `params`' arguments to exactly `canonicalArguments`, and refuses a token with another case's params (wrong_request). Written by scripts/sdk-tool-call-vectors.mjs from the gateway's own code; do not edit by hand.",
+  rule: "An MCP tool call's decision token is in params._meta['io.agentgov/decision-token']; its req claim is requestHash('TOOLS/CALL', params.name, UTF-8 bytes of the RFC 8785 (JCS) canonical JSON of params.arguments, {} when absent): base64url(SHA-256('TOOLS/CALL' + '\\n' + name + '\\n' + bytes)). Each SDK's verifier accepts each case's params with its token at `now` (seconds), canonicalises `params`' arguments to exactly `canonicalArguments`, and refuses a token with another case's params (wrong_request); each of `numbers` is [JSON number text, its RFC 8785 text]. Written by scripts/sdk-tool-call-vectors.mjs from the gateway's own code; do not edit by hand.",
   metaKey: 'io.agentgov/decision-token',
   issuer,
   now: nowMs / 1000,
   jwks: { keys: [{ ...publicJwk, kid, alg: 'EdDSA', use: 'sig' }] },
   cases,
+  numbers,
 };
 writeFileSync(join(root, 'sdk/fixtures/decision-token-tool-calls.json'), `${JSON.stringify(fixture, null, 2)}\n`);

@@ -78,3 +78,8 @@ def test_refuses_arguments_no_json_holds() -> None:
     for arguments in ({"x": float("inf")}, {"x": float("nan")}, {"x": 10**400}, {"x": {1: "a"}}, {"x": object()}, ["not", "an", "object"]):
         assert refusal(with_token(case["params"], case["token"]) | {"arguments": arguments}) == "malformed", arguments
     assert refusal(with_token(case["params"], case["token"]) | {"name": 7}) == "malformed"
+
+
+def test_numbers_are_written_as_ecmascript_writes_them() -> None:
+    for text, expected in VECTORS["numbers"]:
+        assert canonical_json(json.loads(text)) == expected, text
