@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
@@ -564,5 +565,47 @@ describe('the dashboard at /dashboard', () => {
       expect(answers.some((text) => text.includes(value))).toBe(false);
     }
     expect(answers.some((text) => text.includes(id))).toBe(true);
+  });
+
+  it('follows a git branch from the policies page, shows a refused commit, and stops following', async () => {
+    const repo = path.join(gateway.gitRoot, 'policies');
+    const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { env: { PATH: process.env.PATH ?? '', HOME: gateway.gitRoot, GIT_CONFIG_NOSYSTEM: '1' }, encoding: 'utf8' }).trim();
+    const commit = (file: string, text: string, message: string) => {
+      fs.writeFileSync(path.join(repo, file), text);
+      git('add', '-A');
+      git('commit', '--quiet', '-m', message);
+      return git('rev-parse', 'HEAD');
+    };
+    fs.mkdirSync(repo);
+    git('init', '--quiet', '--initial-branch=main');
+    git('config', 'user.name', 'Policy Author');
+    git('config', 'user.email', 'author@example.com');
+    const good = commit('vault.yaml', 'policies:\n  - name: no-vault\n    match: { action: "read:vault*" }\n    rules:\n      - name: never\n        condition: "true"\n        action: deny\n        reason: The vault is not for agents\n', 'No vault reads');
+
+    const page = await signIn('/dashboard/policies');
+    const section = page.getByRole('region', { name: 'Git source' });
+    await section.getByLabel('Repository URL').fill(repo);
+    await section.getByLabel('Fetch every').fill('1s');
+    await section.getByRole('button', { name: 'Follow branch' }).click();
+    await textWhen(section.getByTestId('git-commit'), (text) => text === good.slice(0, 12), 'the commit in force');
+    expect((await gateway.admin<{ commit: string }>('GET', '/admin/policy-git')).body.commit).toBe(good);
+    const listed = (await gateway.admin<{ policies: Array<{ name: string; origin: string }> }>('GET', '/admin/policies')).body.policies;
+    expect(listed).toContainEqual(expect.objectContaining({ name: 'no-vault', origin: 'git' }));
+
+    // A commit that does not parse is refused and named; the good one stays in force.
+    const bad = commit('vault.yaml', 'policies:\n  - name: no-vault\n    rules: [\n', 'Broken');
+    await eventually(async () => (await gateway.admin<{ error: { commit: string } | null }>('GET', '/admin/policy-git')).body.error?.commit === bad, 20_000, 'the broken commit refused');
+    await page.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('navigation', { name: 'Dashboard sections' }).getByRole('link', { name: 'Policies' }).click();
+    await textWhen(section.getByTestId('git-refusal'), (text) => text.includes(`Commit ${bad.slice(0, 12)} was refused`) && text.includes('The last good commit stays in force.'), 'the refusal');
+    expect(await section.getByTestId('git-commit').textContent()).toBe(good.slice(0, 12));
+    await screenshot(page, 'policy-git');
+
+    await section.getByRole('button', { name: 'Stop following git' }).click();
+    await section.getByRole('button', { name: 'Yes, stop following' }).click();
+    await section.getByRole('button', { name: 'Follow branch' }).waitFor();
+    expect((await gateway.admin('GET', '/admin/policy-git')).status).toBe(404);
+    const after = (await gateway.admin<{ policies: Array<{ name: string; origin: string }> }>('GET', '/admin/policies')).body.policies;
+    expect(after).toContainEqual(expect.objectContaining({ name: 'no-vault', origin: 'api' }));
   });
 });

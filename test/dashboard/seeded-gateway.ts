@@ -22,6 +22,8 @@ export interface SeededGateway {
   adminToken: string;
   agents: Record<AgentName, SeededAgent>;
   sidecarId: string;
+  /** A folder under the gateway's POLICIES_GIT_LOCAL_ROOT: git repositories made in it may be followed as git sources. */
+  gitRoot: string;
   /** An admin API call with the admin token. */
   admin<T = Record<string, unknown>>(method: string, route: string, body?: unknown, headers?: Record<string, string>): Promise<TestResponse<T>>;
   /** A request through the governed proxy with an agent's token. */
@@ -69,6 +71,8 @@ export async function startSeededGateway(): Promise<SeededGateway> {
   fs.writeFileSync(serversFile, `servers:\n  - name: files\n    url: ${mcp.url}\n`);
   // The key upstream credentials are sealed with (docs/configuration.md): 32 random bytes.
   const credentialsKeyFile = path.join(scratch, 'credentials.key');
+  const gitRoot = path.join(scratch, 'git');
+  fs.mkdirSync(gitRoot);
   fs.writeFileSync(credentialsKeyFile, randomBytes(32).toString('base64'));
   const processes: ServiceProcess[] = [];
   const close = async () => {
@@ -79,12 +83,12 @@ export async function startSeededGateway(): Promise<SeededGateway> {
   try {
     // DATABASE_URL set: on that (fresh) PostgreSQL database, as `npm test` runs; else the embedded one in DATA_DIR.
     const database: Record<string, string> = process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {};
-    const gateway = launch(GATEWAY_MAIN, await freePort(), { DATA_DIR: dataDir, UPSTREAM_URL: upstream.url, MCP_SERVERS: serversFile, CREDENTIALS_KEY_FILE: credentialsKeyFile, PDP_GRPC_PORT: '0', LOG_LEVEL: 'warn', ...database });
+    const gateway = launch(GATEWAY_MAIN, await freePort(), { DATA_DIR: dataDir, UPSTREAM_URL: upstream.url, MCP_SERVERS: serversFile, CREDENTIALS_KEY_FILE: credentialsKeyFile, POLICIES_GIT_LOCAL_ROOT: gitRoot, PDP_GRPC_PORT: '0', LOG_LEVEL: 'warn', ...database });
     processes.push(gateway);
     await waitFor(gateway, '/health', (status) => status === 200, 90_000);
     const adminToken = ADMIN_TOKEN_PRINTED.exec(gateway.output().stderr)?.[1];
     if (adminToken === undefined) throw new Error(`the gateway printed no admin token: ${gateway.output().stderr}`);
-    const seeded = seededGateway(gateway.url, adminToken, close);
+    const seeded = seededGateway(gateway.url, adminToken, gitRoot, close);
     await seed(seeded, upstream, mcp, dataDir, scratch, processes);
     return seeded;
   } catch (error) {
@@ -93,12 +97,13 @@ export async function startSeededGateway(): Promise<SeededGateway> {
   }
 }
 
-function seededGateway(url: string, adminToken: string, close: () => Promise<void>): SeededGateway {
+function seededGateway(url: string, adminToken: string, gitRoot: string, close: () => Promise<void>): SeededGateway {
   return {
     url,
     adminToken,
     agents: {} as Record<AgentName, SeededAgent>,
     sidecarId: SIDECAR_ID,
+    gitRoot,
     admin: (method, route, body, headers) => call(url, method, route, { adminToken, body, headers }),
     proxy: (agent, method, route, body) => call(url, method, `/proxy${route}`, { bearer: agent.token, body }),
     close,

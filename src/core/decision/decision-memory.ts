@@ -43,7 +43,7 @@ export class DecisionMemory {
   ) {}
 
   /** The session facts policies read, when any of the set reads or adds them; else undefined (nothing is looked up). */
-  recall(set: PolicySet, principal: Principal, sessionId: string | undefined, nowMs: number): SessionFacts | undefined {
+  recall(set: PolicySet, principal: Principal, sessionId: string | undefined, nowMs: number): SessionFacts | Promise<SessionFacts> | undefined {
     return set.usesSession ? this.sessions.recall(keyOf(principal, sessionId), nowMs) : undefined;
   }
 
@@ -56,13 +56,18 @@ export class DecisionMemory {
    * After a decision: a call let through is remembered (its action, and its labels, which only
    * accumulate); a call refused gives its reservations back. Answers what to put in the audit entry.
    */
-  afterDecision(set: PolicySet, principal: Principal, sessionId: string | undefined, call: { action: string; letThrough: boolean; labels: Parameters<SessionMemory['remember']>[2]; holds: BudgetHold[] | undefined; facts: SessionFacts | undefined }, nowMs: number): Remembered | undefined {
+  afterDecision(set: PolicySet, principal: Principal, sessionId: string | undefined, call: { action: string; letThrough: boolean; labels: Parameters<SessionMemory['remember']>[2]; holds: BudgetHold[] | undefined; facts: SessionFacts | undefined }, nowMs: number): Remembered | Promise<Remembered> | undefined {
     if (!call.letThrough && call.holds !== undefined) this.release(call.holds.splice(0), nowMs);
     if (call.facts === undefined) return undefined;
-    // The facts read, copied before this call's own action and labels change them.
-    const facts: SessionFacts = { id: call.facts.id, labels: [...call.facts.labels], agent_labels: [...call.facts.agent_labels], calls: call.facts.calls };
+    // The facts read, copied before this call's own action and labels change them: the audit entry's input keeps them, so a backtest replays what this call read.
+    const facts: SessionFacts = { id: call.facts.id, labels: [...call.facts.labels], agent_labels: [...call.facts.agent_labels], calls: { ...call.facts.calls } };
     const added = call.letThrough ? this.sessions.remember(keyOf(principal, sessionId), call.action, call.labels, nowMs) : [];
-    return { facts, added };
+    return added instanceof Promise ? added.then((labels) => ({ facts, added: labels })) : { facts, added };
+  }
+
+  /** Gives back what a decision reserved, when it failed after its evaluation (its session could not be remembered). */
+  releaseHolds(holds: BudgetHold[] | undefined, nowMs: number): void {
+    if (holds !== undefined) this.release(holds.splice(0), nowMs);
   }
 
   /**
@@ -98,7 +103,7 @@ export class DecisionMemory {
    * labels here too. Each label takes the scope and ttl the organization's policies give it
    * (an agent label's ttl counted from the edge decision); labels only accumulate.
    */
-  rememberEdgeCall(set: PolicySet, owner: { orgId: string; agentId: string }, sessionId: string, action: string, labelsAdded: readonly string[], atMs: number, nowMs: number): void {
+  async rememberEdgeCall(set: PolicySet, owner: { orgId: string; agentId: string }, sessionId: string, action: string, labelsAdded: readonly string[], atMs: number, nowMs: number): Promise<void> {
     if (!set.usesSession) return;
     const grants: LabelGrant[] = [];
     const sessionLabels: string[] = [];
@@ -108,16 +113,16 @@ export class DecisionMemory {
       else if (atMs + ttlMs > nowMs) grants.push({ policy: '', rule: '', labels: [label], scope: 'agent', ttlMs: atMs + ttlMs - nowMs });
     }
     if (sessionLabels.length > 0) grants.push({ policy: '', rule: '', labels: sessionLabels, scope: 'session', ttlMs: 0 });
-    this.sessions.remember({ orgId: owner.orgId, agentId: owner.agentId, sessionId }, action, grants, nowMs);
+    await this.sessions.remember({ orgId: owner.orgId, agentId: owner.agentId, sessionId }, action, grants, nowMs);
   }
 
   /** A session's facts as they stand (the admin API's timeline): its labels and the agent's. */
-  sessionFacts(orgId: string, agentId: string, sessionId: string, nowMs: number): SessionFacts {
+  async sessionFacts(orgId: string, agentId: string, sessionId: string, nowMs: number): Promise<SessionFacts> {
     return this.sessions.recall({ orgId, agentId, sessionId }, nowMs);
   }
 
   /** Ends labels (the admin API): of one session, or of the agent itself. */
-  clearLabels(orgId: string, agentId: string, sessionId: string | undefined, nowMs: number): boolean {
+  async clearLabels(orgId: string, agentId: string, sessionId: string | undefined, nowMs: number): Promise<boolean> {
     return this.sessions.clearLabels(orgId, agentId, sessionId, nowMs);
   }
 

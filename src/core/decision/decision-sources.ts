@@ -66,16 +66,17 @@ export interface DecisionLog {
 }
 
 /**
- * What sessions remember (docs/policies.md "Sessions"): the gateway and the sidecar keep them
- * in process (SessionStore). Synchronous: a decision that reads them waits for nothing.
+ * What sessions remember (docs/policies.md "Sessions"): in process (SessionStore) at the sidecar
+ * and at a gateway without REDIS_URL, whose answers are synchronous, so a decision that reads
+ * them waits for nothing; in Redis, shared by every gateway instance, when REDIS_URL is set.
  */
 export interface SessionMemory {
   /** The session's facts, for a decision. */
-  recall(key: SessionKey, nowMs: number): SessionFacts;
+  recall(key: SessionKey, nowMs: number): SessionFacts | Promise<SessionFacts>;
   /** Remembers a call let through and the labels its `label` rules added; answers the labels that were new. */
-  remember(key: SessionKey, action: string, grants: readonly LabelGrant[] | undefined, nowMs: number): string[];
+  remember(key: SessionKey, action: string, grants: readonly LabelGrant[] | undefined, nowMs: number): string[] | Promise<string[]>;
   /** Ends the labels of a session, or (no session id) of the agent; true when there were some. */
-  clearLabels(orgId: string, agentId: string, sessionId: string | undefined, nowMs: number): boolean;
+  clearLabels(orgId: string, agentId: string, sessionId: string | undefined, nowMs: number): boolean | Promise<boolean>;
 }
 
 /** How decisions are applied, and whom agent tokens must come from. */

@@ -176,7 +176,8 @@ export class DecisionService {
     if (!isArgs(args)) return this.fixedVerdict(principal, request, args, nowMs, policies.version);
     const org = this.usage.orgFacts?.(orgId);
     const started = performance.now();
-    const session = this.memory.recall(set, principal, request.sessionId, nowMs);
+    const recalled = this.memory.recall(set, principal, request.sessionId, nowMs);
+    const session = recalled instanceof Promise ? await this.recalledOrRecorded(recalled, principal, request, args, org, nowMs, started) : recalled;
     const env = this.envFor(set, questions.length, nowMs);
     let input = inputOf(principal.agent, principal.delegation, request, args, org, session);
     const asked = input;
@@ -215,7 +216,24 @@ export class DecisionService {
     const canary = canaryDetails(policies.set, policies.canary, cohort, asked);
     if (canary !== undefined) verdict.canary = canary;
     const decided = decision.approval !== undefined && this.enforcing ? await this.approvalVerdict(verdict, decision.approval, approvalHolds) : verdict;
-    return this.remember(set, decided, env.holds, session);
+    try {
+      return await this.remember(set, decided, env.holds, session);
+    } catch (error) {
+      // A session that cannot be remembered (Redis away) would let the call shed its labels: it is refused, and gives back what it reserved.
+      this.memory.releaseHolds(env.holds, nowMs);
+      this.recordFailure(principal, request, input, nowMs, performance.now() - started, error);
+      throw error;
+    }
+  }
+
+  /** Session facts from a shared memory (Redis): one it cannot answer refuses the request, recorded as a denial like any failed decision. */
+  private async recalledOrRecorded(recalled: Promise<SessionFacts>, principal: Principal, request: DecisionRequest, args: DecisionInput['args'], org: DecisionInput['org'], nowMs: number, started: number): Promise<SessionFacts> {
+    try {
+      return await recalled;
+    } catch (error) {
+      this.recordFailure(principal, request, inputOf(principal.agent, principal.delegation, request, args, org), nowMs, performance.now() - started, error);
+      throw error;
+    }
   }
 
   /** The evaluation environment: the rate limiter and the budget ledger, once per request whatever the questions. */
@@ -228,11 +246,20 @@ export class DecisionService {
   }
 
   /** What the call leaves in its session once decided (docs/policies.md "Sessions"), and the holds it keeps. */
-  private remember(set: PolicySet, verdict: Verdict, holds: BudgetHold[] | undefined, session: SessionFacts | undefined): Verdict {
+  private remember(set: PolicySet, verdict: Verdict, holds: BudgetHold[] | undefined, session: SessionFacts | undefined): Verdict | Promise<Verdict> {
     const letThrough = verdict.pending === undefined && (verdict.decision.effect === 'allow' || !verdict.enforced);
     const call = { action: verdict.request.action, letThrough, labels: verdict.decision.labels, holds, facts: session };
-    const remembered = this.memory.afterDecision(set, verdict.principal, verdict.request.sessionId, call, verdict.nowMs);
-    if (remembered !== undefined) verdict.remembered = remembered;
+    const after = this.memory.afterDecision(set, verdict.principal, verdict.request.sessionId, call, verdict.nowMs);
+    // In process the memory answers at once; in Redis it is awaited.
+    return after instanceof Promise ? after.then((remembered) => this.withRemembered(verdict, remembered, holds)) : this.withRemembered(verdict, after, holds);
+  }
+
+  private withRemembered(verdict: Verdict, remembered: Remembered | undefined, holds: BudgetHold[] | undefined): Verdict {
+    if (remembered !== undefined) {
+      verdict.remembered = remembered;
+      // The recorded input carries the session's facts as this call read them, not as its own labels and action left them (backtests replay it).
+      verdict.input = { ...verdict.input, session: remembered.facts };
+    }
     if (holds !== undefined && holds.length > 0) verdict.holds = holds;
     return verdict;
   }

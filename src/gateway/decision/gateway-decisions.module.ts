@@ -28,7 +28,7 @@ import {
 } from '../../core/decision/decision-sources';
 import { GatewayRateLimiter } from './gateway-rate-limiter';
 import { GatewayBudgetLedger } from './gateway-budget-ledger';
-import { SessionStore } from '../../core/decision/session-store';
+import { GatewaySessionMemory } from './gateway-session-memory';
 import { PolicySimulationController } from '../policies/policy-simulation.controller';
 import { PolicySimulator } from '../policies/policy-simulator';
 
@@ -51,7 +51,8 @@ import { PolicySimulator } from '../policies/policy-simulator';
         { provide: RATE_LIMITER, useClass: GatewayRateLimiter },
         GatewayBudgetLedger,
         { provide: BUDGET_LEDGER, useExisting: GatewayBudgetLedger },
-        { provide: SESSION_MEMORY, useFactory: () => new SessionStore() },
+        GatewaySessionMemory,
+        { provide: SESSION_MEMORY, useExisting: GatewaySessionMemory },
         {
           provide: DECISION_SETTINGS,
           inject: [AppConfig],

@@ -136,7 +136,7 @@ export class SidecarsService {
     const nowMs = Date.now();
     for (const call of calls) {
       const session = (call.details as DecisionDetails).session!;
-      this.memory.rememberEdgeCall(set, { orgId, agentId: call.agentId! }, session.id, call.action, session.labelsAdded ?? [], call.ts, nowMs);
+      await this.memory.rememberEdgeCall(set, { orgId, agentId: call.agentId! }, session.id, call.action, session.labelsAdded ?? [], call.ts, nowMs);
     }
   }
 

@@ -9,12 +9,13 @@ import { AgentDirectory } from '../agents/agent-directory';
 import { compilePolicies } from '../../core/policy-engine/compile-policies';
 import { PolicySet } from '../../core/policy-engine/policy-set';
 import { SlidingWindowLimiter } from '../../core/policy-engine/sliding-window-limiter';
-import type { Decision, PolicyDefinition } from '../../core/policy-engine/types';
+import type { Decision, PolicyDefinition, SessionFacts } from '../../core/policy-engine/types';
 import { parseProposedSource } from './policies.service';
 import { parseOrThrow } from './policy-errors';
 import { proposedSourceOf } from './policy-source';
 import { DecisionService } from '../../core/decision/decision.service';
 import { completeInput } from '../../core/decision/decision-input';
+import { SessionStore } from '../../core/decision/session-store';
 import { BacktestPolicyCount, BacktestReportView, BacktestRequestDto, DecisionView, SimulateRequestDto, SimulationView } from './simulation.dto';
 
 const PAGE = 2000;
@@ -63,6 +64,8 @@ export class PolicySimulator {
     const limit = request.limit ?? 10_000;
     // A fresh limiter replayed on the recorded timestamps reproduces rate limits as they would have been.
     const limiter = new SlidingWindowLimiter();
+    // Sessions replayed likewise: what the proposed policies' label rules add, and the calls they let through (docs/policies.md "Seen").
+    const replay = new SessionStore();
     const report: BacktestReportView = {
       from: from.toISOString(),
       to: to.toISOString(),
@@ -86,8 +89,11 @@ export class PolicySimulator {
           report.skipped++;
           continue;
         }
-        const input = expandInput(JSON.parse(row.input), row);
-        const after = await proposed.evaluate(completeInput(input, principal.orgId), { limiter, nowMs: row.ts });
+        const input = completeInput(expandInput(JSON.parse(row.input), row), principal.orgId);
+        const key = proposed.usesSession ? { orgId: principal.orgId, agentId: row.agentId ?? '', sessionId: input.session?.id ?? '' } : undefined;
+        if (key !== undefined) input.session = replayedFacts(input.session, replay.recall(key, row.ts));
+        const after = await proposed.evaluate(input, { limiter, nowMs: row.ts });
+        if (key !== undefined && after.effect === 'allow') replay.remember(key, input.action, after.labels, row.ts);
         this.tally(report, byPolicy, row, after);
       }
       const last = rows[rows.length - 1];
@@ -163,4 +169,24 @@ function decisionView(decision: Decision): DecisionView {
   if (decision.rateLimit) view.rateLimit = { ...decision.rateLimit };
   if (decision.alerts) view.alerts = decision.alerts.map((alert) => ({ ...alert }));
   return view;
+}
+
+/**
+ * What a replayed call reads of its session: the facts recorded with it (what it read live)
+ * together with what the replay itself remembered, so a label the proposed policies add counts
+ * as it would have. Labels only accumulate: those of both. Calls: the recorded ones, else (an
+ * entry recorded without session facts) the replayed ones.
+ */
+function replayedFacts(recorded: SessionFacts | undefined, replayed: SessionFacts): SessionFacts {
+  if (recorded === undefined) return replayed;
+  return {
+    id: recorded.id,
+    labels: union(recorded.labels, replayed.labels),
+    agent_labels: union(recorded.agent_labels, replayed.agent_labels),
+    calls: recorded.calls,
+  };
+}
+
+function union(a: readonly string[], b: readonly string[]): readonly string[] {
+  return b.every((label) => a.includes(label)) ? a : [...new Set([...a, ...b])];
 }

@@ -40,7 +40,7 @@ export class SessionTimelineService {
        ORDER BY ts, id LIMIT $5`,
       [admin.orgId, agent.id, new Date(from), sessionId, limit + 1],
     );
-    const facts = this.memory.sessionFacts(admin.orgId, agent.id, sessionId, nowMs);
+    const facts = await this.memory.sessionFacts(admin.orgId, agent.id, sessionId, nowMs);
     return {
       agentId: agent.id,
       sessionId,

@@ -34,8 +34,11 @@ export class SessionsController {
   @ApiBadRequestResponse({ description: 'Invalid field (named in the message)', type: ErrorBody })
   @ApiNotFoundResponse({ description: 'No such agent in the organization', type: ErrorBody })
   async clearLabels(@CurrentAdmin() admin: AdminPrincipal, @Body() body: ClearLabelsDto): Promise<ClearedLabelsView> {
-    const before = this.memory.sessionFacts(admin.orgId, body.agentId, body.sessionId ?? '', Date.now());
+    const before = await this.memory.sessionFacts(admin.orgId, body.agentId, body.sessionId ?? '', Date.now());
     const held = body.scope === 'agent' ? before.agent_labels.length > 0 : before.labels.length > 0;
-    return { ...(await this.labels.clear(admin, body.agentId, body.scope, body.sessionId)), cleared: held };
+    const cleared = await this.labels.clear(admin, body.agentId, body.scope, body.sessionId);
+    // Every instance applies the cluster event; a memory shared in Redis is cleared here too before the answer, so the next decision anywhere reads it cleared.
+    await this.memory.clearLabels(admin.orgId, cleared.agentId, cleared.sessionId ?? undefined, Date.now());
+    return { ...cleared, cleared: held };
   }
 }

@@ -62,6 +62,21 @@ export interface CanaryCohort {
   errorRate: number;
 }
 
+/** GET /admin/policy-git: the organization's git source and where it stands (docs/policies.md "Policies from git"). */
+export interface PolicyGitSource {
+  url: string;
+  branch: string;
+  path: string;
+  pollMs: number;
+  signed: boolean;
+  updatedBy: string;
+  updatedAt: string;
+  commit: string | null;
+  appliedAt: string | null;
+  checkedAt: string | null;
+  error: { commit: string | null; message: string; at: string } | null;
+}
+
 /** GET /admin/canaries: a canary rollout (docs/policies.md "Canary rollouts"). */
 export interface Canary {
   id: string;

@@ -7,6 +7,7 @@ import { useDashboard } from '../context';
 import { count, dateTime, percent, relative } from '../format';
 import { useLoad } from '../load';
 import { Link, useRoute } from '../router';
+import { GitSourceSection } from './policy-git-source';
 import type { Agent, Backtest, Canary, CanaryCohort, Decision, PolicyDetail, PolicyList, PolicyStat, ShadowPolicyStat, Simulation, ValidationResult } from '../types';
 
 const DRAFT_EXAMPLE = `name: orders-need-trust
@@ -67,6 +68,7 @@ export function PoliciesPage() {
           )}
         </LoadedView>
       </section>
+      <GitSourceSection />
       <CanaryRollouts />
       <ShadowPolicies />
       <PolicyLab startFrom={route.query.get('draft')} />
