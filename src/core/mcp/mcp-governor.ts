@@ -83,9 +83,9 @@ export class McpGovernor {
   }
 
   /** Records an allowed request once its answer was relayed, or once the agent cancelled it (with the time it ran). */
-  recordAnswered(ruling: { allowed: Verdict; started: number }, outcome: 'answered' | 'failed' | 'cancelled'): void {
+  recordAnswered(ruling: { allowed: Verdict; started: number }, outcome: 'answered' | 'failed' | 'cancelled', credentialId?: string): void {
     const status = outcome === 'answered' ? 200 : outcome === 'cancelled' ? CANCELLED_STATUS : 502;
-    this.decisions.record(ruling.allowed, { status, upstreamStatus: outcome === 'failed' ? null : 200, latencyMs: performance.now() - ruling.started });
+    this.decisions.record(ruling.allowed, { status, upstreamStatus: outcome === 'failed' ? null : 200, latencyMs: performance.now() - ruling.started, credentialId });
   }
 
   /** Decides a request the server sends the agent (sampling, elicitation), recorded at once; undefined when allowed. */
