@@ -15,7 +15,7 @@ import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, MutableMapping, Optional
+from typing import Any, Awaitable, Callable, Mapping, MutableMapping, Optional
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
@@ -24,6 +24,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 BATCH_TYPE = "decision-batch+jwt"
+#: Where an MCP ``tools/call`` forwarded by the gateway carries its decision token: ``params._meta``.
+TOOL_CALL_META_KEY = "io.agentgov/decision-token"
+#: The method a tool call's ``req`` hash names (its target is the tool's name).
+TOOL_CALL_METHOD = "TOOLS/CALL"
 SIDECAR_KEY_TYPE = "sidecar-key+jwt"
 STEP_BYTES = 33
 MAX_PROOF_STEPS = 16
@@ -127,6 +131,91 @@ def request_hash(method: str, target: str, body: bytes, credential_parameter: Op
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
+def _number_text(value: float) -> str:
+    """A number as ECMAScript's Number::toString writes it (RFC 8785 3.2.2.3): the shortest digits
+    that read back as the same double (Python's repr finds them too), placed by ECMAScript's rules."""
+    if value != value or value in (float("inf"), float("-inf")):
+        raise DecisionTokenError("malformed", "Malformed tool call: a number in the arguments is not finite")
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    mantissa, _, exponent = repr(abs(value)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    # The value is 0.<digits> x 10^point.
+    point = len(whole) + int(exponent or 0) - (len(whole + fraction) - len((whole + fraction).lstrip("0")))
+    digits = digits.rstrip("0")
+    count = len(digits)
+    if count <= point <= 21:
+        return sign + digits + "0" * (point - count)
+    if 0 < point <= 21:
+        return sign + digits[:point] + "." + digits[point:]
+    if -6 < point <= 0:
+        return sign + "0." + "0" * -point + digits
+    shown = point - 1
+    return sign + digits[0] + ("." + digits[1:] if count > 1 else "") + "e" + ("+" if shown >= 0 else "-") + str(abs(shown))
+
+
+_SHORT_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def _string_text(value: str) -> str:
+    """A string as ECMAScript's JSON.stringify writes it (RFC 8785 3.2.2.2): only the quote, the
+    backslash and controls below U+0020 escaped, and a lone surrogate as \\uXXXX."""
+    out = ['"']
+    for character in value:
+        code = ord(character)
+        if character in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[character])
+        elif code < 0x20 or 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(character)
+    out.append('"')
+    return "".join(out)
+
+
+def _utf16_order(key: str) -> bytes:
+    # Big-endian UTF-16 bytes compare as the code units do (RFC 8785 3.2.3), not as code points.
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def canonical_json(value: Any) -> str:
+    """The RFC 8785 (JCS) text of a JSON value as ``json.loads`` gives it: object keys sorted by
+    UTF-16 code units, numbers as ECMAScript writes them (integers past 2^53 rounded to a double,
+    as the gateway reads them), no whitespace."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _string_text(value)
+    if isinstance(value, int):
+        if -(2**53) <= value <= 2**53:
+            return str(value)
+        try:
+            return _number_text(float(value))
+        except OverflowError:
+            raise DecisionTokenError("malformed", "Malformed tool call: a number in the arguments is not finite") from None
+    if isinstance(value, float):
+        return _number_text(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(canonical_json(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise DecisionTokenError("malformed", "Malformed tool call: an object key in the arguments is not a string")
+        keys = sorted(value, key=_utf16_order)
+        return "{" + ",".join(_string_text(key) + ":" + canonical_json(value[key]) for key in keys) + "}"
+    raise DecisionTokenError("malformed", f"Malformed tool call: the arguments hold a {type(value).__name__}, not a JSON value")
+
+
+def tool_call_hash(name: str, arguments: Optional[Mapping[str, Any]]) -> str:
+    """The hash a tool call's token binds: ``request_hash("TOOLS/CALL", name, JCS(arguments or {}))``."""
+    return request_hash(TOOL_CALL_METHOD, name, canonical_json(arguments if arguments is not None else {}).encode("utf-8", "surrogatepass"))
+
+
 class DecisionTokenVerifier:
     """Verifies tokens against the gateway's JWKS (fetched from ``jwks_url`` at most every
     ``refresh_seconds`` for an unknown key, or given as ``jwks``). ``clock`` is the time in seconds
@@ -147,6 +236,27 @@ class DecisionTokenVerifier:
     async def verify(self, token: Optional[str], method: str, target: str, body: bytes = b"") -> VerifiedDecision:
         if not token:
             raise DecisionTokenError("missing", "No X-Service-Decision-Token: the call did not come through the gateway")
+        return await self._verify(token, lambda cq: request_hash(method, target, body, cq))
+
+    async def verify_tool_call(self, params: Mapping[str, Any]) -> VerifiedDecision:
+        """The decision an MCP ``tools/call`` request's ``params`` (as parsed JSON: ``name``,
+        ``arguments``, ``_meta``) carries in ``_meta["io.agentgov/decision-token"]``, for exactly
+        that tool and those arguments; raises DecisionTokenError when it proves none."""
+        meta = params.get("_meta") if isinstance(params, Mapping) else None
+        token = meta.get(TOOL_CALL_META_KEY) if isinstance(meta, Mapping) else None
+        if not isinstance(token, str) or not token:
+            raise DecisionTokenError("missing", f"No decision token in the tool call's _meta[{TOOL_CALL_META_KEY!r}]: the call did not come through the gateway")
+        name = params.get("name")
+        arguments = params.get("arguments")
+        if not isinstance(name, str):
+            raise DecisionTokenError("malformed", "Malformed tool call: params.name is not a string")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise DecisionTokenError("malformed", "Malformed tool call: params.arguments is not an object")
+        # Canonicalised before the token is checked: arguments no JSON can hold are refused as such.
+        expected = tool_call_hash(name, arguments)
+        return await self._verify(token, lambda _cq: expected)
+
+    async def _verify(self, token: str, expected_hash: Callable[[Optional[str]], str]) -> VerifiedDecision:
         parts = token.split("~")
         if len(parts) != 3:
             raise DecisionTokenError("malformed", "Malformed decision token: not <JWS>~<claims>~<proof>")
@@ -178,7 +288,7 @@ class DecisionTokenVerifier:
         if certified is not None and certified[1] != claims["org"]:
             raise DecisionTokenError("bad_signature", "The sidecar is not of the decision's organization")
         cq = claims.get("cq")
-        if request_hash(method, target, body, cq if isinstance(cq, str) else None) != claims["req"]:
+        if expected_hash(cq if isinstance(cq, str) else None) != claims["req"]:
             raise DecisionTokenError("wrong_request", f"The decision token is for another request (decision {claims['jti']})")
         apr = claims.get("apr")
         return VerifiedDecision(claims["jti"], claims["sub"], claims["org"], claims["act"], float(claims["exp"]),

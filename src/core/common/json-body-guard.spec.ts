@@ -26,4 +26,12 @@ describe('findProblem', () => {
     expect(findProblem(JSON.parse('{"arguments":{"amounts":[1,-1e400]}}') as object)).toBe('arguments.amounts[1] is not a finite number');
     expect(findProblem({ max: Number.MAX_VALUE, zero: -0 })).toBeNull();
   });
+
+  it('names a lone surrogate only when asked to (the Nest routes), in a value or a field name; a pair is a character', () => {
+    expect(findProblem({ email: 'a\ud800@example.com' })).toBeNull();
+    expect(findProblem({ email: 'a\ud800@example.com' }, { wellFormed: true })).toBe('email must not contain lone surrogates (UTF-16 halves that UTF-8 cannot carry)');
+    expect(findProblem({ tags: ['ok', '\udfff'] }, { wellFormed: true })).toBe('tags[1] must not contain lone surrogates (UTF-16 halves that UTF-8 cannot carry)');
+    expect(findProblem({ metadata: { '\ud800': 1 } }, { wellFormed: true })).toBe('field names must not contain lone surrogates (at metadata)');
+    expect(findProblem({ name: 'bot \ud83d\ude00' }, { wellFormed: true })).toBeNull();
+  });
 });

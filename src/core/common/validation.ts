@@ -1,20 +1,64 @@
-import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { ValidationPipe } from '@nestjs/common';
+import { DECORATORS } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { Matches, ValidateIf } from 'class-validator';
+import { Matches, ValidateIf, ValidationError, ValidatorOptions } from 'class-validator';
 import { AppError } from './app-error';
+import { MAX_JSON_DEPTH } from './json-body-guard';
 
 /**
- * The global ValidationPipe: DTOs only, unknown fields refused, every problem named by field
- * in one 400 `invalid_request`.
+ * The global ValidationPipe: DTOs only, unknown fields refused, a `null` refused wherever the
+ * DTO does not document the field as nullable, every problem named by field in one 400
+ * `invalid_request`.
  */
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new DocumentedNullsValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     transform: true,
     validationError: { target: false, value: false },
     exceptionFactory: validationFailure,
   });
+}
+
+/**
+ * class-validator's `IsOptional` skips `null` as it skips a missing field, so `{"allowedSigners":
+ * null}` reached the code as a null it never expected (a 500, or a null written over a stored
+ * value). A field takes `null` only where its `@ApiProperty` says `nullable: true`: what the
+ * OpenAPI document (GET /docs-json) tells clients is what is checked, one schema per request.
+ */
+class DocumentedNullsValidationPipe extends ValidationPipe {
+  protected override async validate(object: object, options?: ValidatorOptions): Promise<ValidationError[]> {
+    const errors = await super.validate(object, options);
+    const failed = new Set(errors.map((error) => error.property));
+    return [...errors, ...undocumentedNulls(object, '', 1).filter((error) => !failed.has(error.root))];
+  }
+}
+
+interface NullProblem extends ValidationError {
+  /** The top-level field it is under (class-validator names its errors so). */
+  root: string;
+}
+
+/** Every `null` in `instance` (a DTO) and the DTOs nested in it, at a field not documented nullable; free-form objects may hold nulls. */
+function undocumentedNulls(instance: object, path: string, depth: number): NullProblem[] {
+  const prototype = Object.getPrototypeOf(instance) as object | null;
+  if (depth > MAX_JSON_DEPTH || prototype === null || prototype === Object.prototype || prototype === Array.prototype) return [];
+  return Object.entries(instance).flatMap(([key, value]): NullProblem[] => {
+    const field = path === '' ? key : `${path}.${key}`;
+    const root = path === '' ? key : path.split(/[.[]/)[0];
+    if (value === null) return isDocumentedNullable(prototype, key) ? [] : [nullProblem(field, root)];
+    if (Array.isArray(value)) return value.flatMap((item: unknown, index) => (typeof item === 'object' && item !== null ? undocumentedNulls(item, `${field}[${index}]`, depth + 1) : []));
+    return typeof value === 'object' ? undocumentedNulls(value as object, field, depth + 1) : [];
+  });
+}
+
+function isDocumentedNullable(prototype: object, key: string): boolean {
+  const documented = Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES, prototype, key) as { nullable?: boolean } | undefined;
+  return documented?.nullable === true;
+}
+
+function nullProblem(field: string, root: string): NullProblem {
+  return Object.assign(new ValidationError(), { property: field, root, children: [], constraints: { isNotNull: `${field} must not be null (leave it out instead)` } });
 }
 
 /** class-validator's errors as the 400 the gateway answers: every problem named by field, in `message` and in `fields`. */

@@ -44,20 +44,27 @@ export class EdgeApprovalsController {
 
   @Post()
   @HttpCode(201)
-  open(@CurrentAdmin() principal: AdminPrincipal, @Body() body: EdgeApprovalRequest): Promise<PendingApproval> {
+  open(@CurrentAdmin() principal: AdminPrincipal, @Body() sent: unknown): Promise<PendingApproval> {
+    const body = fieldsOf(sent) as Partial<EdgeApprovalRequest>;
     const subject = subjectOf(principal, body.subject);
-    if (typeof body.policy !== 'string' || typeof body.reason !== 'string' || !Number.isSafeInteger(body.timeoutMs) || body.timeoutMs < 1000 || body.timeoutMs > MAX_TIMEOUT_MS) {
+    const { timeoutMs } = body;
+    if (typeof body.policy !== 'string' || typeof body.reason !== 'string' || typeof timeoutMs !== 'number' || !Number.isSafeInteger(timeoutMs) || timeoutMs < 1000 || timeoutMs > MAX_TIMEOUT_MS) {
       throw AppError.invalid('policy, reason and timeoutMs (1 s to 7 d) are required');
     }
     const approvers = Array.isArray(body.approvers) ? body.approvers.filter((tag): tag is string => typeof tag === 'string') : [];
-    return this.approvals.open(subject, { effect: 'deny', policy: body.policy, rule: typeof body.rule === 'string' ? body.rule : null, reason: body.reason, approval: { approvers, timeoutMs: body.timeoutMs } });
+    return this.approvals.open(subject, { effect: 'deny', policy: body.policy, rule: typeof body.rule === 'string' ? body.rule : null, reason: body.reason, approval: { approvers, timeoutMs } });
   }
 
   @Post(':id/redeem')
   @HttpCode(200)
-  redeem(@CurrentAdmin() principal: AdminPrincipal, @Param('id') id: string, @Body() body: { subject: ApprovalSubject }): Promise<Redemption> {
-    return this.approvals.redeem(id, subjectOf(principal, body.subject));
+  redeem(@CurrentAdmin() principal: AdminPrincipal, @Param('id') id: string, @Body() sent: unknown): Promise<Redemption> {
+    return this.approvals.redeem(id, subjectOf(principal, fieldsOf(sent).subject));
   }
+}
+
+/** The body's fields; none when it is missing or not an object (a POST without a JSON body leaves it undefined). */
+function fieldsOf(sent: unknown): Record<string, unknown> {
+  return typeof sent === 'object' && sent !== null && !Array.isArray(sent) ? (sent as Record<string, unknown>) : {};
 }
 
 /** The subject, checked field by field; its organization must be the caller's. */

@@ -85,7 +85,7 @@ export class IngestedEntryDto {
   @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsInt() status?: number | null;
   @ApiPropertyOptional({ nullable: true }) @IsOptional() @IsInt() upstreamStatus?: number | null;
   @ApiPropertyOptional({ type: [String], nullable: true }) @IsOptional() @IsArray() @IsString({ each: true }) delegationChain?: string[] | null;
-  @ApiPropertyOptional({ description: 'The decision input (redacted at the edge and again here)' }) @IsOptional() input?: unknown;
+  @ApiPropertyOptional({ nullable: true, description: 'The decision input (redacted at the edge and again here)' }) @IsOptional() input?: unknown;
   @ApiPropertyOptional({ nullable: true, description: 'Outcomes: eventId, decisionId, durationMs, resultSummary. Decisions: `{alerts: [{policy, rule, reason}]}`, the alert rules that fired (the gateway raises their alerts)' }) @IsOptional() details?: unknown;
 }
 

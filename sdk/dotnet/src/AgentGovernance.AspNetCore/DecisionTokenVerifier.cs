@@ -15,6 +15,10 @@ namespace AgentGovernance.AspNetCore;
 /// </summary>
 public sealed class DecisionTokenVerifier : IDisposable
 {
+    /// <summary>The key of an MCP tool call's <c>params._meta</c> that carries its decision token.</summary>
+    public const string ToolCallMetaKey = "io.agentgov/decision-token";
+
+    private const string ToolCallMethod = "TOOLS/CALL";
     private const string BatchType = "decision-batch+jwt";
     private const string SidecarKeyType = "sidecar-key+jwt";
     private const int StepBytes = 33;
@@ -50,6 +54,62 @@ public sealed class DecisionTokenVerifier : IDisposable
         ArgumentNullException.ThrowIfNull(method);
         ArgumentNullException.ThrowIfNull(target);
         if (string.IsNullOrEmpty(token)) throw new DecisionTokenException(DecisionTokenProblem.Missing, "No X-Service-Decision-Token: the call did not come through the gateway");
+        return await VerifyTokenAsync(token, credentialParameter => RequestHash(method, target, body.Span, credentialParameter), cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// The decision an MCP <c>tools/call</c> request carries in its <c>params._meta</c>
+    /// (<see cref="ToolCallMetaKey"/>), for exactly the tool <c>params.name</c> with the arguments
+    /// <c>params.arguments</c>; <paramref name="parameters"/> is the request's <c>params</c> object
+    /// as received. Throws <see cref="DecisionTokenException"/> when it proves none.
+    /// </summary>
+    public async ValueTask<VerifiedDecision> VerifyToolCallAsync(JsonElement parameters, CancellationToken cancellationToken = default)
+    {
+        if (parameters.ValueKind != JsonValueKind.Object) throw new DecisionTokenException(DecisionTokenProblem.Malformed, "Malformed tool call: params is not an object");
+        string? token = null;
+        if (parameters.TryGetProperty("_meta", out var meta) && meta.ValueKind == JsonValueKind.Object && meta.TryGetProperty(ToolCallMetaKey, out var carried) && carried.ValueKind == JsonValueKind.String)
+        {
+            token = carried.GetString();
+        }
+        if (string.IsNullOrEmpty(token)) throw MissingToolCallToken();
+        if (!parameters.TryGetProperty("name", out var name) || name.ValueKind != JsonValueKind.String) throw new DecisionTokenException(DecisionTokenProblem.Malformed, "Malformed tool call: params.name is not a string");
+        JsonElement? arguments = parameters.TryGetProperty("arguments", out var given) && given.ValueKind != JsonValueKind.Null ? given : null;
+        if (arguments is { ValueKind: not JsonValueKind.Object }) throw new DecisionTokenException(DecisionTokenProblem.Malformed, "Malformed tool call: params.arguments is not an object");
+        // Canonicalised before the token is checked: arguments no double can hold are refused as malformed.
+        var expected = ToolCallHash(name.GetString()!, arguments is { } present ? CanonicalJson.Serialize(present) : "{}");
+        return await VerifyTokenAsync(token, _ => expected, cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// The decision <paramref name="token"/> (a tool call's <c>_meta</c> <see cref="ToolCallMetaKey"/>)
+    /// proves for the tool <paramref name="toolName"/> called with <paramref name="arguments"/>
+    /// (none: <c>{}</c>), as an MCP SDK hands them to a tool; throws <see cref="DecisionTokenException"/> when it proves none.
+    /// </summary>
+    public async ValueTask<VerifiedDecision> VerifyToolCallAsync(string? token, string toolName, IEnumerable<KeyValuePair<string, JsonElement>>? arguments, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(toolName);
+        if (string.IsNullOrEmpty(token)) throw MissingToolCallToken();
+        var expected = ToolCallHash(toolName, arguments is null ? "{}" : CanonicalJson.Serialize(arguments));
+        return await VerifyTokenAsync(token, _ => expected, cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// The hash a tool call's <c>req</c> claim must equal (the gateway's): <see cref="RequestHash"/>
+    /// of the method <c>TOOLS/CALL</c>, the tool's name as the target and the UTF-8 bytes of
+    /// <paramref name="canonicalArguments"/> (<see cref="CanonicalJson"/> of the arguments).
+    /// </summary>
+    public static string ToolCallHash(string toolName, string canonicalArguments)
+    {
+        ArgumentNullException.ThrowIfNull(toolName);
+        ArgumentNullException.ThrowIfNull(canonicalArguments);
+        return RequestHash(ToolCallMethod, toolName, Encoding.UTF8.GetBytes(canonicalArguments));
+    }
+
+    private static DecisionTokenException MissingToolCallToken() =>
+        new(DecisionTokenProblem.Missing, $"No decision token in the tool call's _meta[\"{ToolCallMetaKey}\"]: the call did not come through the gateway");
+
+    private async ValueTask<VerifiedDecision> VerifyTokenAsync(string token, Func<string?, string> expectedHash, CancellationToken cancellationToken)
+    {
         var parts = token.Split('~');
         if (parts.Length != 3) throw Malformed("not <JWS>~<claims>~<proof>");
         var segments = parts[0].Split('.');
@@ -70,7 +130,7 @@ public sealed class DecisionTokenVerifier : IDisposable
         var claims = ClaimsOf(claimsBytes);
         if (claims.Expiry + tolerance < now) throw new DecisionTokenException(DecisionTokenProblem.Expired, "The decision token has expired");
         if (certified is not null && certified.Org != claims.Org) throw new DecisionTokenException(DecisionTokenProblem.BadSignature, "The sidecar is not of the decision's organization");
-        if (RequestHash(method, target, body.Span, claims.CredentialParameter) != claims.Request) throw new DecisionTokenException(DecisionTokenProblem.WrongRequest, $"The decision token is for another request (decision {claims.DecisionId})");
+        if (expectedHash(claims.CredentialParameter) != claims.Request) throw new DecisionTokenException(DecisionTokenProblem.WrongRequest, $"The decision token is for another request (decision {claims.DecisionId})");
         return new VerifiedDecision
         {
             DecisionId = claims.DecisionId,
