@@ -9,12 +9,17 @@ import {
   IsObject,
   IsOptional,
   IsString,
+  Matches,
   Max,
   MaxLength,
   Min,
   ValidateNested,
 } from 'class-validator';
 import { IsTimestamp } from '../../core/common/is-timestamp';
+import { MAX_SESSION_ID_LENGTH } from '../../core/decision/session-id';
+
+const SESSION_ID = /^[A-Za-z0-9._:-]*$/;
+const SESSION_ID_MESSAGE = 'must be characters of A-Z a-z 0-9 . _ : -';
 
 export class SimulationAgentDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(128) id?: string;
@@ -26,6 +31,17 @@ export class SimulationAgentDto {
 export class SimulationDelegationDto {
   @ApiPropertyOptional({ minimum: 1 }) @IsOptional() @IsInt() @Min(1) @Max(64) depth?: number;
   @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @ArrayMaxSize(64) @IsString({ each: true }) chain?: string[];
+}
+
+/** A session's facts as a decision reads them (docs/policies.md "Seen"), as policy test files give them. */
+export class SimulationSessionDto {
+  @ApiPropertyOptional({ maxLength: MAX_SESSION_ID_LENGTH }) @IsOptional() @IsString() @MaxLength(MAX_SESSION_ID_LENGTH) @Matches(SESSION_ID, { message: `session.id ${SESSION_ID_MESSAGE}` }) id?: string;
+  @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @ArrayMaxSize(64) @IsString({ each: true }) @MaxLength(64, { each: true }) labels?: string[];
+  @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @ArrayMaxSize(64) @IsString({ each: true }) @MaxLength(64, { each: true }) agent_labels?: string[];
+  @ApiPropertyOptional({ type: Object, description: 'Actions let through earlier in the session, and how often each (at most 256)', example: { 'read:customers/1': 1 } })
+  @IsOptional()
+  @IsObject()
+  calls?: Record<string, unknown>;
 }
 
 /** A decision input (docs/policies.md "What a condition can read"); missing parts default to empty values. */
@@ -56,6 +72,20 @@ export class SimulationInputDto {
   @ValidateNested()
   @Type(() => SimulationDelegationDto)
   delegation?: SimulationDelegationDto;
+
+  @ApiPropertyOptional({ type: SimulationSessionDto, description: 'The session facts to decide on (labels, agent labels, calls); not with `sessionId`' })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => SimulationSessionDto)
+  session?: SimulationSessionDto;
+
+  @ApiPropertyOptional({ description: 'With `agentId`: decide on the facts this session of the agent holds now (empty: its own scope); nothing is remembered', maxLength: MAX_SESSION_ID_LENGTH })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_SESSION_ID_LENGTH)
+  @Matches(SESSION_ID, { message: `sessionId ${SESSION_ID_MESSAGE}` })
+  sessionId?: string;
 }
 
 export class SimulateRequestDto {
@@ -124,10 +154,26 @@ export class DecisionView {
   @ApiPropertyOptional({ type: [FiredAlertView], description: 'The `alert` rules that fired (they raise alerts and never change the decision)' }) alerts?: FiredAlertView[];
 }
 
+/** One rule as the simulation tried it (src/core/policy-engine/types.ts RuleTrace). */
+export class RuleTraceView {
+  @ApiProperty() rule: string;
+  @ApiProperty({ enum: ['allow', 'deny', 'alert', 'require_approval', 'label'] }) action: string;
+  @ApiProperty({ oneOf: [{ type: 'boolean' }, { type: 'string', enum: ['not-reached'] }], description: 'The value of its condition; `not-reached` when a deny had decided before it' })
+  result: boolean | 'not-reached';
+  @ApiPropertyOptional({ type: RateLimitView, description: 'The rate limit it consulted (a dry run: nothing counted)' }) rateLimit?: RateLimitView;
+}
+
+/** One policy as the simulation tried it, with each of its rules. */
+export class PolicyTraceView {
+  @ApiProperty() policy: string;
+  @ApiProperty({ description: 'Whether its `match` accepted the request' }) applicable: boolean;
+  @ApiProperty({ type: [RuleTraceView] }) rules: RuleTraceView[];
+}
+
 export class SimulationView extends DecisionView {
   @ApiProperty({ description: 'False in MODE=audit: a deny would only be recorded' }) enforced: boolean;
   @ApiProperty({ nullable: true, type: Number, description: 'Policy version simulated; null for proposed policies' }) policyVersion: number | null;
-  @ApiProperty({ description: 'Every policy and rule tried, in order', type: Object, isArray: true }) trace: unknown[];
+  @ApiProperty({ description: 'Every policy and rule tried, in order', type: [PolicyTraceView] }) trace: PolicyTraceView[];
 }
 
 export class BacktestFlipView {
