@@ -9,11 +9,15 @@
  * compare the drift as much as the code; alternating cancels most of it.
  */
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
+import type { Principal } from '../src/core/decision/agent-authenticator';
+import { DecisionMemory } from '../src/core/decision/decision-memory';
+import { SessionStore } from '../src/core/decision/session-store';
+import { InMemoryBudgetLedger } from '../src/core/policy-engine/budget-ledger';
 import { compilePolicies } from '../src/core/policy-engine/compile-policies';
 import { loadPolicyFile } from '../src/core/policy-engine/loader';
 import type { PolicySet } from '../src/core/policy-engine/policy-set';
 import { SlidingWindowLimiter } from '../src/core/policy-engine/sliding-window-limiter';
-import type { Decision, DecisionInput, EvaluationEnv, Explanation, RateLimiter } from '../src/core/policy-engine/types';
+import type { Decision, DecisionInput, EvaluationEnv, Explanation, RateLimiter, SessionFacts } from '../src/core/policy-engine/types';
 import { BENCH_POLICIES_YAML, CEDAR_SUBSET, RATE_LIMIT_POLICY_YAML } from './fixtures/policy-bench-set';
 import { CEDAR_POLICIES, toStatefulCedarRequest } from './fixtures/policy-cedar';
 import { handwrittenDecide } from './fixtures/policy-handwritten';
@@ -223,6 +227,31 @@ export async function runPolicyBench(): Promise<BenchReport> {
   const sessionCost = await alternate(withoutSession, withSession, ROUNDS, ROUND_MS);
   const sessionSlowdown = speedup(sessionCost);
 
+  // What a decision does with its session in process besides evaluating (DecisionService.decide): its facts recalled
+  // from the session store, its input built with them, evaluated, then the call remembered (its action, its labels) and
+  // the facts it read copied for its audit entry; 350 sessions (50 agents x 7 ids). Against: the input built and
+  // evaluated alone. A row without a target: it prices the memory against the engine alone, not against a whole
+  // decision (authentication, the audit entry), which costs many times the engine.
+  const memory = new DecisionMemory(new SessionStore(), new InMemoryBudgetLedger());
+  const principals = pool.map((_, index) => ({ agent: { orgId: 'org_bench', id: `agent-${index % 50}` } }) as unknown as Principal);
+  const sessionIds = pool.map((_, index) => `s${index % 7}`);
+  const nowMs = Date.now();
+  const builtAlone: Runner = (ms) => timeLoop(indexes, (index) => isDeny(plain.evaluate({ ...copies[index] }, env)), ms);
+  const throughMemory: Runner = (ms) =>
+    timeLoop(
+      indexes,
+      (index) => {
+        const facts = memory.recall(remembering, principals[index], sessionIds[index], nowMs) as SessionFacts;
+        const input = { ...copies[index], session: facts };
+        const decision = remembering.evaluate(input, env) as Decision;
+        memory.afterDecision(remembering, principals[index], sessionIds[index], { action: input.action, letThrough: decision.effect === 'allow', labels: decision.labels, holds: undefined, facts }, nowMs);
+        return decision.effect === 'deny' ? 1 : 0;
+      },
+      ms,
+    );
+  const memoryCost = await alternate(builtAlone, throughMemory, ROUNDS, ROUND_MS);
+  const memorySlowdown = speedup(memoryCost);
+
   cedarSetUp();
   const cedarCalls = pool.map((input) => toStatefulCedarRequest(input, CEDAR_POLICY_SET_ID));
   const cedarAnswers = cedarCalls.map(cedarDecision);
@@ -249,6 +278,8 @@ export async function runPolicyBench(): Promise<BenchReport> {
     }),
     roundsRow('engine, alternating with the next row', sessionCost.first, ROUND_MS),
     roundsRow('engine + a policy reading session facts (labels, agent labels, session.called)', sessionCost.second, ROUND_MS, { 'engine/session': Number(sessionSlowdown.toFixed(2)) }),
+    roundsRow('engine, each input built per decision, alternating with the next row', memoryCost.first, ROUND_MS),
+    roundsRow('engine + session policy through DecisionMemory (recall, remember, facts copied for the audit entry)', memoryCost.second, ROUND_MS, { 'engine/memory': Number(memorySlowdown.toFixed(2)) }),
     row(`engine: Cedar-expressible subset (${CEDAR_SUBSET.length} policies)`, oursSubset, { denies: subsetDenies }),
     row('@cedar-policy/cedar-wasm statefulIsAuthorized, same subset', cedarTiming, {
       'engine/cedar': Number((oursSubset.opsPerSec / cedarTiming.opsPerSec).toFixed(1)),
@@ -288,6 +319,7 @@ export async function runPolicyBench(): Promise<BenchReport> {
       `The awaited rows price the sync-or-promise plumbing (${PLUMBING_ROUNDS} alternating rounds of ${PLUMBING_ROUND_MS} ms with the row above each): evaluation as if it always went through a Promise (docs/architecture.md, "Policy engine").`,
       'Cedar requests are built before timing; only statefulIsAuthorized calls (policy set pre-parsed) are timed.',
       'The rate-limit row adds one per-agent limit on write:* that never trips during the run (one limiter hit per write).',
+      'The DecisionMemory row runs the in-process session store (SessionStore) and DecisionMemory as a decision does; engine/memory is its cost over the engine alone.',
     ],
   };
 }

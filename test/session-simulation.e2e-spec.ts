@@ -131,3 +131,43 @@ it('lets a relaxed policy allow the third call: the flip is deny to allow, on th
   expect(report).toMatchObject({ examined: 6, unchanged: 5, allowToDeny: 0, denyToAllow: 1 });
   expect(report.flips.map((flip) => [flip.action, flip.before.decision, flip.after.decision])).toEqual([['write:mail/send', 'deny', 'allow']]);
 });
+
+describe('POST /admin/policies/simulate with session facts', () => {
+  interface Simulated {
+    decision: string;
+    policy: string;
+    rule: string | null;
+  }
+  const simulate = (input: Record<string, unknown>) => call<Simulated & { message?: string }>(gateway.url, 'POST', '/admin/policies/simulate', { adminToken: org.adminToken, body: { input } });
+
+  it('decides on the session facts the input gives, as policy test files give them', async () => {
+    const mail = { agentId: agent.id, action: 'write:mail/send' };
+    expect((await simulate(mail)).body).toMatchObject({ decision: 'allow' });
+    const tainted = await simulate({ ...mail, session: { id: 'sim', labels: ['private_data', 'untrusted_content'], calls: { 'read:customers/1': 1 } } });
+    expect(tainted.status).toBe(200);
+    expect(tainted.body).toMatchObject({ decision: 'deny', policy: 'exfiltration', rule: 'no-way-out' });
+  });
+
+  it('decides on what a live session of the agent holds with sessionId, and remembers nothing', async () => {
+    expect((await simulate({ agentId: agent.id, sessionId: 's-a', action: 'write:mail/send' })).body).toMatchObject({ decision: 'deny', rule: 'no-way-out' });
+    // Session b holds private_data only; a simulated web page adds no label to it.
+    expect((await simulate({ agentId: agent.id, sessionId: 's-b', action: 'read:web/page' })).body).toMatchObject({ decision: 'allow' });
+    expect((await simulate({ agentId: agent.id, sessionId: 's-b', action: 'write:mail/send' })).body).toMatchObject({ decision: 'allow' });
+    const timeline = await call<{ labels: string[] }>(gateway.url, 'GET', `/admin/sessions/timeline?agentId=${agent.id}&sessionId=s-b`, { adminToken: org.adminToken });
+    expect(timeline.body.labels).toEqual(['private_data']);
+  });
+
+  it('refuses session facts that cannot be, naming the field', async () => {
+    const bad = async (input: Record<string, unknown>, message: RegExp) => {
+      const response = await simulate({ action: 'write:mail/send', ...input });
+      expect(response.status).toBe(400);
+      expect(response.body.message).toMatch(message);
+    };
+    await bad({ session: { calls: { 'read:x': 'twice' } } }, /input\.session\.calls\["read:x"\] must be a whole number/);
+    await bad({ session: { calls: { 'read:x': -1 } } }, /input\.session\.calls\["read:x"\] must be a whole number/);
+    await bad({ sessionId: 's-a' }, /input\.sessionId needs input\.agentId/);
+    await bad({ agentId: agent.id, sessionId: 'a b' }, /sessionId must be characters of A-Z a-z 0-9/);
+    await bad({ agentId: agent.id, sessionId: 's-a', session: { labels: [] } }, /not both/);
+    await bad({ session: { labels: ['x'.repeat(65)] } }, /labels/);
+  });
+});

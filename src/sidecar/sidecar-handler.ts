@@ -1,4 +1,3 @@
-import { limitTripOf } from '../core/decision/limit-trip';
 import { Inject, Injectable } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -7,6 +6,7 @@ import { ErrorCode } from '../core/common/error-code';
 import { ServiceHeader } from '../core/common/service-header';
 import { SidecarConfig } from './sidecar-config';
 import { DecisionService } from '../core/decision/decision.service';
+import { limitError, outcomeOf, statusOf } from '../core/decision/verdict-answer';
 import { AgentAuthenticator, AuthenticatedAgent } from '../core/decision/agent-authenticator';
 import { LOGGER } from '../core/logging/logging.module';
 import { sendJson } from '../core/http/send-json';
@@ -110,19 +110,11 @@ export class SidecarHandler implements LeanRoute {
   private async enforce(response: ServerResponse, agent: AuthenticatedAgent, body: Record<string, unknown>, traceId: string, started: number): Promise<void> {
     const verdict = await this.decisions.check(agent, decisionRequestOf(enforceItem(body), traceId));
     await this.wal.durable();
-    // A tripped rate limit is a "try again later" on every transport (docs/pdp.md): 429, as at the proxy and the PDP.
-    const limited = limitTripOf(verdict.decision);
-    if (limited !== undefined && verdict.enforced) {
-      throw new AppError(limited.code, limited.message, {
-        retry_after: limited.trip.retryAfterSeconds,
-        limit: limited.trip.limit,
-        policy: verdict.decision.policy,
-        decisionId: verdict.id,
-      });
-    }
+    // Answered as /v1/check answers (verdict-answer.ts): a tripped limit a 429, a held action 202, else 200.
+    const outcome = outcomeOf(verdict);
+    if (outcome.kind === 'limited') throw limitError(verdict, outcome);
     const answer = answerMembers(verdict, performance.now() - started);
-    // Pending: 202, as /v1/check and the proxy answer a held request.
-    sendJsonText(response, verdict.pending === undefined ? 200 : 202, `{${answer},${this.trailer(traceId)}}`, traceId);
+    sendJsonText(response, statusOf(outcome, 'reporting'), `{${answer},${this.trailer(traceId)}}`, traceId);
   }
 
   /** Each action's answer with its `action`; `allAllowed`, the whole request's `latencyMs`, and as /enforce. */

@@ -53,10 +53,9 @@ export function testEnv(env: Record<string, string> = {}): Record<string, string
   };
 }
 
-/** Starts a gateway on the shared test database. */
-export async function startGateway(env: Record<string, string> = {}): Promise<TestGateway> {
+/** Starts a gateway on the shared test database (or DATABASE_URL of `env`); `logger` gets what it logs (nothing by default). */
+export async function startGateway(env: Record<string, string> = {}, logger: pino.Logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })): Promise<TestGateway> {
   const config = AppConfig.fromEnv(testEnv(env));
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const app = await createGateway(config, logger);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;

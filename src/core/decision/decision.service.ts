@@ -15,6 +15,7 @@ import { decisionIdAt } from './decision-id';
 import { decisionDetails, MemoryDetails } from './decision-details';
 import { CanaryDetails, canaryDetails, cohortSet } from './canary-cohort';
 import { DecisionMemory, Remembered } from './decision-memory';
+import { outcomeOf, statusOf } from './verdict-answer';
 import {
   AgentSnapshot,
   DECISION_LOG,
@@ -424,13 +425,13 @@ export class DecisionService {
 
   /**
    * Decides and records at once, for entry points that answer with the decision itself (PDP,
-   * `/v1/check`, the sidecar): the entry's status is what such a caller is told, 200 when
-   * allowed (or let through by MODE=audit), 429 for a tripped rate limit, else 403.
+   * `/v1/check`, the sidecar). The entry's status is the one the proxy would answer (a denial
+   * 403, though these answer it 200 with `deny`), so every entry point's entries read alike.
    */
   async check(principal: Principal, request: DecisionRequest, nowMs = Date.now()): Promise<Verdict> {
     const started = performance.now();
     const verdict = await this.decide(principal, request, nowMs);
-    this.record(verdict, { status: statusOf(verdict), latencyMs: performance.now() - started });
+    this.record(verdict, { status: statusOf(outcomeOf(verdict), 'refusing'), latencyMs: performance.now() - started });
     return verdict;
   }
 
@@ -511,13 +512,6 @@ function onceLimiter(limiter: RateLimiter): RateLimiter {
     },
     peek: (key, limit, windowMs, nowMs) => limiter.peek(key, limit, windowMs, nowMs),
   };
-}
-
-/** The status a decision answers with where the decision is the answer. */
-export function statusOf(verdict: Verdict): number {
-  if (verdict.pending !== undefined) return 202;
-  if (verdict.decision.effect === 'allow' || !verdict.enforced) return 200;
-  return verdict.decision.rateLimit || verdict.decision.budget ? 429 : 403;
 }
 
 /** A desk that cannot open an approval (a sidecar without its gateway): the request is denied, saying why. */

@@ -1,6 +1,6 @@
 import { ErrorCode as SdkErrorCode, JSONRPCErrorResponse, McpError, RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { ErrorCode } from '../common/error-code';
 import type { Verdict } from '../decision/decision.service';
+import { approvalBody, denialBody, limitBody, Refusal } from '../decision/verdict-answer';
 import type { Decision } from '../policy-engine/types';
 import type { PinState } from './tool-pins';
 
@@ -13,7 +13,7 @@ export const McpErrorCode = {
   InvalidRequest: SdkErrorCode.InvalidRequest,
   /** Denied by policy, or held by its pin: `data` carries the proxy's 403 fields (docs/proxy.md). */
   Forbidden: -32003,
-  /** A rate limit tripped: `data` carries the proxy's 429 fields (docs/proxy.md). */
+  /** A rate limit tripped or a budget is spent: `data` carries the proxy's 429 fields (docs/proxy.md), `error` saying which. */
   RateLimited: -32029,
   /** The upstream MCP server is down or did not answer in time. */
   UpstreamUnavailable: -32002,
@@ -54,37 +54,24 @@ export function errorResponse(id: RequestId, error: McpError): JSONRPCErrorRespo
   return { jsonrpc: '2.0', id, error: { code: error.code, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) } };
 }
 
-/** A held call as the JSON-RPC error an MCP client receives: the approval to present in the retry's `_meta.approvalId`. */
-export function pendingError(verdict: Verdict): McpError {
-  const { decision, request, pending } = verdict;
-  return new McpError(McpErrorCode.ApprovalRequired, `Waiting for a person's approval (${decision.policy}: ${decision.reason})`, {
-    error: 'approval_required',
-    approvalId: pending!.approvalId,
-    expiresAt: pending!.expiresAt,
-    message: `Retry with _meta.approvalId ${pending!.approvalId} once approved`,
-    policy: decision.policy,
-    reason: decision.reason,
-    trace_id: request.traceId,
-  });
-}
-
-/** A refused call as the JSON-RPC error an MCP client receives, with the fields the proxy's 403 and 429 bodies carry. */
-export function mcpErrorOf(verdict: Verdict): McpError {
+/**
+ * A refused call (outcomeOf: held, limited or denied) as the JSON-RPC error an MCP client
+ * receives; `data` carries the fields of the proxy's 202, 429 and 403 bodies (verdict-answer.ts).
+ */
+export function mcpErrorOf(verdict: Verdict, outcome: Refusal): McpError {
   const { decision, request } = verdict;
-  if (decision.rateLimit) {
-    return new McpError(McpErrorCode.RateLimited, `Rate limit exceeded: ${decision.reason}`, {
-      error: ErrorCode.RateLimited,
-      retry_after: decision.rateLimit.retryAfterSeconds,
-      limit: decision.rateLimit.limit,
-      policy: decision.policy,
-      trace_id: request.traceId,
-    });
+  switch (outcome.kind) {
+    case 'pending': {
+      const data = approvalBody(verdict, '_meta.approvalId');
+      return new McpError(McpErrorCode.ApprovalRequired, `Waiting for a person's approval (${decision.policy}: ${decision.reason})`, data);
+    }
+    case 'limited': {
+      const { message, ...fields } = limitBody(outcome);
+      return new McpError(McpErrorCode.RateLimited, message, { ...fields, policy: decision.policy, trace_id: request.traceId });
+    }
+    case 'denied': {
+      const { message, ...fields } = denialBody(verdict);
+      return new McpError(McpErrorCode.Forbidden, message, fields);
+    }
   }
-  return new McpError(McpErrorCode.Forbidden, `Denied by policy ${decision.policy}: ${decision.reason}`, {
-    error: ErrorCode.Forbidden,
-    reason: decision.reason,
-    policy: decision.policy,
-    action: request.action,
-    trace_id: request.traceId,
-  });
 }

@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import type { AuthenticatedAgent } from '../decision/agent-authenticator';
 import { DecisionRequest, DecisionService, Verdict } from '../decision/decision.service';
 import type { Decision, ToolFacts } from '../policy-engine/types';
-import { heldDenial, mcpErrorOf, newcomerAlert, pendingError } from './mcp-errors';
+import { heldDenial, mcpErrorOf, newcomerAlert } from './mcp-errors';
+import { outcomeOf, Refusal, statusOf } from '../decision/verdict-answer';
 import type { Listed, ListingKind } from './mcp-listing';
 import type { McpServerConfig } from './mcp-server-list';
 import { PinState, TOOL_PINS, ToolPins } from './tool-pins';
@@ -31,6 +32,12 @@ export type Ruling = { allowed: Verdict; started: number } | { refused: McpError
 export const GOVERNED_REQUESTS: ReadonlySet<string> = new Set(['tools/call', 'resources/read', 'resources/subscribe', 'prompts/get']);
 /** The server's requests to the agent the gateway decides: a tool server asking the agent's model or its user is an injection path. */
 export const GOVERNED_SERVER_REQUESTS: ReadonlySet<string> = new Set(['sampling/createMessage', 'elicitation/create']);
+
+/**
+ * How a definition its pin holds, or a tool its server does not list, is refused: as a denial,
+ * whatever MODE says (MODE=audit lets through what a policy would deny, and a pin is no policy).
+ */
+const PINNED: Refusal = { kind: 'denied' };
 
 /** The status an audit entry of a call the agent cancelled carries (as nginx's "client closed request"). */
 export const CANCELLED_STATUS = 499;
@@ -66,22 +73,19 @@ export class McpGovernor {
     if (state !== undefined) {
       request.tool = { ...request.tool!, pinned: state.pinned };
       if (state.newcomer === true && state.pinned) this.recordNewcomer(caller, listed!.definition.name);
-      if (!state.pinned) return this.refuse(caller, this.decisions.refuse(caller.principal, request, heldDenial(caller.server.name, listed!.definition.name, state, state.newlyHeld)), started);
+      if (!state.pinned) return this.refuse(this.decisions.refuse(caller.principal, request, heldDenial(caller.server.name, listed!.definition.name, state, state.newlyHeld)), PINNED, started);
     }
     const verdict = await this.decisions.decide(caller.principal, request);
-    if (verdict.pending !== undefined) {
-      this.decisions.record(verdict, { status: 202, latencyMs: performance.now() - started });
-      return { refused: pendingError(verdict), decision: verdict.decision, pending: true };
-    }
-    if (verdict.decision.effect === 'deny' && verdict.enforced) return this.refuse(caller, verdict, started);
-    if (subject.kind !== undefined && listed === undefined && this.pins.pinning) return this.refuse(caller, this.decisions.refuse(caller.principal, request, unlisted(caller.server.name, subject)), started);
+    const outcome = outcomeOf(verdict);
+    if (outcome.kind !== 'allowed') return this.refuse(verdict, outcome, started);
+    if (subject.kind !== undefined && listed === undefined && this.pins.pinning) return this.refuse(this.decisions.refuse(caller.principal, request, unlisted(caller.server.name, subject)), PINNED, started);
     return { allowed: verdict, started };
   }
 
   /** Records an allowed request once its answer was relayed, or once the agent cancelled it (with the time it ran). */
-  recordAnswered(ruling: { allowed: Verdict; started: number }, outcome: 'answered' | 'failed' | 'cancelled'): void {
+  recordAnswered(ruling: { allowed: Verdict; started: number }, outcome: 'answered' | 'failed' | 'cancelled', credentialId?: string): void {
     const status = outcome === 'answered' ? 200 : outcome === 'cancelled' ? CANCELLED_STATUS : 502;
-    this.decisions.record(ruling.allowed, { status, upstreamStatus: outcome === 'failed' ? null : 200, latencyMs: performance.now() - ruling.started });
+    this.decisions.record(ruling.allowed, { status, upstreamStatus: outcome === 'failed' ? null : 200, latencyMs: performance.now() - ruling.started, credentialId });
   }
 
   /** Decides a request the server sends the agent (sampling, elicitation), recorded at once; undefined when allowed. */
@@ -95,10 +99,9 @@ export class McpGovernor {
       traceId: randomUUID().replace(/-/g, ''),
     };
     const verdict = await this.decisions.decide(caller.principal, request);
-    const refused = verdict.pending !== undefined || (verdict.decision.effect === 'deny' && verdict.enforced);
-    this.decisions.record(verdict, { status: verdict.pending !== undefined ? 202 : refused ? (verdict.decision.rateLimit ? 429 : 403) : 200, latencyMs: performance.now() - started });
-    if (!refused) return undefined;
-    return verdict.pending !== undefined ? pendingError(verdict) : mcpErrorOf(verdict);
+    const outcome = outcomeOf(verdict);
+    this.decisions.record(verdict, { status: statusOf(outcome, 'refusing'), latencyMs: performance.now() - started });
+    return outcome.kind === 'allowed' ? undefined : mcpErrorOf(verdict, outcome);
   }
 
   /**
@@ -126,10 +129,10 @@ export class McpGovernor {
     return offered;
   }
 
-  private refuse(caller: McpCaller, verdict: Verdict, started: number): Ruling {
-    const { decision } = verdict;
-    this.decisions.record(verdict, { status: decision.rateLimit ? 429 : 403, latencyMs: performance.now() - started });
-    return { refused: mcpErrorOf(verdict), decision };
+  /** Records a refusal and answers it as its JSON-RPC error. */
+  private refuse(verdict: Verdict, outcome: Refusal, started: number): Ruling {
+    this.decisions.record(verdict, { status: statusOf(outcome, 'refusing'), latencyMs: performance.now() - started });
+    return { refused: mcpErrorOf(verdict, outcome), decision: verdict.decision, ...(outcome.kind === 'pending' ? { pending: true } : {}) };
   }
 
   /** Records the denial that hid a newly held definition from a listing, with its alert. */

@@ -3,11 +3,14 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
+import type { DecisionTokenSigner } from '../decision/decision-token';
+import type { InjectedCredential } from '../decision/upstream-credentials';
 import { errorResponse, McpErrorCode } from './mcp-errors';
 import { GOVERNED_REQUESTS, GOVERNED_SERVER_REQUESTS, McpCaller, McpGovernor, Ruling } from './mcp-governor';
 import { KIND_OF_METHOD, ListingKind, LISTINGS, listedItems, McpListings } from './mcp-listing';
 import type { McpServerConfig } from './mcp-server-list';
 import type { TableSession } from './mcp-session-table';
+import { UpstreamRedirect } from './upstream-http';
 
 /** A request of the gateway's own upstream (a listing, a one-off session's handshake) that gets no answer within this long fails. */
 const OWN_REQUEST_TIMEOUT_MS = 10_000;
@@ -26,6 +29,10 @@ export interface RelayDeps {
   governor: McpGovernor;
   logger: Logger;
   version: string;
+  /** The credential in force for the session's organization and server (its upstream fetch injects it): its id goes in the audit entries. */
+  credential: () => InjectedCredential | undefined;
+  /** The host's decision token signer; null when DECISION_TOKENS=false. */
+  tokens: DecisionTokenSigner | null;
 }
 
 /**
@@ -65,7 +72,11 @@ export class McpRelay implements TableSession {
     agent.onclose = () => this.end();
     agent.onerror = (error) => deps.logger.debug({ err: error, server: server.name }, 'MCP agent transport error');
     upstream.onmessage = (message) => this.fromUpstream(message);
-    upstream.onerror = (error) => deps.logger.debug({ err: error, server: server.name }, 'MCP upstream transport error');
+    upstream.onerror = (error) => {
+      // The SDK reports every failed upstream request here (then rejects its send): a redirect is the server's misconfiguration, for the operator to see.
+      if (error instanceof UpstreamRedirect) deps.logger.warn({ server: server.name, status: error.status }, 'MCP server answered a redirect; not followed');
+      else deps.logger.debug({ error: this.withoutCredential(error.message), server: server.name }, 'MCP upstream transport error');
+    };
   }
 
   /** The agent session's id (Mcp-Session-Id), the policy session an MCP session is; empty for a one-off relay of a client that keeps no session. */
@@ -170,7 +181,7 @@ export class McpRelay implements TableSession {
   private cancelled(requestId: RequestId | undefined): void {
     if (requestId === undefined) return;
     const flight = this.settle(requestId);
-    if (flight?.ruling !== undefined) this.deps.governor.recordAnswered(flight.ruling, 'cancelled');
+    if (flight?.ruling !== undefined) this.deps.governor.recordAnswered(flight.ruling, 'cancelled', this.deps.credential()?.id);
   }
 
   private fromUpstream(message: JSONRPCMessage): void {
@@ -187,7 +198,7 @@ export class McpRelay implements TableSession {
     if (typeof message.id === 'string' && message.id.startsWith(OWN_ID_PREFIX)) return this.ownAnswered(message);
     const flight = this.settle(message.id);
     const result = (message as { result?: Record<string, unknown> }).result;
-    if (flight?.ruling !== undefined) this.deps.governor.recordAnswered(flight.ruling, 'answered');
+    if (flight?.ruling !== undefined) this.deps.governor.recordAnswered(flight.ruling, 'answered', this.deps.credential()?.id);
     if (flight?.method === 'initialize' && typeof result?.protocolVersion === 'string') this.upstream.setProtocolVersion(result.protocolVersion);
     const kind = flight === undefined ? undefined : KIND_OF_METHOD.get(flight.method);
     if (kind !== undefined && result !== undefined) return void this.filtered(message.id, kind, result);
@@ -238,10 +249,16 @@ export class McpRelay implements TableSession {
     this.upstream.send(message).catch((error: unknown) => {
       if (!isRequest(message)) return this.deps.logger.debug({ err: error, server: this.server.name }, 'MCP message not delivered upstream');
       const flight = this.settle(message.id);
-      if (flight?.ruling !== undefined) this.deps.governor.recordAnswered(flight.ruling, 'failed');
-      this.toAgent(errorResponse(message.id, new McpError(McpErrorCode.UpstreamUnavailable, `MCP server ${this.server.name} cannot be reached: ${(error as Error).message}`)));
+      if (flight?.ruling !== undefined) this.deps.governor.recordAnswered(flight.ruling, 'failed', this.deps.credential()?.id);
+      this.toAgent(errorResponse(message.id, new McpError(McpErrorCode.UpstreamUnavailable, `MCP server ${this.server.name} cannot be reached: ${this.withoutCredential((error as Error).message)}`)));
       if (message.method === 'initialize') this.end();
     });
+  }
+
+  /** An upstream error's text (it quotes the server's answer) without the credential the gateway sent, should the server echo it. */
+  private withoutCredential(text: string): string {
+    const value = this.deps.credential()?.value;
+    return value === undefined || value === '' ? text : text.split(value).join('[credential]');
   }
 
   private toAgent(message: JSONRPCMessage, relatedRequestId?: RequestId): void {
@@ -264,7 +281,7 @@ export class McpRelay implements TableSession {
       this.own.set(id, settle);
       this.upstream.send({ jsonrpc: '2.0', id, method, params }).catch((error: unknown) => {
         this.own.delete(id);
-        settle.reject(new McpError(McpErrorCode.UpstreamUnavailable, `MCP server ${this.server.name} cannot be reached: ${(error as Error).message}`));
+        settle.reject(new McpError(McpErrorCode.UpstreamUnavailable, `MCP server ${this.server.name} cannot be reached: ${this.withoutCredential((error as Error).message)}`));
       });
     });
   }

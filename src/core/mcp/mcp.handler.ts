@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -16,10 +16,12 @@ import { sendFailure } from '../http/json-route';
 import type { LeanRoute } from '../http/lean-routes';
 import { sendJson } from '../http/send-json';
 import { LOGGER } from '../logging/logging.module';
+import { DECISION_TOKENS, DecisionTokenSigner } from '../decision/decision-token';
+import { NO_CREDENTIALS, UPSTREAM_CREDENTIALS, UpstreamCredentials } from '../decision/upstream-credentials';
 import { MCP_AUTHENTICATION, McpAuthentication } from './mcp-authentication';
 import { McpCaller, McpGovernor } from './mcp-governor';
 import { McpHostCheck } from './mcp-host-check';
-import { McpRelay } from './mcp-relay';
+import { McpRelay, RelayDeps } from './mcp-relay';
 import { McpServerConfig } from './mcp-server-list';
 import { McpSessionTable } from './mcp-session-table';
 import { McpUpstreamHttp } from './upstream-http';
@@ -67,6 +69,8 @@ export class McpHandler implements LeanRoute, BeforeApplicationShutdown, OnAppli
     @Inject(MCP_AUTHENTICATION) private readonly authentication: McpAuthentication,
     private readonly governor: McpGovernor,
     @Inject(LOGGER) private readonly logger: Logger,
+    @Optional() @Inject(UPSTREAM_CREDENTIALS) private readonly credentials: UpstreamCredentials = NO_CREDENTIALS,
+    @Optional() @Inject(DECISION_TOKENS) private readonly tokens: DecisionTokenSigner | null = null,
   ) {
     this.hosts = new McpHostCheck(settings.publicUrl, settings.allowedHosts);
     this.sweeper = setInterval(() => this.sessions.sweep(), 60_000);
@@ -152,7 +156,8 @@ export class McpHandler implements LeanRoute, BeforeApplicationShutdown, OnAppli
       onsessioninitialized: () => this.sessions.add(relay),
       onsessionclosed: () => relay.end(),
     });
-    const relay: McpRelay = new McpRelay(caller.server, caller, agent, this.upstreamTransport(caller.server), this.relayDeps(), (ended) => this.sessions.remove(ended.id));
+    const deps = this.relayDeps(caller);
+    const relay: McpRelay = new McpRelay(caller.server, caller, agent, this.upstreamTransport(caller.server, deps), deps, (ended) => this.sessions.remove(ended.id));
     await relay.start();
     return relay;
   }
@@ -160,19 +165,24 @@ export class McpHandler implements LeanRoute, BeforeApplicationShutdown, OnAppli
   /** A client that keeps no session: a relay of its own for this one HTTP request, whose upstream session the gateway opens and ends. */
   private async oneOff(response: ServerResponse, caller: McpCaller): Promise<McpRelay> {
     const agent = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    const relay = new McpRelay(caller.server, caller, agent, this.upstreamTransport(caller.server), this.relayDeps(), () => undefined);
+    const deps = this.relayDeps(caller);
+    const relay = new McpRelay(caller.server, caller, agent, this.upstreamTransport(caller.server, deps), deps, () => undefined);
     response.on('close', () => relay.end());
     await relay.start();
     await relay.initializeUpstream();
     return relay;
   }
 
-  private upstreamTransport(server: McpServerConfig): StreamableHTTPClientTransport {
-    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } }, fetch: this.upstreamHttp.fetch });
+  /** The upstream session's transport: every request it sends (initialize, each message, GET streams, DELETE) carries the organization's credential for the server. */
+  private upstreamTransport(server: McpServerConfig, deps: RelayDeps): StreamableHTTPClientTransport {
+    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } }, fetch: this.upstreamHttp.fetchFor(server.name, deps.credential) });
   }
 
-  private relayDeps() {
-    return { governor: this.governor, logger: this.logger, version: this.settings.version };
+  /** A session's relay belongs to one agent, so to one organization: the credential it injects is that organization's. */
+  private relayDeps(caller: McpCaller): RelayDeps {
+    const orgId = caller.principal.agent.orgId;
+    const server = caller.server.name;
+    return { governor: this.governor, logger: this.logger, version: this.settings.version, credential: () => this.credentials.forMcpServer(orgId, server), tokens: this.tokens };
   }
 
   private serverOf(name: string): McpServerConfig {

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { Agent, Dispatcher } from 'undici';
+import type { InjectedCredential } from '../decision/upstream-credentials';
 
 /** Statuses whose response has no body (a Response with one would throw). */
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
@@ -21,21 +22,41 @@ const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
  * stream being read is destroyed.
  *
  * A JSON answer is read whole before it is handed on (the transport reads it whole next); an
- * event stream is handed on as it comes. Redirects are returned as they are (the SDK's
- * transport decides whether to follow one).
+ * event stream is handed on as it comes.
+ *
+ * Each upstream session's fetch (`fetchFor`) carries the organization's stored credential for the
+ * server (docs/security.md "Upstream credentials"), read at every request so a rotation or a
+ * revocation applies to open sessions at their next request, in place of any header of the same
+ * name the servers file gives. A redirect is never followed nor handed on (docs/mcp.md "The
+ * relay"): the SDK's transport would follow one within the origin, sending the credential where
+ * the server points; it fails as an upstream error instead.
  */
 export class McpUpstreamHttp {
   private readonly agent = new Agent({ keepAliveTimeout: 30_000 });
 
-  readonly fetch: FetchLike = async (url, init) => {
+  /** The fetch of a server no credential is stored for. */
+  readonly fetch: FetchLike = (url, init) => this.send(url, init, undefined);
+
+  /** The fetch of one upstream session: `credential()` is the credential in force for its organization and server, if any. */
+  fetchFor(server: string, credential: () => InjectedCredential | undefined): FetchLike {
+    return (url, init) => this.send(url, init, server, credential());
+  }
+
+  private async send(url: string | URL, init: RequestInit | undefined, server: string | undefined, credential?: InjectedCredential): Promise<Response> {
+    const target = credential?.placement.type === 'query' ? withQueryCredential(url, credential.placement.name, credential.value) : url;
     const { statusCode, headers, body } = await this.agent.request({
-      origin: new URL(url).origin,
-      path: pathOf(url),
+      origin: new URL(target).origin,
+      path: pathOf(target),
       method: (init?.method ?? 'GET') as Dispatcher.HttpMethod,
-      headers: headersOf(init?.headers),
+      headers: withCredential(headersOf(init?.headers), credential),
       body: init?.body as string | undefined,
       signal: init?.signal ?? undefined,
     });
+    if (statusCode >= 300 && statusCode < 400) {
+      // Its Location is not read: it may carry what the gateway added (a query credential).
+      body.resume();
+      throw new UpstreamRedirect(server, statusCode);
+    }
     const answer = { status: statusCode, headers: responseHeadersOf(headers) };
     if (NULL_BODY_STATUSES.has(statusCode) || init?.method === 'HEAD') {
       body.resume();
@@ -48,6 +69,34 @@ export class McpUpstreamHttp {
   async close(): Promise<void> {
     await this.agent.close();
   }
+}
+
+/** An upstream MCP server answered a redirect, which the gateway neither follows nor relays. */
+export class UpstreamRedirect extends Error {
+  constructor(
+    server: string | undefined,
+    readonly status: number,
+  ) {
+    super(`${server === undefined ? 'The MCP server' : `MCP server ${server}`} answered HTTP ${status}, a redirect, which the gateway does not follow: give its endpoint itself in MCP_SERVERS`);
+    this.name = 'UpstreamRedirect';
+  }
+}
+
+/** The headers with the credential's in place of any of the same name (a bearer credential is Authorization). */
+function withCredential(headers: Record<string, string>, credential: InjectedCredential | undefined): Record<string, string> {
+  if (credential === undefined || credential.placement.type === 'query') return headers;
+  const name = credential.placement.type === 'bearer' ? 'authorization' : credential.placement.name.toLowerCase();
+  // headersOf gives lower-case names (Headers does): the assignment replaces any of the same name.
+  headers[name] = credential.placement.type === 'bearer' ? `Bearer ${credential.value}` : credential.value;
+  return headers;
+}
+
+/** The URL with the credential as its only parameter of that name. */
+function withQueryCredential(url: string | URL, name: string, value: string): URL {
+  const target = new URL(url);
+  target.searchParams.delete(name);
+  target.searchParams.append(name, value);
+  return target;
 }
 
 function pathOf(url: string | URL): string {

@@ -80,20 +80,15 @@ export class AdapterHttpHandler implements LeanRoute {
     const body = await readJsonBody(request, this.settings.maxJsonBytes);
     if (path === '/v1/audit') return this.durably(202, { ...(await this.outcomes.record(orgId, body, traceId)) });
     if (path === '/v1/check') {
-      const answer = await this.pdp.evaluate(orgId, traced(pdpRequestFromCheck(body), traceId), 'check');
-      return this.durably(statusOf(answer), checkAnswer(answer), answer);
+      const { status, answer } = await this.pdp.answer(orgId, traced(pdpRequestFromCheck(body), traceId), 'check');
+      return this.durably(status, checkAnswer(answer), answer);
     }
-    const answer = await this.pdp.evaluate(orgId, traced(pdpRequestFromJson(body), traceId), 'pdp');
-    return this.durably(statusOf(answer), protoJsonAnswer(answer), answer);
+    const { status, answer } = await this.pdp.answer(orgId, traced(pdpRequestFromJson(body), traceId), 'pdp');
+    return this.durably(status, protoJsonAnswer(answer), answer);
   }
 
   private async durably(status: number, body: Record<string, unknown>, answer?: PdpAnswer): Promise<JsonAnswer> {
     await this.log.durable?.();
     return { status, body, headers: answer?.decision === 'DECISION_PENDING' ? { [ServiceHeader.Decision]: 'pending' } : undefined };
   }
-}
-
-/** 202 for a request that waits for a person's approval (docs/approvals.md), else 200. */
-function statusOf(answer: PdpAnswer): number {
-  return answer.decision === 'DECISION_PENDING' ? 202 : 200;
 }

@@ -1,4 +1,3 @@
-import { limitTripOf } from '../decision/limit-trip';
 import { Inject, Injectable } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 import { ErrorCode } from '../common/error-code';
@@ -6,6 +5,7 @@ import { resolveTraceId } from '../common/trace-id';
 import { AGENT_SOURCE, AgentSource } from '../decision/decision-sources';
 import { DecisionService, DecisionSource, Verdict } from '../decision/decision.service';
 import { DIRECT, Principal } from '../decision/agent-authenticator';
+import { limitError, outcomeOf, statusOf } from '../decision/verdict-answer';
 import type { PdpRequest } from './pdp-request';
 
 /** How long an SDK may reuse a cacheable decision; a Subscribe event for the organization ends it sooner. */
@@ -43,10 +43,15 @@ export class PdpService {
 
   /**
    * Decides and records. Throws AppError for an unknown or revoked agent, a used-up quota, and
-   * a tripped rate limit (recorded first: like the proxy's 429, a rate limit is not a denial
-   * the caller should cache but a "try again later", RESOURCE_EXHAUSTED on gRPC).
+   * a tripped rate limit or spent budget (recorded first: like the proxy's 429 it is not a
+   * denial the caller should cache but a "try again later", RESOURCE_EXHAUSTED on gRPC).
    */
   async evaluate(orgId: string, request: PdpRequest, source: DecisionSource): Promise<PdpAnswer> {
+    return (await this.answer(orgId, request, source)).answer;
+  }
+
+  /** As `evaluate`, with the HTTP status the answer goes with (verdict-answer.ts: 202 for a held call, else 200). */
+  async answer(orgId: string, request: PdpRequest, source: DecisionSource): Promise<{ status: number; answer: PdpAnswer }> {
     const principal = await this.principal(orgId, request.agentId);
     const context = request.trustTier === '' ? request.context : { ...request.context, adapter_trust_tier: request.trustTier };
     // A caller naming both its function and an action is decided on both (docs/security.md).
@@ -64,16 +69,9 @@ export class PdpService {
       approvalId: request.approvalId === '' ? undefined : request.approvalId,
       sessionId: request.sessionId === '' ? undefined : request.sessionId,
     });
-    const limited = limitTripOf(verdict.decision);
-    if (limited !== undefined && verdict.enforced) {
-      throw new AppError(limited.code, limited.message, {
-        retry_after: limited.trip.retryAfterSeconds,
-        limit: limited.trip.limit,
-        policy: verdict.decision.policy,
-        decisionId: verdict.id,
-      });
-    }
-    return answerOf(verdict);
+    const outcome = outcomeOf(verdict);
+    if (outcome.kind === 'limited') throw limitError(verdict, outcome);
+    return { status: statusOf(outcome, 'reporting'), answer: answerOf(verdict) };
   }
 
   /** The agent a PDP call is for: it must exist in the caller's organization and not be revoked. */

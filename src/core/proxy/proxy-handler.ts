@@ -1,4 +1,3 @@
-import { limitTripOf } from '../decision/limit-trip';
 import { checkedSessionId } from '../decision/session-id';
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
@@ -11,6 +10,7 @@ import { ServiceHeader } from '../common/service-header';
 import { traceparentFor } from '../common/trace-id';
 import { decisionSpanId } from '../decision/decision-id';
 import { DecisionRequest, DecisionService, Verdict } from '../decision/decision.service';
+import { approvalBody, denialBody, limitBody, Outcome, outcomeOf, statusOf } from '../decision/verdict-answer';
 import type { Decision } from '../policy-engine/types';
 import { RequestFailures } from '../decision/request-failures';
 import { AgentAuthenticator, AuthenticatedAgent } from '../decision/agent-authenticator';
@@ -115,9 +115,9 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
     }
     const exchange: Exchange = { started, verdict, target };
     const headers = decisionHeaders(verdict.decision, traceId, auth.agent.id);
-    if (verdict.pending !== undefined) return this.pending(request, response, exchange, { ...headers, [ServiceHeader.Decision]: 'pending' });
-    if (verdict.decision.effect === 'deny' && verdict.enforced) return this.deny(request, response, exchange, headers);
-    this.forward(request, response, exchange, headers, body.read);
+    const outcome = outcomeOf(verdict);
+    if (outcome.kind === 'allowed') return this.forward(request, response, exchange, headers, body.read);
+    this.refuseVerdict(request, response, exchange, headers, outcome);
   }
 
   private decisionRequest(request: IncomingMessage, target: ProxyTarget, traceId: string, body: { read?: Buffer }): DecisionRequest {
@@ -153,23 +153,6 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
     return hash.digest('hex');
   }
 
-  /** A request a `require_approval` rule holds: 202 with the approval to retry with (docs/approvals.md). */
-  private pending(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>): void {
-    const { decision, pending } = exchange.verdict;
-    request.resume();
-    const body = {
-      error: 'approval_required',
-      approvalId: pending!.approvalId,
-      expiresAt: pending!.expiresAt,
-      message: `Waiting for a person's approval (${decision.policy}: ${decision.reason}); retry with X-Service-Approval: ${pending!.approvalId} once approved`,
-      policy: decision.policy,
-      reason: decision.reason,
-      trace_id: exchange.verdict.request.traceId,
-    };
-    atTurnEnd(() => sendJson(response, 202, body, headers));
-    this.record(exchange, 202, null);
-  }
-
   /** How the body is read when a policy reads body fields (body-fields.ts): whatever its type, but multipart. */
   private bodyReader(request: IncomingMessage, target: ProxyTarget, method: string, body: { read?: Buffer }): DecisionRequest['fullArgs'] {
     return async (names) => {
@@ -197,26 +180,25 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
     return read;
   }
 
-  private deny(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>): void {
-    const { decision, request: asked } = exchange.verdict;
+  /**
+   * A verdict that is not forwarded, answered as verdict-answer.ts says (docs/proxy.md "Answers"):
+   * 403 denied; 429 with Retry-After for a tripped rate limit or a spent budget; 202 with the
+   * approval to retry with for a held request (docs/approvals.md).
+   */
+  private refuseVerdict(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>, outcome: Exclude<Outcome, { kind: 'allowed' }>): void {
     request.resume();
-    const limited = limitTripOf(decision);
-    if (limited !== undefined) {
-      const retryAfter = limited.trip.retryAfterSeconds;
-      const body = { error: limited.code, message: limited.message, retry_after: retryAfter, limit: limited.trip.limit };
-      atTurnEnd(() => sendJson(response, 429, body, { ...headers, [ServiceHeader.RetryAfter]: String(retryAfter) }));
-      return this.record(exchange, 429, null);
+    const status = statusOf(outcome, 'refusing');
+    if (outcome.kind === 'pending') {
+      const body = approvalBody(exchange.verdict, ServiceHeader.Approval);
+      atTurnEnd(() => sendJson(response, status, body, { ...headers, [ServiceHeader.Decision]: 'pending' }));
+    } else if (outcome.kind === 'limited') {
+      const body = limitBody(outcome);
+      atTurnEnd(() => sendJson(response, status, body, { ...headers, [ServiceHeader.RetryAfter]: String(body.retry_after) }));
+    } else {
+      const body = denialBody(exchange.verdict);
+      atTurnEnd(() => sendJson(response, status, body, headers));
     }
-    const body = {
-      error: ErrorCode.Forbidden,
-      message: `Denied by policy ${decision.policy}: ${decision.reason}`,
-      reason: decision.reason,
-      policy: decision.policy,
-      action: asked.action,
-      trace_id: asked.traceId,
-    };
-    atTurnEnd(() => sendJson(response, 403, body, headers));
-    this.record(exchange, 403, null);
+    this.record(exchange, status, null);
   }
 
   private forward(request: IncomingMessage, response: ServerResponse, exchange: Exchange, headers: Record<string, string>, body: Buffer | undefined): void {

@@ -14,12 +14,15 @@ import { parseProposedSource } from './policies.service';
 import { parseOrThrow } from './policy-errors';
 import { proposedSourceOf } from './policy-source';
 import { DecisionService } from '../../core/decision/decision.service';
+import { DecisionMemory } from '../../core/decision/decision-memory';
 import { completeInput } from '../../core/decision/decision-input';
 import { SessionStore } from '../../core/decision/session-store';
 import { BacktestPolicyCount, BacktestReportView, BacktestRequestDto, DecisionView, SimulateRequestDto, SimulationView } from './simulation.dto';
 
 const PAGE = 2000;
 const MAX_FLIPS_LISTED = 1000;
+/** Most distinct actions a simulated session may give (a session remembers 256). */
+const MAX_SIMULATED_ACTIONS = 256;
 
 /** What a backtest reads of each recorded decision. */
 const RECORDED_FIELDS = ['id', 'ts', 'orgId', 'agentId', 'agentName', 'trustTier', 'action', 'decision', 'policyName', 'rule', 'reason', 'input'] as const;
@@ -34,6 +37,7 @@ const RECORDED_COLUMNS = auditSelectList(RECORDED_FIELDS);
 export class PolicySimulator {
   constructor(
     private readonly decisions: DecisionService,
+    private readonly memory: DecisionMemory,
     private readonly agents: AgentDirectory,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
@@ -43,6 +47,8 @@ export class PolicySimulator {
     const current = await this.decisions.policiesOf(principal.orgId);
     const proposed = request.policies === undefined ? null : this.proposedSet(principal.orgId, current.set, request.policies, request.replace);
     const input = completeInput(await this.withAgentRecord(principal, request.input), principal.orgId);
+    const session = await this.sessionOf(principal, request.input);
+    if (session !== undefined) input.session = session;
     const explanation = proposed
       ? await proposed.explain(input, { limiter: this.decisions.limiter, nowMs: Date.now() })
       : await this.decisions.explain(current, input);
@@ -154,6 +160,25 @@ export class PolicySimulator {
           ...proposed.filter((definition) => current.get(definition.name) === undefined),
         ];
     return parseOrThrow(() => compilePolicies(merged, { namespace: orgId }));
+  }
+
+  /**
+   * The session facts a simulation decides on: those the input gives (checked here: counts are
+   * numbers), or with `sessionId` those the agent's session holds now, peeked (nothing is
+   * remembered); else undefined (completeInput's, or none).
+   */
+  private async sessionOf(principal: AdminPrincipal, input: SimulateRequestDto['input']): Promise<SessionFacts | undefined> {
+    if (input.session !== undefined && input.sessionId !== undefined) throw AppError.invalid('give input.session or input.sessionId, not both');
+    const calls = input.session?.calls;
+    if (calls !== undefined) {
+      const entries = Object.entries(calls);
+      if (entries.length > MAX_SIMULATED_ACTIONS) throw AppError.invalid(`input.session.calls must have at most ${MAX_SIMULATED_ACTIONS} actions`);
+      for (const [action, count] of entries) if (typeof count !== 'number' || !Number.isInteger(count) || count < 0) throw AppError.invalid(`input.session.calls["${action.slice(0, 64)}"] must be a whole number, 0 or more`);
+    }
+    if (input.sessionId === undefined) return undefined;
+    if (input.agentId === undefined) throw AppError.invalid('input.sessionId needs input.agentId');
+    const facts = await this.memory.sessionFacts(principal.orgId, input.agentId, input.sessionId, Date.now());
+    return { id: facts.id, labels: [...facts.labels], agent_labels: [...facts.agent_labels], calls: { ...facts.calls } };
   }
 
   private async withAgentRecord(principal: AdminPrincipal, input: SimulateRequestDto['input']): Promise<unknown> {

@@ -9,12 +9,17 @@ import {
   IsObject,
   IsOptional,
   IsString,
+  Matches,
   Max,
   MaxLength,
   Min,
   ValidateNested,
 } from 'class-validator';
 import { IsTimestamp } from '../../core/common/is-timestamp';
+import { MAX_SESSION_ID_LENGTH } from '../../core/decision/session-id';
+
+const SESSION_ID = /^[A-Za-z0-9._:-]*$/;
+const SESSION_ID_MESSAGE = 'must be characters of A-Z a-z 0-9 . _ : -';
 
 export class SimulationAgentDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(128) id?: string;
@@ -26,6 +31,17 @@ export class SimulationAgentDto {
 export class SimulationDelegationDto {
   @ApiPropertyOptional({ minimum: 1 }) @IsOptional() @IsInt() @Min(1) @Max(64) depth?: number;
   @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @ArrayMaxSize(64) @IsString({ each: true }) chain?: string[];
+}
+
+/** A session's facts as a decision reads them (docs/policies.md "Seen"), as policy test files give them. */
+export class SimulationSessionDto {
+  @ApiPropertyOptional({ maxLength: MAX_SESSION_ID_LENGTH }) @IsOptional() @IsString() @MaxLength(MAX_SESSION_ID_LENGTH) @Matches(SESSION_ID, { message: `session.id ${SESSION_ID_MESSAGE}` }) id?: string;
+  @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @ArrayMaxSize(64) @IsString({ each: true }) @MaxLength(64, { each: true }) labels?: string[];
+  @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @ArrayMaxSize(64) @IsString({ each: true }) @MaxLength(64, { each: true }) agent_labels?: string[];
+  @ApiPropertyOptional({ type: Object, description: 'Actions let through earlier in the session, and how often each (at most 256)', example: { 'read:customers/1': 1 } })
+  @IsOptional()
+  @IsObject()
+  calls?: Record<string, unknown>;
 }
 
 /** A decision input (docs/policies.md "What a condition can read"); missing parts default to empty values. */
@@ -56,6 +72,20 @@ export class SimulationInputDto {
   @ValidateNested()
   @Type(() => SimulationDelegationDto)
   delegation?: SimulationDelegationDto;
+
+  @ApiPropertyOptional({ type: SimulationSessionDto, description: 'The session facts to decide on (labels, agent labels, calls); not with `sessionId`' })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => SimulationSessionDto)
+  session?: SimulationSessionDto;
+
+  @ApiPropertyOptional({ description: 'With `agentId`: decide on the facts this session of the agent holds now (empty: its own scope); nothing is remembered', maxLength: MAX_SESSION_ID_LENGTH })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_SESSION_ID_LENGTH)
+  @Matches(SESSION_ID, { message: `sessionId ${SESSION_ID_MESSAGE}` })
+  sessionId?: string;
 }
 
 export class SimulateRequestDto {
