@@ -14,6 +14,8 @@ COPY migrations ./migrations
 COPY proto ./proto
 COPY sdk/typescript ./sdk/typescript
 COPY web ./web
+# The dashboard's API types are generated from the gateway's OpenAPI document during the build.
+COPY scripts/dashboard-api-types.mjs ./scripts/
 # bench/ is neither copied nor in the build context (.dockerignore): the benchmarks and their
 # stand-in servers are not part of what runs in production.
 RUN npm run build && npm prune --omit=dev

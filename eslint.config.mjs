@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'data/**', 'sdk/**/dist/**', 'sdk/typescript/src/generated/**', 'jest.config.js', 'test/conformance/reference-server.mts'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'data/**', 'sdk/**/dist/**', 'sdk/typescript/src/generated/**', 'web/dashboard/src/api-schema.ts', 'jest.config.js', 'test/conformance/reference-server.mts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -391,7 +391,7 @@ function structValue(value: unknown): object {
   return { structValue: struct(value as Record<string, unknown>) };
 }
 
-interface Captured {
+export interface Captured {
   /** The gateway's PolicyResponse to each call, by action: what the bare gRPC server answers. */
   grpc: Record<string, Answer>;
   /** The gateway's /v1/check answer to each call, by action: what the bare HTTP server answers. */
@@ -406,7 +406,7 @@ interface Captured {
  * Asks the gateway every call once over gRPC and /v1/check: checks that both transports decide
  * as the benchmark set says, and keeps the answers for the bare servers.
  */
-async function captureAnswers(client: PdpStub, metadata: grpc.Metadata, base: string, apiKey: string, agentId: string): Promise<Captured> {
+export async function captureAnswers(client: PdpStub, metadata: grpc.Metadata, base: string, apiKey: string, agentId: string): Promise<Captured> {
   const captured: Captured = { grpc: {}, check: {}, denied: 0, decisions: 0, notes: [] };
   for (const call of PDP_BENCH_CALLS) {
     const grpcAnswer = await new Promise<Answer>((resolve, reject) => client.Evaluate(policyRequest(agentId, call), metadata.clone(), (error, answer) => (error ? reject(error) : resolve(answer))));

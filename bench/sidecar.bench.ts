@@ -73,6 +73,9 @@ function positive(name: string, fallback: number): number {
   return Number.isFinite(value) && value > 0 ? value : fallback;
 }
 
+/** The sidecar's METRICS_TOKEN in the benches: /health shows its audit buffer to its bearer only. */
+const HEALTH_TOKEN = 'bench-metrics-token-0123456789abcdef';
+
 /** A built sidecar fed by a stand-in gateway, and the /enforce request the benches send it. */
 export interface BenchSidecar {
   url: string;
@@ -81,6 +84,8 @@ export interface BenchSidecar {
   body: string;
   /** The answer to one /enforce of `body`, as the sidecar gave it. */
   sampleText: string;
+  /** GET /health with its details (the audit buffer's state): they are shown to METRICS_TOKEN's bearer only. */
+  health(): Promise<{ audit: { pendingEntries: number; lastSeq: number; dropped: number } }>;
   /** The public bundle key and the signed bundle, for the in-process decision rows. */
   publicJwk: JWK;
   bundle: ReturnType<typeof signBundle>;
@@ -132,6 +137,7 @@ export async function startBenchSidecar(children: ChildSet, tmp: string, extraEn
       CACHE_DIR: path.join(tmp, 'cache'),
       BUNDLE_PUBLIC_KEY: JSON.stringify(publicJwk),
       LOG_LEVEL: 'warn',
+      METRICS_TOKEN: HEALTH_TOKEN,
       ...extraEnv,
     },
   });
@@ -142,7 +148,12 @@ export async function startBenchSidecar(children: ChildSet, tmp: string, extraEn
   const sample = await fetch(`${url}/enforce`, { method: 'POST', headers, body });
   const sampleText = await sample.text();
   if (sample.status !== 200) throw new Error(`sidecar /enforce answered ${sample.status}: ${sampleText}`);
-  return { url, child, headers, body, sampleText, publicJwk, bundle, close: () => gateway.close() };
+  const health = async () => {
+    const response = await fetch(`${url}/health`, { headers: { authorization: `Bearer ${HEALTH_TOKEN}` } });
+    if (response.status !== 200) throw new Error(`sidecar /health answered ${response.status}: ${await response.text()}`);
+    return (await response.json()) as { audit: { pendingEntries: number; lastSeq: number; dropped: number } };
+  };
+  return { url, child, headers, body, sampleText, health, publicJwk, bundle, close: () => gateway.close() };
 }
 
 /** The sidecar benchmark: /enforce against a bare server in alternating rounds, and the in-process decision. */
@@ -167,11 +178,11 @@ export async function runSidecarBench(): Promise<BenchReport> {
         else sidecarRounds.push(await load(`${sidecarUrl}/enforce`, headers, body, ROUND_SECONDS, sidecar.process.pid));
       }
     }
-    const catchUpMs = await forwarded(sidecarUrl);
+    const catchUpMs = await forwarded(started.health);
     const request = { method: 'POST', headers, body };
     const pacedBare = await paced(bareUrl, request);
     const pacedSidecar = await paced(`${sidecarUrl}/enforce`, request);
-    const health = (await (await fetch(`${sidecarUrl}/health`)).json()) as { audit: Record<string, number> };
+    const health = await started.health();
     const bareOps = sum(bareRounds.map((round) => round.opsPerSec));
     const sidecarOps = sum(sidecarRounds.map((round) => round.opsPerSec));
     const ratio = sidecarOps / bareOps;
@@ -273,11 +284,10 @@ async function paced(url: string, request: PacedRequest): Promise<Round> {
 }
 
 /** Waits (up to 120 s) until the sidecar has forwarded its audit backlog; how long it took. */
-async function forwarded(sidecarUrl: string): Promise<number> {
+async function forwarded(health: BenchSidecar['health']): Promise<number> {
   const started = Date.now();
   while (Date.now() - started < 120_000) {
-    const health = (await (await fetch(`${sidecarUrl}/health`)).json()) as { audit: { pendingEntries: number } };
-    if (health.audit.pendingEntries === 0) break;
+    if ((await health()).audit.pendingEntries === 0) break;
     await sleep(200);
   }
   return Date.now() - started;

@@ -1,6 +1,7 @@
 /**
- * The soak bench's picture: per entry point, throughput (per 30 s interval) and RSS (per 10 s
- * sample) over time, side by side, as an SVG rendered to PNG by resvg (no browser needed).
+ * The soak bench's picture: per entry point, its series over time side by side (throughput over
+ * the reference's and CPU per operation per interval, RSS per sample), as an SVG rendered to PNG
+ * by resvg (no browser needed).
  */
 import { Resvg } from '@resvg/resvg-js';
 
@@ -13,32 +14,37 @@ export interface ChartSeries {
 
 export interface ChartRow {
   title: string;
-  throughput: ChartSeries;
-  rss: ChartSeries;
+  /** One panel each, left to right. */
+  panels: readonly ChartSeries[];
 }
 
-const WIDTH = 1100;
+const WIDTH = 1500;
 const ROW_HEIGHT = 210;
-const PANEL_WIDTH = 500;
+const GAP = 60;
 const MARGIN = { left: 70, top: 40, bottom: 34 };
+const COLOURS = ['#1f77b4', '#2ca02c', '#d62728', '#9467bd'];
 
 export function soakChartPng(title: string, rows: readonly ChartRow[]): Buffer {
   const height = 50 + rows.length * ROW_HEIGHT;
   const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" font-family="DejaVu Sans, sans-serif">`, `<rect width="${WIDTH}" height="${height}" fill="white"/>`];
   parts.push(`<text x="${WIDTH / 2}" y="28" font-size="18" text-anchor="middle">${escape(title)}</text>`);
+  const columns = Math.max(1, ...rows.map((row) => row.panels.length));
+  const panelWidth = (WIDTH - GAP * columns) / columns;
   rows.forEach((row, index) => {
     const top = 50 + index * ROW_HEIGHT;
-    parts.push(panel(row.throughput, `${row.title}: ${row.throughput.label}`, 0, top, '#1f77b4'));
-    parts.push(panel(row.rss, `${row.title}: ${row.rss.label}`, PANEL_WIDTH + 60, top, '#d62728'));
+    row.panels.forEach((series, column) => {
+      const title = column === 0 ? `${row.title}: ${series.label}` : series.label;
+      parts.push(panel(series, title, column * (panelWidth + GAP), top, panelWidth, COLOURS[column % COLOURS.length]));
+    });
   });
   parts.push('</svg>');
   return new Resvg(parts.join(''), { font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' }, background: 'white' }).render().asPng();
 }
 
-function panel(series: ChartSeries, title: string, left: number, top: number, colour: string): string {
+function panel(series: ChartSeries, title: string, left: number, top: number, width: number, colour: string): string {
   const x0 = left + MARGIN.left;
   const y0 = top + MARGIN.top;
-  const plotWidth = PANEL_WIDTH - MARGIN.left;
+  const plotWidth = width - MARGIN.left;
   const plotHeight = ROW_HEIGHT - MARGIN.top - MARGIN.bottom;
   const xs = series.points.map(([x]) => x);
   const ys = series.points.map(([, y]) => y);

@@ -5,11 +5,14 @@
  *
  * Used as a preload (`node --require dist/bench/servers/cpu-profile.js ...`) with
  * BENCH_CPU_PROFILE_FILE set: a first SIGUSR2 starts profiling (so start-up is left out), a second
- * stops it and writes the profile (Chrome DevTools .cpuprofile) to that file. `summarizeProfile` gives the functions
- * with the most self time.
+ * stops it and writes the profile (Chrome DevTools .cpuprofile) to that file; a third starts again,
+ * and so on (the soak bench profiles its first and last interval, renaming the file in between).
+ * Only the main thread is profiled. `summarizeProfile` gives the functions with the most self
+ * time, `selfTimes` each function's self time in milliseconds (bench/cpu-profile-diff.ts).
  */
 import fs from 'node:fs';
 import inspector from 'node:inspector';
+import { isMainThread } from 'node:worker_threads';
 
 interface ProfileNode {
   id: number;
@@ -32,30 +35,36 @@ export interface SelfTime {
   percent: number;
 }
 
-/** The `top` frames by self time (samples where the frame itself was running). */
-export function summarizeProfile(file: string, top = 15): SelfTime[] {
+/** Self time per frame (`function (file:line)`), in ms, and the profile's total, idle included. */
+export function selfTimes(file: string): { byFrame: Map<string, number>; totalMs: number; durationMs: number } {
   const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
   const selfMs = new Map<number, number>();
   if (profile.samples && profile.timeDeltas) {
     for (let i = 0; i < profile.samples.length; i++) {
       const id = profile.samples[i];
-      selfMs.set(id, (selfMs.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
+      selfMs.set(id, (selfMs.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0) / 1000);
     }
   } else {
     for (const node of profile.nodes) selfMs.set(node.id, node.hitCount ?? 0);
   }
-  let total = 0;
+  let totalMs = 0;
   const byFrame = new Map<string, number>();
   for (const node of profile.nodes) {
     const ms = selfMs.get(node.id) ?? 0;
-    total += ms;
+    totalMs += ms;
     const key = frameName(node);
     byFrame.set(key, (byFrame.get(key) ?? 0) + ms);
   }
+  return { byFrame, totalMs, durationMs: (profile.endTime - profile.startTime) / 1000 };
+}
+
+/** The `top` frames by self time (samples where the frame itself was running). */
+export function summarizeProfile(file: string, top = 15): SelfTime[] {
+  const { byFrame, totalMs } = selfTimes(file);
   return [...byFrame.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, top)
-    .map(([frame, ms]) => ({ frame, percent: total === 0 ? 0 : Math.round((ms / total) * 1000) / 10 }));
+    .map(([frame, ms]) => ({ frame, percent: totalMs === 0 ? 0 : Math.round((ms / totalMs) * 1000) / 10 }));
 }
 
 function frameName(node: ProfileNode): string {
@@ -66,7 +75,7 @@ function frameName(node: ProfileNode): string {
   return `${name} (${short}:${lineNumber + 1})`;
 }
 
-/** The first SIGUSR2 starts the profiler, the second stops it and writes the profile. */
+/** Odd SIGUSR2s start the profiler, even ones stop it and write the profile. */
 function profileOnSignal(file: string): void {
   const session = new inspector.Session();
   session.connect();
@@ -91,4 +100,4 @@ function profileOnSignal(file: string): void {
 }
 
 const target = process.env.BENCH_CPU_PROFILE_FILE;
-if (target && require.main !== module) profileOnSignal(target);
+if (target && isMainThread && require.main !== module) profileOnSignal(target);

@@ -125,9 +125,9 @@ export class SidecarView {
   @ApiProperty({ nullable: true, enum: ['enforce', 'audit'] }) mode: string | null;
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, example: { canary: 'true' }, description: 'Its SIDECAR_LABELS at its last bundle fetch (a canary rollout to labelled sidecars selects by them); {} when none' })
   labels: Record<string, string>;
-  @ApiProperty({ nullable: true, description: 'Version of the bundle it last fetched' }) bundleVersion: string | null;
-  @ApiProperty({ nullable: true }) lastSync: string | null;
-  @ApiProperty({ nullable: true }) lastIngest: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'Version of the bundle it last fetched' }) bundleVersion: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'When it last fetched its bundle (ISO 8601)' }) lastSync: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'When it last forwarded audit entries (ISO 8601)' }) lastIngest: string | null;
   @ApiProperty({ description: 'Highest audit sequence number received; 0 when none' }) lastSeq: number;
   @ApiProperty({ description: 'Audit entries received' }) received: number;
   @ApiProperty({ type: [SequenceGap], description: 'Sequence numbers missing below lastSeq' }) gaps: SequenceGap[];

@@ -154,10 +154,26 @@ export class DecisionView {
   @ApiPropertyOptional({ type: [FiredAlertView], description: 'The `alert` rules that fired (they raise alerts and never change the decision)' }) alerts?: FiredAlertView[];
 }
 
+/** One rule as the simulation tried it (src/core/policy-engine/types.ts RuleTrace). */
+export class RuleTraceView {
+  @ApiProperty() rule: string;
+  @ApiProperty({ enum: ['allow', 'deny', 'alert', 'require_approval', 'label'] }) action: string;
+  @ApiProperty({ oneOf: [{ type: 'boolean' }, { type: 'string', enum: ['not-reached'] }], description: 'The value of its condition; `not-reached` when a deny had decided before it' })
+  result: boolean | 'not-reached';
+  @ApiPropertyOptional({ type: RateLimitView, description: 'The rate limit it consulted (a dry run: nothing counted)' }) rateLimit?: RateLimitView;
+}
+
+/** One policy as the simulation tried it, with each of its rules. */
+export class PolicyTraceView {
+  @ApiProperty() policy: string;
+  @ApiProperty({ description: 'Whether its `match` accepted the request' }) applicable: boolean;
+  @ApiProperty({ type: [RuleTraceView] }) rules: RuleTraceView[];
+}
+
 export class SimulationView extends DecisionView {
   @ApiProperty({ description: 'False in MODE=audit: a deny would only be recorded' }) enforced: boolean;
   @ApiProperty({ nullable: true, type: Number, description: 'Policy version simulated; null for proposed policies' }) policyVersion: number | null;
-  @ApiProperty({ description: 'Every policy and rule tried, in order', type: Object, isArray: true }) trace: unknown[];
+  @ApiProperty({ description: 'Every policy and rule tried, in order', type: [PolicyTraceView] }) trace: PolicyTraceView[];
 }
 
 export class BacktestFlipView {
