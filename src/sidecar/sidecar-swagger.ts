@@ -4,7 +4,8 @@ import { AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../core/common/auth-decorato
 import { ServiceHeader } from '../core/common/service-header';
 import { ErrorBody } from '../core/common/error-body.dto';
 import { addAdapterRoutes, addProxyRoutes } from '../core/http/lean-routes.openapi';
-import { AdapterAuditBatchDto, AdapterAuditDto, AuditAcceptedDto, AuditBatchAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../core/pdp/pdp.dto';
+import { pdpRequestSchemas } from '../core/pdp/pdp-request';
+import { AdapterAuditBatchDto, AdapterAuditDto, AuditAcceptedDto, AuditBatchAcceptedDto, CheckAnswerDto, PolicyResponseJsonDto } from '../core/pdp/pdp.dto';
 
 const json = (schema: object) => ({ 'application/json': { schema } });
 const errorBody = { $ref: '#/components/schemas/ErrorBody' };
@@ -47,7 +48,7 @@ export function setupSidecarSwagger(app: INestApplication, version: string): Ope
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, AGENT_TOKEN_SCHEME)
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.ApiKey }, API_KEY_SCHEME)
     .build();
-  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckRequestDto, CheckAnswerDto, PolicyRequestJsonDto, PolicyResponseJsonDto, AdapterAuditDto, AdapterAuditBatchDto, AuditAcceptedDto, AuditBatchAcceptedDto, ErrorBody] });
+  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckAnswerDto, PolicyResponseJsonDto, AdapterAuditDto, AdapterAuditBatchDto, AuditAcceptedDto, AuditBatchAcceptedDto, ErrorBody] });
   const refusals = {
     '400': { description: 'A malformed body, named in the message', content: json(errorBody) },
     '401': { description: 'Missing, invalid, expired or revoked agent token', content: json(errorBody) },
@@ -107,6 +108,7 @@ export function setupSidecarSwagger(app: INestApplication, version: string): Ope
       },
     },
   };
+  Object.assign(document.components!.schemas!, pdpRequestSchemas());
   addAdapterRoutes(document);
   addProxyRoutes(document);
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });

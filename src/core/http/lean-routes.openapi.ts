@@ -5,8 +5,9 @@ import { ServiceHeader } from '../common/service-header';
 
 /*
  * The lean routes (src/core/http/lean-routes.ts) are served ahead of express, so Nest's scanner never
- * sees them: they are described here, with the same DTO schemas (pdp.dto.ts, ErrorBody) that
- * their handlers validate and answer with. Registered as extra models in swagger.ts.
+ * sees them: they are described here. Their request bodies are the schemas their parsers check
+ * (pdp-request.ts `pdpRequestSchemas`: CheckRequest, PolicyRequestJson), their answers the DTOs
+ * of pdp.dto.ts and ErrorBody; each app adds both to its document (swagger.ts, sidecar-swagger.ts).
  */
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -80,13 +81,13 @@ function proxyOperation(method: string): OperationObject {
 /** Adds the adapter endpoints to an OpenAPI document. */
 export function addAdapterRoutes(document: OpenAPIObject): void {
   document.paths['/v1/check'] = {
-    post: adapterOperation('check', 'Pre-invocation permission check for a tool call (recorded, source `check`)', 'CheckRequestDto', ['200', 'The decision', 'CheckAnswerDto'], true),
+    post: adapterOperation('check', 'Pre-invocation permission check for a tool call (recorded, source `check`)', 'CheckRequest', ['200', 'The decision', 'CheckAnswerDto'], true),
   };
   document.paths['/api/v1/pdp/evaluate'] = {
     post: adapterOperation(
       'evaluate',
       'PDP HTTP fallback: PolicyRequest in, PolicyResponse out (proto3 JSON; source `pdp`)',
-      'PolicyRequestJsonDto',
+      'PolicyRequestJson',
       ['200', 'The decision', 'PolicyResponseJsonDto'],
       true,
     ),

@@ -34,7 +34,8 @@ export interface AdapterHttpSettings {
  * the adapter's credential (ADAPTER_AUTHENTICATION), the body to a PdpRequest, PdpService, the
  * answer; outcomes go to OutcomeRecorder. Where the decision log must be durable before an
  * answer (the sidecar's write-ahead file) the answer waits for it. Documented in the OpenAPI
- * document from the DTOs of pdp.dto.ts (src/gateway/app/swagger.ts).
+ * document from the request schemas its parsers check (pdp-request.ts) and the answer DTOs of
+ * pdp.dto.ts (lean-routes.openapi.ts).
  */
 @Injectable()
 export class AdapterHttpHandler implements LeanRoute {

@@ -3,20 +3,6 @@ import { IsBoolean, IsIn, IsNumber, IsObject, IsOptional, IsString, Matches, Max
 import { IsTimestamp } from '../common/is-timestamp';
 import { MAX_CALL_COST } from '../policy-engine/policy-validator';
 
-/** `POST /v1/check` (documented here; validated by pdpRequestFromCheck). */
-export class CheckRequestDto {
-  @ApiProperty({ example: 'agent_3f9a0c1b2d4e5f6a7b8c9d0e', description: 'The agent making the call (of the caller’s organization)' }) agentId: string;
-  @ApiProperty({ example: 'FilePlugin' }) plugin: string;
-  @ApiProperty({ example: 'ReadFile' }) function: string;
-  @ApiPropertyOptional({ example: { path: '/etc/passwd' }, description: 'The call’s arguments, read by policies as args.<name>' }) arguments?: Record<string, unknown>;
-  @ApiPropertyOptional({ example: 'standard', description: 'The adapter’s tier hint (standard, elevated, restricted); recorded as context.adapter_trust_tier. The agent’s record decides agent.trust_tier.' })
-  trustTier?: string;
-  @ApiPropertyOptional({ example: { data_class: 'pii' }, description: 'Enriched context, read by policies as context.<name>' }) context?: Record<string, unknown>;
-  @ApiPropertyOptional({ description: 'The action policies match on; `<plugin>.<function>` when absent' }) action?: string;
-  @ApiPropertyOptional() resource?: string;
-  @ApiPropertyOptional({ description: 'Client trace id (X-Trace-ID works too)' }) traceId?: string;
-}
-
 export class CheckAnswerDto {
   @ApiProperty({ enum: ['allow', 'deny'] }) decision: string;
   @ApiProperty({ example: 'Access to system files blocked' }) reason: string;
@@ -29,19 +15,6 @@ export class CheckAnswerDto {
   @ApiProperty({ description: 'False when MODE=audit let a denial through (decision is then allow)' }) enforced: boolean;
   @ApiProperty({ description: 'Whether an SDK may cache this decision (false when a rate limit took part or an alert rule fired)' }) cacheable: boolean;
   @ApiProperty({ example: 30000 }) cacheTtlMs: number;
-}
-
-/** PolicyRequest in proto3 JSON (documented here; validated by pdpRequestFromJson). */
-export class PolicyRequestJsonDto {
-  @ApiProperty({ example: 'agent_3f9a0c1b2d4e5f6a7b8c9d0e' }) agentId: string;
-  @ApiPropertyOptional({ example: 'FilePlugin.ReadFile', description: '`<plugin>.<function>` when empty' }) action?: string;
-  @ApiPropertyOptional() resource?: string;
-  @ApiPropertyOptional({ example: 'FilePlugin' }) plugin?: string;
-  @ApiPropertyOptional({ example: 'ReadFile' }) function?: string;
-  @ApiPropertyOptional({ example: { path: '/tmp/a' } }) args?: Record<string, unknown>;
-  @ApiPropertyOptional() context?: Record<string, unknown>;
-  @ApiPropertyOptional({ example: 'standard' }) trustTier?: string;
-  @ApiPropertyOptional() traceId?: string;
 }
 
 export class PolicyResponseJsonDto {

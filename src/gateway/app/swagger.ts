@@ -4,8 +4,9 @@ import { AppConfig } from '../../core/config/app-config';
 import { ADMIN_BEARER_SCHEME, ADMIN_TOKEN_SCHEME, AGENT_TOKEN_SCHEME, API_KEY_SCHEME } from '../../core/common/auth-decorators';
 import { ServiceHeader } from '../../core/common/service-header';
 import { ErrorBody } from '../../core/common/error-body.dto';
-import { AdapterAuditBatchDto, AdapterAuditDto, AuditAcceptedDto, AuditBatchAcceptedDto, CheckAnswerDto, CheckRequestDto, PolicyRequestJsonDto, PolicyResponseJsonDto } from '../../core/pdp/pdp.dto';
+import { AdapterAuditBatchDto, AdapterAuditDto, AuditAcceptedDto, AuditBatchAcceptedDto, CheckAnswerDto, PolicyResponseJsonDto } from '../../core/pdp/pdp.dto';
 import { addAdapterRoutes, addProxyRoutes } from '../../core/http/lean-routes.openapi';
+import { pdpRequestSchemas } from '../../core/pdp/pdp-request';
 import { declarePublicOperations } from './public-operations';
 
 /** Serves Swagger UI at /docs and the OpenAPI document at /docs-json. */
@@ -24,7 +25,8 @@ export function setupSwagger(app: INestApplication, config: AppConfig): OpenAPIO
     .addApiKey({ type: 'apiKey', in: 'header', name: ServiceHeader.ApiKey }, API_KEY_SCHEME)
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'admin token', description: 'An admin token (POST /billing/portal)' }, ADMIN_BEARER_SCHEME)
     .build();
-  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckRequestDto, CheckAnswerDto, PolicyRequestJsonDto, PolicyResponseJsonDto, AdapterAuditDto, AdapterAuditBatchDto, AuditAcceptedDto, AuditBatchAcceptedDto, ErrorBody] });
+  const document = SwaggerModule.createDocument(app, builder, { extraModels: [CheckAnswerDto, PolicyResponseJsonDto, AdapterAuditDto, AdapterAuditBatchDto, AuditAcceptedDto, AuditBatchAcceptedDto, ErrorBody] });
+  Object.assign(document.components!.schemas!, pdpRequestSchemas());
   addAdapterRoutes(document);
   addProxyRoutes(document);
   declarePublicOperations(document);
