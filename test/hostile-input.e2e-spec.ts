@@ -166,6 +166,16 @@ it('names the problem of each kind of bad input it once answered 500 to', async 
   }
 });
 
+it('honours no method override on its own routes: a POST asking to be a DELETE stays a POST', async () => {
+  const override = await call(gateway.url, 'POST', `/admin/agents/${known.agentId}?_method=DELETE`, {
+    headers: { ...credentials.admin, 'x-http-method-override': 'DELETE', 'x-method-override': 'DELETE', 'x-http-method': 'DELETE' },
+    body: { _method: 'DELETE' },
+  });
+  expect([override.status, override.body.error]).toEqual([404, 'not_found']);
+  const agent = await call(gateway.url, 'GET', `/admin/agents/${known.agentId}`, { headers: credentials.admin });
+  expect([agent.status, agent.body.status]).toEqual([200, 'active']);
+});
+
 async function routesOf(service: Route['service'], url: string): Promise<Route[]> {
   const answer = await call(url, 'GET', '/docs-json');
   expect(answer.status).toBe(200);

@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -47,6 +49,8 @@ let agentB: TestAgent;
 let agentC: TestAgent;
 let credentialA: string;
 let credentialB: string;
+let redirecting: http.Server;
+const redirected: string[] = [];
 
 async function answer(response: Promise<TestResponse>): Promise<TestResponse> {
   const got = await response;
@@ -93,8 +97,16 @@ beforeAll(async () => {
     },
     call: (_params, caller) => ({ content: [{ type: 'text', text: `called by ${caller}` }] }),
   });
+  // A server that redirects every request to the vault's own URL (same origin: the SDK alone would follow it, credential and all).
+  redirecting = http.createServer((request, response) => {
+    redirected.push(request.method ?? 'GET');
+    request.resume();
+    response.writeHead(307, { location: upstream.url }).end();
+  });
+  await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+  const movedUrl = `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/mcp`;
   const serversFile = path.join(scratch, 'mcp-servers.yaml');
-  fs.writeFileSync(serversFile, `servers:\n  - name: vault\n    url: ${upstream.url}\n    headers:\n      X-Api-Key: ${FILE_KEY}\n`);
+  fs.writeFileSync(serversFile, `servers:\n  - name: vault\n    url: ${upstream.url}\n    headers:\n      X-Api-Key: ${FILE_KEY}\n  - name: moved\n    url: ${movedUrl}\n`);
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
       logs.push(chunk.toString());
@@ -113,6 +125,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.close();
   await upstream?.close();
+  redirecting?.closeAllConnections();
+  await new Promise((resolve) => redirecting?.close(resolve));
   await database?.dispose();
   fs.rmSync(scratch, { recursive: true, force: true });
 });
@@ -189,6 +203,16 @@ describe('MCP upstream credentials', () => {
     expect(rotated.status).toBe(200);
     expect(textOf(await client.callTool({ name: 'whoami', arguments: {} }))).toBe('called by org-a (rotated key)');
     await client.close();
+  });
+
+  it('neither follows nor relays a server’s redirect: an upstream error, logged, the credential sent nowhere else', async () => {
+    const stored = await answer(call(gateway.url, 'POST', '/admin/credentials', { adminToken: orgA.adminToken, body: { mcpServer: 'moved', type: 'header', name: 'X-Api-Key', value: KEY_A } }));
+    expect(stored.status).toBe(201);
+    const before = upstream.requests.length;
+    await expect(connect(`${gateway.url}/mcp/moved`, { authorization: `Bearer ${agentA.token}` })).rejects.toThrow(/MCP server moved .*HTTP 307, a redirect, which the gateway does not follow/);
+    expect(redirected.length).toBeGreaterThan(0);
+    expect(upstream.requests.length).toBe(before);
+    expect(logs.join('')).toMatch(/"server":"moved","status":307,"msg":"MCP server answered a redirect; not followed"/);
   });
 
   it('never shows a secret in an answer, an audit entry or a log line', async () => {

@@ -60,7 +60,7 @@ function admin(method: string, route: string, body?: unknown): Promise<TestRespo
   return answer(call(gateway.url, method, route, { adminToken: ADMIN_TOKEN, body }));
 }
 
-function proxied(method: string, route: string, options: { headers?: Record<string, string>; body?: string } = {}): Promise<TestResponse> {
+function proxied(method: string, route: string, options: { headers?: Record<string, string>; body?: string; followRedirects?: boolean } = {}): Promise<TestResponse> {
   return answer(call(gateway.url, method, route, { bearer: agentToken, ...options }));
 }
 
@@ -96,6 +96,15 @@ async function startUpstream(gatewayUrl: string): Promise<void> {
     const url = new URL(request.originalUrl, 'http://upstream');
     if (url.searchParams.getAll('api_key').join() !== SEARCH_KEY) return response.status(401).json({ error: 'bad api key' });
     response.json({ ok: true, q: url.searchParams.get('q') });
+  });
+  // An upstream that redirects to its own URL, echoing the query it was sent (the injected key with it), or naming the key elsewhere.
+  app.all('/search/moved', (request, response) => {
+    const url = new URL(request.originalUrl, 'http://upstream');
+    response.redirect(302, `/search?${url.searchParams.toString()}`);
+  });
+  app.all('/search/elsewhere', (request, response) => {
+    const url = new URL(request.originalUrl, 'http://upstream');
+    response.redirect(307, `/login?next=${encodeURIComponent(`/search?key=${url.searchParams.get('api_key') ?? ''}`)}`);
   });
   app.all('/bearer/*rest', (request, response) => {
     if (request.headers.authorization !== `Bearer ${BEARER_KEY}`) return response.status(401).json({ error: 'bad token' });
@@ -204,6 +213,16 @@ describe('upstream credentials', () => {
     const bearer = await proxied('POST', '/proxy/bearer/charge', { body: '{"amount":3}', headers: { 'content-type': 'application/json' } });
     expect(bearer.status).toBe(200);
     expect((await direct('POST', '/bearer/charge', { headers: { authorization: 'Bearer sk_guessed' } })).status).toBe(401);
+  });
+
+  it('never hands the injected query credential back in a redirect’s Location', async () => {
+    const moved = await proxied('GET', '/proxy/search/moved?q=paper&api_key=sk_guessed', { followRedirects: false });
+    expect(moved.status).toBe(302);
+    expect(received[received.length - 1].url).toContain(`api_key=${SEARCH_KEY}`);
+    expect(moved.headers.get('location')).toBe('/search?q=paper');
+    const elsewhere = await proxied('GET', '/proxy/search/elsewhere?q=paper', { followRedirects: false });
+    expect(elsewhere.status).toBe(307);
+    expect(elsewhere.headers.get('location')).toBeNull();
   });
 
   it('names the credential’s id in the audit entry, never its value', async () => {

@@ -14,6 +14,8 @@ export interface RequestOptions {
   body?: unknown;
   /** Fails the call when no answer came within this time (default: wait as fetch does). */
   timeoutMs?: number;
+  /** false: a redirect is answered as it came (its status and Location), not followed. */
+  followRedirects?: boolean;
 }
 
 /** One HTTP call with fetch; parses JSON bodies when the response says JSON. */
@@ -28,7 +30,7 @@ export async function call<T = Record<string, unknown>>(baseUrl: string, method:
     headers['content-type'] ??= 'application/json';
   }
   const signal = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);
-  const response = await fetch(`${baseUrl}${path}`, { method, headers, body, signal });
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body, signal, redirect: options.followRedirects === false ? 'manual' : 'follow' });
   const text = await response.text();
   const isJson = response.headers.get('content-type')?.includes('json') ?? false;
   return { status: response.status, headers: response.headers, body: (isJson && text ? JSON.parse(text) : {}) as T, text };

@@ -18,5 +18,8 @@ export const {
   DecisionTokenError,
   DecisionTokenVerifier,
   requestHash,
+  TOOL_CALL_TOKEN_KEY,
+  toolCallHash,
+  canonicalJson,
   decisionTokenMiddleware,
 } = sdk;

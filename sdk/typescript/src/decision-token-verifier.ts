@@ -1,4 +1,5 @@
 import { createHash, createPublicKey, KeyObject, verify as verifySignature } from 'node:crypto';
+import { canonicalJson } from './canonical-json';
 
 /*
  * Verifies the gateway's decision tokens (X-Service-Decision-Token), offline, from the gateway's
@@ -60,6 +61,17 @@ export interface ReceivedRequest {
   body?: Uint8Array;
 }
 
+/** Where an MCP `tools/call` carries its decision token: `params._meta[TOOL_CALL_TOKEN_KEY]`. */
+export const TOOL_CALL_TOKEN_KEY = 'io.agentgov/decision-token';
+
+/** The params of an MCP `tools/call` request as the server received them (parsed JSON). */
+export interface ToolCallParams {
+  name: string;
+  arguments?: Record<string, unknown> | null;
+  _meta?: Record<string, unknown> | null;
+  [key: string]: unknown;
+}
+
 interface DecisionClaims {
   jti: string;
   sub: string;
@@ -91,6 +103,25 @@ export class DecisionTokenVerifier {
   /** The decision a token proves for this request; throws DecisionTokenError when it proves none. */
   async verify(token: string | undefined, request: ReceivedRequest, nowMs = (this.options.clock ?? Date.now)()): Promise<VerifiedDecision> {
     if (token === undefined || token === '') throw new DecisionTokenError('missing', 'No X-Service-Decision-Token: the call did not come through the gateway');
+    return this.verifyFor(token, (credentialParameter) => requestHash(request, credentialParameter), nowMs);
+  }
+
+  /**
+   * The decision an MCP `tools/call`'s params carry in `_meta["io.agentgov/decision-token"]`, for
+   * exactly this tool and these arguments (toolCallHash); throws DecisionTokenError when they
+   * carry none. Call it in the server's tools/call handler with the request's params.
+   */
+  async verifyToolCall(params: ToolCallParams, nowMs = (this.options.clock ?? Date.now)()): Promise<VerifiedDecision> {
+    const token = params?._meta?.[TOOL_CALL_TOKEN_KEY];
+    if (typeof token !== 'string' || token === '') throw new DecisionTokenError('missing', `No decision token in the tool call's _meta["${TOOL_CALL_TOKEN_KEY}"]: the call did not come through the gateway`);
+    if (typeof params.name !== 'string') throw malformed('the tool call has no name');
+    const args = params.arguments;
+    if (args !== undefined && args !== null && (typeof args !== 'object' || Array.isArray(args))) throw malformed('the tool call’s arguments are not an object');
+    const expected = toolCallHash(params.name, args);
+    return this.verifyFor(token, () => expected, nowMs);
+  }
+
+  private async verifyFor(token: string, expectedHash: (credentialParameter: string | undefined) => string, nowMs: number): Promise<VerifiedDecision> {
     const parts = token.split('~');
     if (parts.length !== 3) throw malformed('not <JWS>~<claims>~<proof>');
     const [jws, claimsPart, proofPart] = parts;
@@ -110,7 +141,7 @@ export class DecisionTokenVerifier {
     const claims = claimsOf(claimsBytes);
     if (claims.exp + this.toleranceSeconds < now) throw new DecisionTokenError('expired', 'The decision token has expired');
     if (certified !== undefined && certified.org !== claims.org) throw new DecisionTokenError('bad_signature', 'The sidecar is not of the decision’s organization');
-    if (requestHash(request, claims.cq) !== claims.req) throw new DecisionTokenError('wrong_request', `The decision token is for another request (decision ${claims.jti})`);
+    if (expectedHash(claims.cq) !== claims.req) throw new DecisionTokenError('wrong_request', `The decision token is for another request (decision ${claims.jti})`);
     return {
       decisionId: claims.jti,
       agentId: claims.sub,
@@ -190,6 +221,15 @@ export function requestHash(request: ReceivedRequest, credentialParameter: strin
   const hash = createHash('sha256').update(`${request.method.toUpperCase()}\n${target}\n`);
   if (request.body !== undefined) hash.update(request.body);
   return hash.digest('base64url');
+}
+
+/**
+ * The hash a tool call's token binds (its `req` claim): requestHash('TOOLS/CALL', <tool name>,
+ * <UTF-8 bytes of the RFC 8785 canonical JSON of the arguments, {} when absent or null>), that is
+ * base64url(SHA-256("TOOLS/CALL\n" + name + "\n" + canonical JSON)).
+ */
+export function toolCallHash(name: string, args: Record<string, unknown> | null | undefined): string {
+  return createHash('sha256').update(`TOOLS/CALL\n${name}\n`).update(canonicalJson(args ?? {})).digest('base64url');
 }
 
 function parameterName(item: string): string {

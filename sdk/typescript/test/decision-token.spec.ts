@@ -1,8 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DecisionTokenSigner, requestHash as gatewayHash } from '../../../src/core/decision/decision-token';
-import { DecisionTokenError, DecisionTokenVerifier, requestHash } from '../src';
+import fs from 'node:fs';
+import path from 'node:path';
+import { DecisionTokenSigner, requestHash as gatewayHash, toolCallHash as gatewayToolCallHash } from '../../../src/core/decision/decision-token';
+import { canonicalJson, DecisionTokenError, DecisionTokenVerifier, requestHash, TOOL_CALL_TOKEN_KEY, toolCallHash } from '../src';
 
 /** The gateway's signer (src/core/decision/decision-token.ts) against the SDK's verifier, offline, with a static JWKS. */
 
@@ -120,5 +122,75 @@ describe('decision tokens', () => {
     expect(requestHash({ method: 'GET', target: '/search?%61pi_key=secret&q=1' }, 'api_key')).toBe(bare);
     expect(requestHash({ method: 'GET', target: '/search?q=2&api_key=secret' }, 'api_key')).not.toBe(bare);
     expect(gatewayHash('GET', '/search?q=1', undefined)).toBe(bare);
+  });
+});
+
+describe('decision tokens of MCP tool calls', () => {
+  const { signing, jwk } = keyPair('ed25519', 'k-tools');
+  const signer = new DecisionTokenSigner(() => signing, () => ISSUER);
+  const verifier = new DecisionTokenVerifier({ jwks: { keys: [jwk] }, issuer: ISSUER });
+
+  function tokenFor(req: string): Promise<string> {
+    return new Promise((resolve) => signer.issue(DecisionTokenSigner.claims({ jti: 'aud_tool', sub: 'agent_a', org: 'org_a', act: 'call:files/read_file', req }), resolve));
+  }
+
+  async function problem(params: Parameters<DecisionTokenVerifier['verifyToolCall']>[0]): Promise<string> {
+    const error = await verifier.verifyToolCall(params).then(
+      () => new Error('verified'),
+      (thrown: unknown) => thrown,
+    );
+    if (!(error instanceof DecisionTokenError)) throw error;
+    return error.problem;
+  }
+
+  it('verifies the token in params._meta for the tool and its arguments, whatever order and spacing their JSON came in', async () => {
+    const token = await tokenFor(gatewayToolCallHash('read_file', { path: '/srv/a.txt', options: { lines: 10, from: 1.5 } }));
+    const received = JSON.parse(`{"name":"read_file","arguments":{ "options":{"from":1.50,"lines":1e1}, "path":"/srv/a.txt"},"_meta":{"progressToken":1,"${TOOL_CALL_TOKEN_KEY}":"${token}"}}`);
+    await expect(verifier.verifyToolCall(received)).resolves.toMatchObject({ decisionId: 'aud_tool', agentId: 'agent_a', orgId: 'org_a', action: 'call:files/read_file' });
+  });
+
+  it('refuses a call without a token, with other arguments, for another tool, or with a token of an HTTP request', async () => {
+    const token = await tokenFor(gatewayToolCallHash('read_file', { path: '/srv/a.txt' }));
+    const meta = { [TOOL_CALL_TOKEN_KEY]: token };
+    expect(await problem({ name: 'read_file', arguments: { path: '/srv/a.txt' } })).toBe('missing');
+    expect(await problem({ name: 'read_file', arguments: { path: '/srv/a.txt' }, _meta: {} })).toBe('missing');
+    expect(await problem({ name: 'read_file', arguments: { path: '/etc/passwd' }, _meta: meta })).toBe('wrong_request');
+    expect(await problem({ name: 'delete_file', arguments: { path: '/srv/a.txt' }, _meta: meta })).toBe('wrong_request');
+    expect(await problem({ name: 'read_file', _meta: meta })).toBe('wrong_request');
+    expect(await problem({ name: 'read_file', arguments: ['/srv/a.txt'] as unknown as Record<string, unknown>, _meta: meta })).toBe('malformed');
+    const http = await tokenFor(gatewayHash('POST', '/read_file', Buffer.from('{"path":"/srv/a.txt"}')));
+    expect(await problem({ name: 'read_file', arguments: { path: '/srv/a.txt' }, _meta: { [TOOL_CALL_TOKEN_KEY]: http } })).toBe('wrong_request');
+  });
+
+  it('binds {} when the arguments are absent or null, as the gateway does', async () => {
+    const token = await tokenFor(gatewayToolCallHash('list_files', undefined));
+    await expect(verifier.verifyToolCall({ name: 'list_files', _meta: { [TOOL_CALL_TOKEN_KEY]: token } })).resolves.toMatchObject({ decisionId: 'aud_tool' });
+    await expect(verifier.verifyToolCall({ name: 'list_files', arguments: {}, _meta: { [TOOL_CALL_TOKEN_KEY]: token } })).resolves.toMatchObject({ decisionId: 'aud_tool' });
+    await expect(verifier.verifyToolCall({ name: 'list_files', arguments: null, _meta: { [TOOL_CALL_TOKEN_KEY]: token } })).resolves.toMatchObject({ decisionId: 'aud_tool' });
+    expect(toolCallHash('list_files', undefined)).toBe(gatewayHash('TOOLS/CALL', 'list_files', Buffer.from('{}')));
+  });
+
+  it('agrees with the gateway on every vector of sdk/fixtures/decision-token-tool-calls.json', async () => {
+    const vectors = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../fixtures/decision-token-tool-calls.json'), 'utf8')) as {
+      metaKey: string;
+      issuer: string;
+      now: number;
+      jwks: { keys: Array<Record<string, unknown>> };
+      cases: Array<{ params: string; canonicalArguments: string; req: string; decisionId: string; token: string }>;
+      numbers: Array<[string, string]>;
+    };
+    expect(vectors.metaKey).toBe(TOOL_CALL_TOKEN_KEY);
+    const fixed = new DecisionTokenVerifier({ jwks: vectors.jwks, issuer: vectors.issuer });
+    for (const [index, vector] of vectors.cases.entries()) {
+      const params = JSON.parse(vector.params) as { name: string; arguments?: Record<string, unknown> };
+      expect(canonicalJson(params.arguments ?? {})).toBe(vector.canonicalArguments);
+      expect(toolCallHash(params.name, params.arguments)).toBe(vector.req);
+      await expect(fixed.verifyToolCall({ ...params, _meta: { [TOOL_CALL_TOKEN_KEY]: vector.token } }, vectors.now * 1000)).resolves.toMatchObject({ decisionId: vector.decisionId });
+      const other = vectors.cases[(index + 1) % vectors.cases.length];
+      if (other.req !== vector.req) {
+        await expect(fixed.verifyToolCall({ ...params, _meta: { [TOOL_CALL_TOKEN_KEY]: other.token } }, vectors.now * 1000)).rejects.toMatchObject({ problem: 'wrong_request' });
+      }
+    }
+    for (const [text, canonical] of vectors.numbers) expect(canonicalJson(JSON.parse(text))).toBe(canonical);
   });
 });

@@ -1,4 +1,5 @@
 import { createHash, hash, KeyObject, sign } from 'node:crypto';
+import { canonicalJson } from '../common/canonical-json';
 import { atTurnEnd } from '../common/turn-end';
 
 /*
@@ -70,6 +71,21 @@ export function requestHash(method: string, target: string, body: Buffer | undef
   // streaming, never copied.
   if (body === undefined || body.length === 0) return hash('sha256', head, 'base64url');
   return createHash('sha256').update(head).update(body).digest('base64url');
+}
+
+/** Where an MCP `tools/call` carries its token: `params._meta[TOOL_CALL_TOKEN_KEY]` (docs/security.md "Decision tokens"). */
+export const TOOL_CALL_TOKEN_KEY = 'io.agentgov/decision-token';
+/** The method a tool call's `req` names, in place of an HTTP method: no HTTP request hashes as it. */
+export const TOOL_CALL_METHOD = 'TOOLS/CALL';
+
+/**
+ * The `req` of an MCP tool call's token: requestHash('TOOLS/CALL', <tool name>, <UTF-8 bytes of
+ * the RFC 8785 canonical JSON of params.arguments, {} when absent or null>). The SDKs' verifiers
+ * (verifyToolCall) compute the same from the params they receive, whatever order or spacing the
+ * JSON came in.
+ */
+export function toolCallHash(name: string, args: unknown): string {
+  return requestHash(TOOL_CALL_METHOD, name, Buffer.from(canonicalJson(args ?? {})));
 }
 
 /** Called with the token once it is signed, at the end of the turn. */

@@ -3,7 +3,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
-import type { DecisionTokenSigner } from '../decision/decision-token';
+import { DecisionTokenSigner, TOOL_CALL_TOKEN_KEY, toolCallHash } from '../decision/decision-token';
 import type { InjectedCredential } from '../decision/upstream-credentials';
 import { errorResponse, McpErrorCode } from './mcp-errors';
 import { GOVERNED_REQUESTS, GOVERNED_SERVER_REQUESTS, McpCaller, McpGovernor, Ruling } from './mcp-governor';
@@ -52,6 +52,8 @@ export class McpRelay implements TableSession {
   private readonly progress = new Map<string | number, RequestId>();
   private readonly own = new Map<string, { resolve: (result: Record<string, unknown>) => void; reject: (error: Error) => void }>();
   private ownCount = 0;
+  /** Messages to the server queued behind an allowed call whose decision token is being signed (forwardAllowedCall). */
+  private readonly outbox: Array<{ message: JSONRPCMessage; ready: boolean }> = [];
   /** The agent's request most recently forwarded, still waiting: where a server message that names no request goes. */
   private latest: RequestId | undefined;
   private ended = false;
@@ -153,6 +155,9 @@ export class McpRelay implements TableSession {
 
   private fromAgent(message: JSONRPCMessage, caller: McpCaller): void {
     this.caller = caller;
+    // Only the gateway vouches for a decision: a token the agent put in its message never reaches the server.
+    const meta = (message as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
+    if (meta !== undefined && meta !== null && TOOL_CALL_TOKEN_KEY in meta) delete meta[TOOL_CALL_TOKEN_KEY];
     if (isRequest(message)) return this.requestFromAgent(message, caller);
     if (isNotification(message) && message.method === 'notifications/cancelled') this.cancelled((message.params as { requestId?: RequestId } | undefined)?.requestId);
     this.toUpstream(message);
@@ -171,10 +176,36 @@ export class McpRelay implements TableSession {
 
   /**
    * The one place an allowed `tools/call` goes upstream, as the agent sent it (its `_meta` too):
-   * its ruling allowed it (McpGovernor.rule) and is recorded when the answer comes back.
+   * its ruling allowed it (McpGovernor.rule) and is recorded when the answer comes back. An allow
+   * carries its decision token in `params._meta` (docs/security.md "Decision tokens"), signed at
+   * the end of the turn; what the agent sends after it waits its turn behind it, so the server
+   * sees the messages in the agent's order.
    */
   private forwardAllowedCall(message: JSONRPCRequest): void {
-    this.toUpstream(message);
+    const verdict = this.inFlight.get(message.id)?.ruling?.allowed;
+    const tokens = this.deps.tokens;
+    if (tokens === null || verdict === undefined || verdict.decision.effect !== 'allow') return this.toUpstream(message);
+    const params = (message.params ??= {}) as Record<string, unknown> & { _meta?: Record<string, unknown> };
+    const claims = DecisionTokenSigner.claims({
+      jti: verdict.id,
+      sub: verdict.principal.agent.id,
+      org: verdict.principal.agent.orgId,
+      act: verdict.request.action,
+      req: toolCallHash(typeof params.name === 'string' ? params.name : '', params.arguments),
+      apr: verdict.approvalId,
+    });
+    const waiting = { message: message as JSONRPCMessage, ready: false };
+    this.outbox.push(waiting);
+    tokens.issue(claims, (token) => {
+      params._meta = { ...params._meta, [TOOL_CALL_TOKEN_KEY]: token };
+      waiting.ready = true;
+      this.flushOutbox();
+    });
+  }
+
+  /** Sends what the outbox holds, in order, up to the first message still waiting for its token. */
+  private flushOutbox(): void {
+    while (this.outbox.length > 0 && this.outbox[0].ready) this.sendUpstream(this.outbox.shift()!.message);
   }
 
   /** The agent cancelled a request: recorded as cancelled, with the time it ran; the cancellation goes upstream. */
@@ -245,7 +276,13 @@ export class McpRelay implements TableSession {
     return flight;
   }
 
+  /** Sends a message upstream, after any still waiting for its decision token. */
   private toUpstream(message: JSONRPCMessage): void {
+    if (this.outbox.length === 0) return this.sendUpstream(message);
+    this.outbox.push({ message, ready: true });
+  }
+
+  private sendUpstream(message: JSONRPCMessage): void {
     this.upstream.send(message).catch((error: unknown) => {
       if (!isRequest(message)) return this.deps.logger.debug({ err: error, server: this.server.name }, 'MCP message not delivered upstream');
       const flight = this.settle(message.id);

@@ -13,6 +13,8 @@ export interface ForwardedRequest {
   hashed: string;
   /** The credential's query parameter, named in the token (`cq`). */
   queryCredential?: string;
+  /** The credential's query parameter and value, taken out of a Location the upstream answers. */
+  queryValue?: { name: string; value: string };
   /** The credential's headers and the decision token, if any. */
   headersWith(token: string | undefined): Record<string, string> | undefined;
 }
@@ -27,6 +29,7 @@ export function forwardedRequest(target: ProxyTarget, credential: InjectedCreden
     sent,
     hashed,
     queryCredential: queryName,
+    queryValue: queryName === undefined ? undefined : { name: queryName, value: credential!.value },
     headersWith: (token) => (token === undefined ? added : { ...added, [TOKEN_HEADER]: token }),
   };
 }

@@ -273,6 +273,7 @@ export class ProxyHandler implements OnApplicationShutdown, LeanRoute {
         traceparent: traceparentFor(traceId, decisionSpanId(exchange.verdict.id)),
         responseHeaders: headers,
         addedHeaders: forwarded.headersWith(token),
+        queryCredential: forwarded.queryValue,
       },
       response,
       (outcome) => {

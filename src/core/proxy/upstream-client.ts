@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { ServiceHeader } from '../common/service-header';
+import { queryWithout } from './injected-credential';
 import proxyaddr from 'proxy-addr';
 import { Dispatcher, Pool, util } from 'undici';
 
@@ -83,6 +84,8 @@ export interface ForwardRequest {
   responseHeaders: Record<string, string>;
   /** Headers added to the forwarded request (an injected credential, the decision token), replacing the agent's. */
   addedHeaders?: Record<string, string>;
+  /** An injected query credential: taken out of any `Location` or `Content-Location` the upstream answers. */
+  queryCredential?: { name: string; value: string };
 }
 
 /**
@@ -120,7 +123,7 @@ export class UpstreamClient {
         headers: this.requestHeaders(request),
         body: request.body as Dispatcher.DispatchOptions['body'],
       },
-      new ResponseRelay(response, request.responseHeaders, done),
+      new ResponseRelay(response, request.responseHeaders, done, request.queryCredential),
     );
   }
 
@@ -187,11 +190,13 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private clientClosed = false;
   private abort: ((error: Error) => void) | null = null;
   private resume: (() => void) | null = null;
+  private bodyDropped = false;
 
   constructor(
     private readonly response: ServerResponse,
     private readonly added: Record<string, string>,
     private readonly done: (outcome: UpstreamOutcome) => void,
+    private readonly queryCredential?: { name: string; value: string },
   ) {}
 
   onConnect(abort: (error?: Error) => void): void {
@@ -206,13 +211,17 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     // 1xx answers are informational; the final one follows.
     if (statusCode < 200) return true;
-    this.response.writeHead(statusCode, relayedHeaders(rawHeaders, this.added));
+    // A redirect's body often repeats its Location (Express writes "Redirecting to <url>"): with a query credential injected it is not relayed.
+    this.bodyDropped = this.queryCredential !== undefined && statusCode >= 300 && statusCode < 400;
+    const headers = relayedHeaders(rawHeaders, this.added, this.queryCredential);
+    this.response.writeHead(statusCode, this.bodyDropped ? withoutBody(headers) : headers);
     this.status = statusCode;
     this.resume = resume;
     return this.flowing(!this.response.writableNeedDrain);
   }
 
   onData(chunk: Buffer): boolean {
+    if (this.bodyDropped) return true;
     return this.flowing(this.response.write(chunk));
   }
 
@@ -248,18 +257,55 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
 }
 
 /** The upstream's end-to-end headers as a flat name/value list, then `added` (which wins over the upstream's). */
-function relayedHeaders(raw: Buffer[], added: Record<string, string>): string[] {
+function relayedHeaders(raw: Buffer[], added: Record<string, string>, queryCredential?: { name: string; value: string }): string[] {
   const headers: string[] = [];
   let connection: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = util.headerNameToString(raw[i]);
     if (name === 'connection') connection = raw[i + 1].toString('latin1');
     if (DROPPED_RESPONSE_HEADERS.has(name) || ADDED_RESPONSE_HEADERS.has(name)) continue;
-    headers.push(name, raw[i + 1].toString('latin1'));
+    const value = raw[i + 1].toString('latin1');
+    if (queryCredential !== undefined && (name === 'location' || name === 'content-location')) {
+      const kept = withoutCredential(value, queryCredential);
+      if (kept !== undefined) headers.push(name, kept);
+      continue;
+    }
+    headers.push(name, value);
   }
   const hopHeaders = connectionTokens(connection);
   const kept = hopHeaders === null ? headers : withoutNames(headers, hopHeaders);
   for (const name in added) kept.push(name, added[name]);
+  return kept;
+}
+
+/**
+ * A Location the upstream answered, without the query credential the gateway added (an upstream
+ * that redirects to its own URL echoes the query it was sent): its parameter is taken out, and a
+ * Location that still holds the value anywhere (another parameter, the path, escaped) is dropped.
+ */
+function withoutCredential(location: string, credential: { name: string; value: string }): string | undefined {
+  const at = location.indexOf('?');
+  let kept = location;
+  if (at !== -1) {
+    const hash = location.indexOf('#', at);
+    const end = hash === -1 ? location.length : hash;
+    const query = queryWithout(location.slice(at + 1, end), credential.name);
+    kept = `${location.slice(0, at)}${query === '' ? '' : `?${query}`}${location.slice(end)}`;
+  }
+  if (credential.value === '') return kept;
+  let decoded = kept;
+  try {
+    decoded = decodeURIComponent(kept.replace(/\+/g, ' '));
+  } catch {
+    // Malformed escapes: the raw text is checked.
+  }
+  return kept.includes(credential.value) || decoded.includes(credential.value) ? undefined : kept;
+}
+
+/** Headers of an answer relayed without its body: an empty one. */
+function withoutBody(headers: string[]): string[] {
+  const kept = withoutNames(headers, new Set(['content-length', 'content-type', 'content-encoding']));
+  kept.push('content-length', '0');
   return kept;
 }
 

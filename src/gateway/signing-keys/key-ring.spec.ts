@@ -24,10 +24,11 @@ describe('KeyRing', () => {
     const keys = {
       create: (row: Partial<SigningKey>) => row,
       find: async () => [],
-      save: async (row: Partial<SigningKey>) => {
+      query: async (sql: string) => {
+        if (!sql.startsWith('INSERT INTO signing_keys')) return [];
         saves++;
         if (failSaves) throw new Error('connection terminated');
-        return row;
+        return [];
       },
     } as unknown as Repository<SigningKey>;
     const config = { auth: { signingKeyFile: path.join(dir, 'signing-key.pem'), agentTokenTtlMs: 24 * HOUR_MS } } as AppConfig;

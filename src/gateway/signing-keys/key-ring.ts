@@ -107,8 +107,17 @@ export class KeyRing implements OnModuleInit {
     this.logger.warn({ err: error, kid: this.current.kid }, 'could not record the signing key’s use; retrying at the next signature');
   }
 
+  /**
+   * Registers the key, or records its use: one statement, since instances sharing a key file
+   * start together (a read, then an insert, let two of them insert the same kid, and the second
+   * start failed on the duplicate).
+   */
   private async touch(): Promise<void> {
     this.touchedMs = Date.now();
-    await this.keys.save(this.keys.create({ kid: this.current.kid, publicJwk: this.current.publicJwk, lastUsedAt: new Date() }));
+    await this.keys.query(
+      `INSERT INTO signing_keys (kid, public_jwk, last_used_at) VALUES ($1, $2, $3)
+       ON CONFLICT (kid) DO UPDATE SET last_used_at = GREATEST(signing_keys.last_used_at, EXCLUDED.last_used_at)`,
+      [this.current.kid, JSON.stringify(this.current.publicJwk), new Date()],
+    );
   }
 }
