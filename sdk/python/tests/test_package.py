@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
@@ -63,6 +64,12 @@ def test_the_built_wheel_installs_in_a_fresh_virtual_environment_with_its_types(
     names = zipfile.ZipFile(wheel).namelist()
     assert {"agentgov_sdk/py.typed", "agentgov_sdk/_generated/pdp_pb2.pyi", "agentgov_sdk/client.py"} <= set(names)
     assert not [name for name in names if name.startswith(("tests/", "bench_guard"))]
+    # Proprietary (LICENSE: no license granted), said so in the metadata and carried in the wheel.
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read("agentgov_sdk-0.1.0.dist-info/METADATA").decode()
+        assert archive.read("agentgov_sdk-0.1.0.dist-info/LICENSE") == (Path(PACKAGE_ROOT) / "LICENSE").read_bytes()
+    assert "License: Proprietary, see LICENSE" in metadata.splitlines()
+    assert "Classifier: License :: Other/Proprietary License" in metadata.splitlines()
 
     # grpcio and protobuf come from the system's packages: this machine reaches no package index.
     venv = tmp_path / "venv"
@@ -127,3 +134,16 @@ def test_options_bound_approval_wait_seconds(seconds: float) -> None:
     assert ClientOptions(gateway_url="https://g", api_key="k", agent_id="a", approval_wait_seconds=0).approval_wait_seconds == 0
     with pytest.raises(ValueError, match="approval_wait_seconds must be between 0 and 3600"):
         ClientOptions(gateway_url="https://g", api_key="k", agent_id="a", approval_wait_seconds=seconds)
+
+
+def test_the_source_distribution_holds_the_package_its_license_and_no_tests(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    shutil.copytree(PACKAGE_ROOT, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info", ".*_cache"))
+    # setuptools' own PEP 517 hook, as `python -m build --sdist` calls it (build is not on this machine).
+    subprocess.run([sys.executable, "-c", "import sys, setuptools.build_meta as backend; print(backend.build_sdist(sys.argv[1]))", str(tmp_path / "dist")],
+                   cwd=source, check=True, capture_output=True)
+    [sdist] = list((tmp_path / "dist").glob("agentgov[-_]sdk-0.1.0.tar.gz"))
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"LICENSE", "README.md", "pyproject.toml", "agentgov_sdk/py.typed", "agentgov_sdk/decision_token.py", "agentgov_sdk/_generated/pdp_pb2.pyi"} <= names
+    assert not [name for name in names if name.startswith(("tests/", "bench_guard"))]

@@ -93,7 +93,19 @@ afterAll(() => {
 describe('the packed SDK', () => {
   it('holds the CommonJS build, the ES module entry and the types of both', () => {
     expect(packedFiles).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'esm/index.mjs', 'esm/index.d.mts']));
-    expect(packedFiles.filter((file) => !file.startsWith('dist/') && !file.startsWith('esm/')).sort()).toEqual(['README.md', 'package.json']);
+    expect(packedFiles.filter((file) => !file.startsWith('dist/') && !file.startsWith('esm/')).sort()).toEqual(['LICENSE', 'README.md', 'package.json']);
+  });
+
+  it('carries its LICENSE and names it as its license, the same text and version as the Python and .NET packages', () => {
+    const installed = path.join(project, 'node_modules', '@agentgov', 'sdk');
+    const manifest = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8')) as { license: string; version: string };
+    expect(manifest.license).toBe('SEE LICENSE IN LICENSE');
+    const license = fs.readFileSync(path.join(installed, 'LICENSE'), 'utf8');
+    expect(license).toMatch(/All rights reserved\.[\s\S]*grants no license/);
+    for (const other of ['python', 'dotnet']) expect(fs.readFileSync(path.join(REPO_ROOT, 'sdk', other, 'LICENSE'), 'utf8')).toBe(license);
+    const pythonVersion = /^version = "([^"]+)"$/m.exec(fs.readFileSync(path.join(REPO_ROOT, 'sdk', 'python', 'pyproject.toml'), 'utf8'))?.[1];
+    const dotnetVersion = /<Version>([^<]+)<\/Version>/.exec(fs.readFileSync(path.join(REPO_ROOT, 'sdk', 'dotnet', 'Directory.Build.props'), 'utf8'))?.[1];
+    expect({ python: pythonVersion, dotnet: dotnetVersion }).toEqual({ python: manifest.version, dotnet: manifest.version });
   });
 
   it('loads with require() and with import, exporting what src/index.ts exports, one copy of each class', async () => {

@@ -10,7 +10,7 @@ namespace AgentGovernance.Tests;
 /// The packages as a team gets them: packed with <c>dotnet pack</c> into a local feed, then a
 /// fresh console app made by the install lines of the README the packages carry, its worked
 /// example as Program.cs, built against the packages only and run against a gateway with the
-/// demo policies. Also what the packages hold: that README, symbols, the repository and commit,
+/// demo policies. Also what the packages hold: that README, LICENSE, symbols, the repository and commit,
 /// and no folder of the machine that built them.
 /// </summary>
 [Collection(AloneGroup.Name)]
@@ -48,7 +48,7 @@ public sealed partial class PackageTests : IAsyncLifetime
     }
 
     [Fact]
-    public void Each_package_carries_the_users_README_its_symbols_the_repository_and_no_build_folder()
+    public void Each_package_carries_the_users_README_its_LICENSE_its_symbols_the_repository_and_no_build_folder()
     {
         var readme = File.ReadAllText(Path.Combine(root, "sdk", "dotnet", "PACKAGE.md"));
         var commit = Git("rev-parse", "HEAD");
@@ -60,6 +60,8 @@ public sealed partial class PackageTests : IAsyncLifetime
             Assert.Contains($"<repository type=\"git\" url=\"{RepositoryUrl}\"", nuspec, StringComparison.Ordinal);
             Assert.Contains($"commit=\"{commit}\"", nuspec, StringComparison.Ordinal);
             Assert.Contains("<readme>README.md</readme>", nuspec, StringComparison.Ordinal);
+            Assert.Contains("<license type=\"file\">LICENSE</license>", nuspec, StringComparison.Ordinal);
+            Assert.Equal(File.ReadAllText(Path.Combine(root, "sdk", "dotnet", "LICENSE")), Read(nupkg, "LICENSE"));
             var dll = Encoding.UTF8.GetString(ReadBytes(nupkg, $"lib/net10.0/{package}.dll"));
             Assert.DoesNotContain(root, dll, StringComparison.Ordinal);
             Assert.Contains("/_/sdk/dotnet/src/", dll, StringComparison.Ordinal);
