@@ -30,8 +30,8 @@ export interface EdgeCredential {
 export class StoredCredentials implements UpstreamCredentials, OnModuleInit {
   private index = new CredentialIndex();
   private edge = new Map<string, { orgId: string } & EdgeCredential>();
-  /** The last reload of each credential still in flight (one entry per id, removed once it settles). */
-  private readonly reloading = new Map<string, Promise<void>>();
+  /** The last load still in flight, of one row or of all: the next one starts once it settles. */
+  private loading: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly config: AppConfig,
@@ -44,7 +44,7 @@ export class StoredCredentials implements UpstreamCredentials, OnModuleInit {
     await this.loadAll();
     this.events.subscribe((event) => {
       if (event.type === 'credential.changed') void this.reload(event.credentialId).catch((error: unknown) => this.logger.error({ err: error, credentialId: event.credentialId }, 'could not reload an upstream credential'));
-      else if (event.type === 'resync') void this.loadAll().catch((error: unknown) => this.logger.error({ err: error }, 'could not reload the upstream credentials'));
+      else if (event.type === 'resync') void this.serialized(() => this.loadAll()).catch((error: unknown) => this.logger.error({ err: error }, 'could not reload the upstream credentials'));
     });
   }
 
@@ -63,18 +63,21 @@ export class StoredCredentials implements UpstreamCredentials, OnModuleInit {
     return found.sort((a, b) => (a.credential.id < b.credential.id ? -1 : 1));
   }
 
-  /**
-   * Loads the row `id` again (created, rotated or revoked on some instance). Reloads of one id run
-   * one after the other: a read begun before a revocation committed (the create's own event, say)
-   * must never land after the revocation's reload and put the credential back in force.
-   */
+  /** Loads the row `id` again (created, rotated or revoked on some instance). */
   reload(id: string): Promise<void> {
-    const next = (this.reloading.get(id) ?? Promise.resolve()).then(() => this.readAndApply(id));
-    const settled = next.catch(() => undefined);
-    this.reloading.set(id, settled);
-    void settled.then(() => {
-      if (this.reloading.get(id) === settled) this.reloading.delete(id);
-    });
+    return this.serialized(() => this.readAndApply(id));
+  }
+
+  /**
+   * Runs a load after the one before it has settled. A read begun before a change committed must
+   * never land after that change's own reload and put the old value back in force: a row's reload
+   * begun before its revocation committed (the create's own event, say), or a reload of all rows
+   * (a `resync`) begun before a rotation committed, whose index would replace the one the
+   * rotation's reload had just updated. Credentials change rarely, so one queue costs nothing.
+   */
+  private serialized(load: () => Promise<void>): Promise<void> {
+    const next = this.loading.then(load);
+    this.loading = next.catch(() => undefined);
     return next;
   }
 
