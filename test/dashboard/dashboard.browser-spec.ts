@@ -463,6 +463,41 @@ describe('the dashboard at /dashboard', () => {
     await textWhen(stale.getByRole('alert'), (text) => text.includes('answered 409') && text.includes('only a pending approval can be decided'), 'the refusal of a decided approval');
   });
 
+  it('pages through more pending approvals than one page holds, and filters them by agent', async () => {
+    // big-refunds (the test above) holds refunds over 100: as many from one agent as it may have open (APPROVALS_MAX_PENDING_PER_AGENT, 20), one from another.
+    const { opsAdmin, invoiceBot } = gateway.agents;
+    const hold = async (agent: SeededAgent, amount: number) => {
+      const answer = await gateway.proxy<{ approvalId: string }>(agent, 'POST', '/refunds', { amount });
+      expect(answer.status).toBe(202);
+      return answer.body.approvalId;
+    };
+    for (let amount = 101; amount <= 120; amount++) await hold(opsAdmin, amount);
+    await hold(invoiceBot, 777);
+    type Listed = { approvals: Array<{ id: string }>; nextCursor: string | null };
+    const pending: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const listed: Listed = (await gateway.admin<Listed>('GET', `/admin/approvals?status=pending&limit=20${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`)).body;
+      pending.push(...listed.approvals.map((approval) => approval.id));
+      cursor = listed.nextCursor;
+    } while (cursor !== null);
+    expect(pending.length).toBeGreaterThan(20);
+
+    const page = await signIn('/dashboard/approvals');
+    await eventually(async () => JSON.stringify(await approvalIds(page)) === JSON.stringify(pending.slice(0, 20)), 10_000, 'the first page of pending approvals');
+    await page.getByRole('button', { name: 'Older →' }).click();
+    await eventually(async () => JSON.stringify(await approvalIds(page)) === JSON.stringify(pending.slice(20, 40)), 10_000, 'the second page');
+    expect(await page.getByTestId('approvals-page').textContent()).toContain('Page 2');
+    await page.getByRole('button', { name: '← Newer' }).click();
+    await eventually(async () => JSON.stringify(await approvalIds(page)) === JSON.stringify(pending.slice(0, 20)), 10_000, 'the first page again');
+
+    const ofInvoiceBot = (await gateway.admin<Listed>('GET', `/admin/approvals?status=pending&agentId=${invoiceBot.id}`)).body.approvals.map((approval) => approval.id);
+    expect(ofInvoiceBot).toHaveLength(1);
+    await page.getByLabel('Agent').selectOption(invoiceBot.id);
+    await eventually(async () => JSON.stringify(await approvalIds(page)) === JSON.stringify(ofInvoiceBot), 10_000, 'the one pending approval of invoice-bot');
+    expect(await page.getByTestId('approvals-page').textContent()).toContain('Page 1');
+  });
+
   it('shows an MCP tool held by its pin with the diff, and accepts it', async () => {
     const page = await signIn('/dashboard/approvals');
     const tool = page.locator('[data-tool="files/read_file"]');
