@@ -24,11 +24,19 @@ it('ends the organization least recently used session past its bound, with its l
   const store = new RedisSessionStore(redis, { maxSessionsPerOrg: 3 });
   const orgId = freshOrg();
   const key = (agentId: string, sessionId: string) => ({ orgId, agentId, sessionId });
+  // A session's last use is the Redis server's clock in milliseconds, and sessions used in one
+  // millisecond are ordered by name: each use here is a millisecond apart, as uses that are not
+  // simultaneous are.
+  const nextMillisecond = () => new Promise((resolve) => setTimeout(resolve, 2));
   await store.remember(key('a1', 's1'), 'read:x', sessionLabel('private_data'));
+  await nextMillisecond();
   await store.remember(key('a2', 's2'), 'read:x', undefined);
+  await nextMillisecond();
   await store.remember(key('a3', 's3'), 'read:x', undefined);
+  await nextMillisecond();
   // s1 used again: s2 is now the oldest, and the fourth session ends it.
   await store.remember(key('a1', 's1'), 'read:y', undefined);
+  await nextMillisecond();
   await store.remember(key('a4', 's4'), 'read:x', undefined);
   expect(await redis.zcard(`agentgov:session:{${orgId}}:o`)).toBe(3);
   expect((await store.recall(key('a2', 's2'))).calls).toEqual({});
