@@ -23,7 +23,7 @@ describe('verdict to answer', () => {
     expect([outcome.kind, statusOf(outcome, 'refusing'), statusOf(outcome, 'reporting')]).toEqual([kind, refusing, reporting]);
   });
 
-  it('gives the 429 body of SPEC.md, and the error a reporting transport throws with the policy and decision id', () => {
+  it('gives the 429 body of docs/proxy.md "Answers", and the error a reporting transport throws with the policy and decision id', () => {
     const limited = verdict({ ...DENY, budget: TRIP });
     const outcome = outcomeOf(limited);
     if (outcome.kind !== 'limited') throw new Error('not limited');

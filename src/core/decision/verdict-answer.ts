@@ -68,7 +68,7 @@ export function statusOf(outcome: Outcome, mode: AnswerMode): number {
   }
 }
 
-/** The 403 body of a denial (SPEC.md "Errors", docs/proxy.md "Answers"). */
+/** The 403 body of a denial (docs/proxy.md "Answers"). */
 export function denialBody(verdict: AnsweredVerdict): { error: ErrorCode.Forbidden; message: string; reason: string; policy: string; action: string; trace_id: string } {
   const { decision, request } = verdict;
   return {
@@ -81,7 +81,7 @@ export function denialBody(verdict: AnsweredVerdict): { error: ErrorCode.Forbidd
   };
 }
 
-/** The 429 body of a tripped limit (SPEC.md "Errors": `retry_after` seconds, also sent as Retry-After). */
+/** The 429 body of a tripped limit (docs/proxy.md "Answers": `retry_after` seconds, also sent as Retry-After). */
 export function limitBody(limited: Limited): { error: Limited['code']; message: string; retry_after: number; limit: string } {
   return { error: limited.code, message: limited.message, retry_after: limited.trip.retryAfterSeconds, limit: limited.trip.limit };
 }
