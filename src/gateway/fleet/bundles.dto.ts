@@ -62,7 +62,7 @@ export class IngestedEntryDto {
   @IsString()
   source?: string;
 
-  @ApiPropertyOptional({ enum: ['decision', 'outcome'], default: 'decision', description: '`outcome`: an adapter’s /v1/audit event made at the edge' })
+  @ApiPropertyOptional({ enum: ['decision', 'outcome'], nullable: true, default: 'decision', description: '`outcome`: an adapter’s /v1/audit event made at the edge' })
   @IsOptional()
   @IsIn(['decision', 'outcome'])
   kind?: 'decision' | 'outcome';
